@@ -1,0 +1,169 @@
+"""Input coercion shared by the synopses: timestamps, values, parameters."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+
+from .errors import LateDataError
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def check_window(window) -> int:
+    if isinstance(window, (bool, np.bool_)) or not isinstance(window, numbers.Integral):
+        raise ValueError(
+            f"window must be a positive integer (timestamp units), got {window!r}"
+        )
+    window = int(window)
+    if not 1 <= window <= INT64_MAX:
+        raise ValueError(f"window must be in [1, 2**63 - 1], got {window}")
+    return window
+
+
+def check_eps(eps) -> float:
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+        raise ValueError(f"eps must be a number in (0, 1), got {eps!r}")
+    eps = float(eps)
+    if not (0.0 < eps < 1.0) or math.isnan(eps):
+        raise ValueError(f"eps must be in (0, 1), got {eps}")
+    if eps < 1e-9:
+        raise ValueError(f"eps must be >= 1e-9 (k = ceil(1/eps) buckets per size), got {eps}")
+    return eps
+
+
+def k_of_eps(eps: float) -> int:
+    """``k = ceil(1/eps)`` computed exactly, so that ``1/k <= eps`` holds."""
+    return math.ceil(1 / Fraction(eps))
+
+
+def _integral_array(x, what: str) -> np.ndarray:
+    """Coerce to an integer numpy array, rejecting NaN and fractions."""
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    kind = arr.dtype.kind
+    if kind in "iu":
+        return arr
+    if kind == "b":
+        return arr
+    if kind == "f":
+        if arr.size and not np.all(np.isfinite(arr)):
+            bad = arr[~np.isfinite(arr)][0]
+            raise ValueError(f"{what} must be finite integers, found {bad}")
+        if arr.size and not np.all(arr == np.floor(arr)):
+            bad = arr[arr != np.floor(arr)][0]
+            raise ValueError(f"{what} must be integers, found {bad}")
+        if arr.size and (arr.min() < -(2.0**63) or arr.max() >= 2.0**63):
+            raise ValueError(f"{what} must fit in int64")
+        return arr.astype(np.int64)
+    if kind == "M":
+        return arr.astype(np.int64)
+    if kind == "O":
+        try:
+            out = np.array([int(_one_int(v, what)) for v in arr.tolist()], dtype=object)
+        except OverflowError:
+            raise ValueError(f"{what} must fit in int64") from None
+        if out.size and (min(out) < INT64_MIN or max(out) > INT64_MAX):
+            raise ValueError(f"{what} must fit in int64")
+        return out.astype(np.int64)
+    raise ValueError(f"{what} must be integers, got an array of dtype {arr.dtype}")
+
+
+def _one_int(v, what):
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        if not math.isfinite(f) or f != math.floor(f):
+            raise ValueError(f"{what} must be finite integers, found {v!r}")
+        return int(f)
+    raise ValueError(f"{what} must be integers, found {v!r}")
+
+
+def coerce_timestamps(timestamps) -> np.ndarray:
+    ts = _integral_array(timestamps, "timestamps")
+    if ts.dtype.kind == "b":
+        raise ValueError("timestamps must be integers, got booleans")
+    if ts.dtype == np.uint64 and ts.size and ts.max() > np.uint64(INT64_MAX):
+        raise ValueError("timestamps must fit in int64")
+    ts = ts.astype(np.int64, copy=False)
+    if ts.size and int(ts.min()) == INT64_MIN:
+        raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
+    return ts
+
+
+def coerce_values(values, n: int) -> np.ndarray | None:
+    """Non-negative integer values, or None meaning 'all ones'."""
+    if values is None:
+        return None
+    v = _integral_array(values, "values")
+    if v.shape[0] != n:
+        raise ValueError(
+            f"timestamps and values have different lengths ({n} and {v.shape[0]})"
+        )
+    if n == 0:
+        return v.astype(np.int64)
+    kind = v.dtype.kind
+    if kind == "b":
+        return v
+    if kind == "i" and v.min() < 0:
+        bad = v[v < 0][0]
+        raise ValueError(f"values must be non-negative integers, found {bad}")
+    if v.dtype.itemsize == 8 and v.max() > INT64_MAX:
+        raise ValueError(f"values must be < 2**63, found {v.max()}")
+    return v
+
+
+def sort_batch(ts: np.ndarray, v: np.ndarray | None, newest: int | None):
+    """Stable-sort a batch by timestamp and reject late data.
+
+    Returns the (possibly reordered) arrays. Raises LateDataError when the
+    oldest timestamp of the batch is older than ``newest``.
+    """
+    if ts.size > 1 and not bool(np.all(ts[1:] >= ts[:-1])):
+        order = np.argsort(ts, kind="stable")
+        ts = ts[order]
+        if v is not None:
+            v = v[order]
+    if newest is not None and ts.size and int(ts[0]) < newest:
+        raise LateDataError(int(ts[0]), newest)
+    return ts, v
+
+
+def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray | None, int]:
+    """Cumulative sums of the values (None when all ones) and the new total.
+
+    Raises ValueError when ``base + sum(v)`` would not fit in int64.
+    """
+    if v is None:
+        total = base + n
+        if total > INT64_MAX:
+            raise ValueError("the sum of values would overflow int64")
+        return None, total
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), base
+    if v.dtype.itemsize >= 8:
+        # Bound the sum before an int64 cumsum could wrap around.
+        approx = float(np.sum(v, dtype=np.float64))
+        if base + approx >= 2.0**62:
+            exact = int(np.sum(v >> np.uint64(32) if v.dtype.kind == "u" else v >> 32, dtype=np.int64)) * 2**32 + int(
+                np.sum(v & 0xFFFFFFFF, dtype=np.int64)
+            )
+            if base + exact > INT64_MAX:
+                raise ValueError(
+                    f"the sum of values would overflow int64 ({base + exact} > 2**63 - 1)"
+                )
+    cum = np.cumsum(v, dtype=np.int64)
+    total = base + int(cum[-1])
+    if total > INT64_MAX:
+        raise ValueError(f"the sum of values would overflow int64 ({total} > 2**63 - 1)")
+    return cum, total

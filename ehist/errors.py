@@ -1,0 +1,58 @@
+"""Exceptions shared by every synopsis in the project.
+
+All of them subclass :class:`ValueError`, so ``except ValueError`` keeps
+working for callers that do not care which mistake was made.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EhistError",
+    "LateDataError",
+    "CorruptSketchError",
+    "IncompatibleSketchError",
+]
+
+
+class EhistError(ValueError):
+    """Base class of the errors raised by ehist, lp_norms and distinct."""
+
+
+class LateDataError(EhistError):
+    """A timestamp is older than data the synopsis has already summarized.
+
+    Sliding-window synopses keep only summaries of old data, so an element
+    older than the newest timestamp seen cannot be placed correctly.
+
+    Attributes
+    ----------
+    timestamp : int
+        The offending (oldest late) timestamp of the batch.
+    newest : int
+        The newest timestamp the synopsis had summarized.
+    """
+
+    def __init__(self, timestamp: int, newest: int):
+        self.timestamp = int(timestamp)
+        self.newest = int(newest)
+        super().__init__(
+            f"late data: timestamp {self.timestamp} is older than the newest "
+            f"timestamp already summarized ({self.newest}); timestamps must be "
+            f">= {self.newest}"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.timestamp, self.newest))
+
+
+class CorruptSketchError(EhistError):
+    """Bytes that do not decode to a valid synopsis.
+
+    The message says what was expected and what was found (truncated
+    buffers, a foreign magic number, an unknown format version, a failed
+    checksum, inconsistent lengths...).
+    """
+
+
+class IncompatibleSketchError(EhistError):
+    """Two synopses with different parameters cannot be merged."""

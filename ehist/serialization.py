@@ -1,0 +1,249 @@
+"""Byte-format building blocks shared by every synopsis in the project.
+
+Every serialized synopsis starts with the same 6-byte preamble and ends with
+a CRC-32 of everything before it, all little-endian::
+
+    offset  size  field
+    ------  ----  -----------------------------------------------------
+         0     2  magic b"EH" (0x45 0x48)
+         2     1  family id (see FAMILIES)
+         3     1  format version of that family
+         4     2  flags (uint16, family-specific bits)
+         6     *  family parameters and payload
+      -4 (end) 4  CRC-32 (zlib) of bytes [0, len - 4)
+
+Integers in payloads are unsigned LEB128 varints (7 bits a byte, high bit
+set on every byte but the last, minimal length), encoded and decoded with
+numpy, never one Python call per value.
+
+Decoding checks in a fixed order and raises
+:class:`~ehist.errors.CorruptSketchError` saying what was expected and what
+was found: length of the preamble, magic, family, version, checksum, then
+the family's own fields.  A count read from the buffer is compared with
+the bytes left before anything is allocated, so a corrupt length can never
+make us allocate more than the buffer could hold.
+
+Examples
+--------
+>>> encode_varints(np.array([0, 1, 127, 128, 300], dtype=np.uint64)).hex()
+'00017f8001ac02'
+>>> Reader(bytes.fromhex('00017f8001ac02')).varints(5).tolist()
+[0, 1, 127, 128, 300]
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from .errors import CorruptSketchError
+
+__all__ = [
+    "MAGIC",
+    "FAMILIES",
+    "encode_varints",
+    "Writer",
+    "Reader",
+    "seal",
+    "open_sealed",
+]
+
+MAGIC = b"EH"
+#: Family ids of the project's synopses (byte 2 of the preamble).
+FAMILIES = {
+    "ExponentialHistogram": 1,
+    "StableSketch": 2,
+    "SlidingLpNorm": 3,
+    "SlidingFM": 4,
+    "SlidingHyperLogLog": 5,
+}
+_FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
+_PREAMBLE = struct.Struct("<2sBBH")
+_CRC = struct.Struct("<I")
+_MAX_VARINT_BYTES = 10
+
+
+def encode_varints(values: np.ndarray) -> bytes:
+    """Encode non-negative integers (< 2**64) as minimal LEB128 varints."""
+    v = np.asarray(values).astype(np.uint64, copy=False).ravel()
+    if v.size == 0:
+        return b""
+    nbytes = np.ones(v.size, dtype=np.int64)
+    for i in range(1, _MAX_VARINT_BYTES):
+        nbytes += v >= np.uint64(1 << (7 * i))
+    ends = np.cumsum(nbytes)
+    starts = ends - nbytes
+    out = np.empty(int(ends[-1]), dtype=np.uint8)
+    for i in range(int(nbytes.max())):
+        sel = nbytes > i
+        chunk = (v[sel] >> np.uint64(7 * i)) & np.uint64(0x7F)
+        more = (nbytes[sel] - 1 > i).astype(np.uint64) << np.uint64(7)
+        out[starts[sel] + i] = (chunk | more).astype(np.uint8)
+    return out.tobytes()
+
+
+class Writer:
+    """Accumulates the pieces of a serialized synopsis."""
+
+    def __init__(self, family: str, version: int, flags: int):
+        self._parts = [_PREAMBLE.pack(MAGIC, FAMILIES[family], version, flags)]
+
+    def struct(self, fmt: str, *values) -> "Writer":
+        self._parts.append(struct.pack("<" + fmt, *values))
+        return self
+
+    def varints(self, values) -> "Writer":
+        self._parts.append(encode_varints(np.asarray(values, dtype=np.uint64)))
+        return self
+
+    def raw(self, data: bytes) -> "Writer":
+        self._parts.append(bytes(data))
+        return self
+
+    def finish(self) -> bytes:
+        return seal(b"".join(self._parts))
+
+
+def seal(body: bytes) -> bytes:
+    """Append the CRC-32 trailer to ``body``."""
+    return body + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def _as_bytes(data) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(
+        f"expected bytes, bytearray or memoryview, got {type(data).__name__}"
+    )
+
+
+def open_sealed(data, family: str, versions: tuple[int, ...]) -> tuple["Reader", int, int]:
+    """Check preamble and checksum; return a reader over the payload.
+
+    Returns
+    -------
+    (reader, version, flags)
+    """
+    buf = _as_bytes(data)
+    name = family
+    minimum = _PREAMBLE.size + _CRC.size
+    if len(buf) < minimum:
+        raise CorruptSketchError(
+            f"{name}: expected at least {minimum} bytes (preamble and checksum), "
+            f"found {len(buf)}"
+        )
+    magic, fam, version, flags = _PREAMBLE.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise CorruptSketchError(
+            f"{name}: expected magic {MAGIC!r}, found {magic!r}: these bytes "
+            "are not an ehist synopsis"
+        )
+    if fam != FAMILIES[family]:
+        found = _FAMILY_NAMES.get(fam, f"unknown family {fam}")
+        raise CorruptSketchError(
+            f"{name}: expected family id {FAMILIES[family]} ({family}), "
+            f"found {fam} ({found})"
+        )
+    if version not in versions:
+        raise CorruptSketchError(
+            f"{name}: expected format version in {sorted(versions)}, found "
+            f"{version} (written by a newer release?)"
+        )
+    (stored,) = _CRC.unpack_from(buf, len(buf) - _CRC.size)
+    actual = zlib.crc32(memoryview(buf)[: len(buf) - _CRC.size]) & 0xFFFFFFFF
+    if stored != actual:
+        raise CorruptSketchError(
+            f"{name}: expected checksum {stored:#010x}, found {actual:#010x}: "
+            "the bytes were altered or truncated"
+        )
+    reader = Reader(buf, _PREAMBLE.size, len(buf) - _CRC.size, name)
+    return reader, version, flags
+
+
+class Reader:
+    """Bounds-checked sequential reader over a byte buffer."""
+
+    def __init__(self, buf: bytes, start: int = 0, end: int | None = None, name: str = "sketch"):
+        self.buf = buf
+        self.pos = start
+        self.end = len(buf) if end is None else end
+        self.name = name
+
+    @property
+    def remaining(self) -> int:
+        return self.end - self.pos
+
+    def _need(self, n: int, what: str) -> None:
+        if n > self.remaining:
+            raise CorruptSketchError(
+                f"{self.name}: expected {n} more bytes for {what}, found "
+                f"{self.remaining}"
+            )
+
+    def struct(self, fmt: str, what: str) -> tuple:
+        s = struct.Struct("<" + fmt)
+        self._need(s.size, what)
+        values = s.unpack_from(self.buf, self.pos)
+        self.pos += s.size
+        return values
+
+    def raw(self, n: int, what: str) -> bytes:
+        self._need(n, what)
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def varint(self, what: str = "a varint") -> int:
+        return int(self.varints(1, what)[0])
+
+    def varints(self, count: int, what: str = "varints") -> np.ndarray:
+        """Decode ``count`` varints (uint64)."""
+        count = int(count)
+        if count < 0:
+            raise CorruptSketchError(f"{self.name}: negative count for {what}")
+        if count == 0:
+            return np.zeros(0, dtype=np.uint64)
+        # Every varint takes at least one byte: check before allocating.
+        self._need(count, f"{count} {what}")
+        window = np.frombuffer(
+            self.buf, dtype=np.uint8, count=min(self.remaining, count * _MAX_VARINT_BYTES),
+            offset=self.pos,
+        )
+        stops = np.flatnonzero(window < 0x80)
+        if stops.size < count:
+            raise CorruptSketchError(
+                f"{self.name}: expected {count} {what}, found {stops.size} "
+                "complete ones before the end of the buffer"
+            )
+        stops = stops[:count]
+        end = int(stops[-1]) + 1
+        starts = np.empty(count, dtype=np.int64)
+        starts[0] = 0
+        starts[1:] = stops[:-1] + 1
+        lengths = stops - starts + 1
+        if int(lengths.max()) > _MAX_VARINT_BYTES:
+            raise CorruptSketchError(
+                f"{self.name}: expected varints of at most {_MAX_VARINT_BYTES} "
+                f"bytes in {what}, found one of {int(lengths.max())}"
+            )
+        body = window[:end]
+        last = body[stops]
+        if np.any((lengths > 1) & (last == 0)):
+            raise CorruptSketchError(f"{self.name}: non-minimal varint in {what}")
+        if np.any((lengths == _MAX_VARINT_BYTES) & (last > 1)):
+            raise CorruptSketchError(f"{self.name}: varint in {what} exceeds 64 bits")
+        group = np.repeat(np.arange(count), lengths)
+        shift = (np.arange(end) - starts[group]) * 7
+        parts = (body & 0x7F).astype(np.uint64) << shift.astype(np.uint64)
+        values = np.add.reduceat(parts, starts)
+        self.pos += end
+        return values
+
+    def expect_end(self) -> None:
+        if self.remaining:
+            raise CorruptSketchError(
+                f"{self.name}: expected the payload to end here, found "
+                f"{self.remaining} trailing bytes"
+            )
