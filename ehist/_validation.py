@@ -95,10 +95,7 @@ def coerce_timestamps(timestamps) -> np.ndarray:
         raise ValueError("timestamps must be integers, got booleans")
     if ts.dtype == np.uint64 and ts.size and ts.max() > np.uint64(INT64_MAX):
         raise ValueError("timestamps must fit in int64")
-    ts = ts.astype(np.int64, copy=False)
-    if ts.size and int(ts.min()) == INT64_MIN:
-        raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
-    return ts
+    return ts.astype(np.int64, copy=False)
 
 
 def coerce_values(values, n: int) -> np.ndarray | None:
@@ -118,7 +115,7 @@ def coerce_values(values, n: int) -> np.ndarray | None:
     if kind == "i" and v.min() < 0:
         bad = v[v < 0][0]
         raise ValueError(f"values must be non-negative integers, found {bad}")
-    if v.dtype.itemsize == 8 and v.max() > INT64_MAX:
+    if v.dtype == np.uint64 and v.max() > INT64_MAX:
         raise ValueError(f"values must be < 2**63, found {v.max()}")
     return v
 
@@ -134,6 +131,8 @@ def sort_batch(ts: np.ndarray, v: np.ndarray | None, newest: int | None):
         ts = ts[order]
         if v is not None:
             v = v[order]
+    if ts.size and int(ts[0]) == INT64_MIN:
+        raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
     if newest is not None and ts.size and int(ts[0]) < newest:
         raise LateDataError(int(ts[0]), newest)
     return ts, v
@@ -151,18 +150,25 @@ def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray |
         return None, total
     if n == 0:
         return np.zeros(0, dtype=np.int64), base
-    if v.dtype.itemsize >= 8:
+    if v.dtype.itemsize <= 2:
+        # bool / 8- and 16-bit values: accumulate in int32 when it cannot
+        # overflow (numpy casts small ints to int64 slowly inside cumsum).
+        largest = 1 if v.dtype.kind == "b" else int(np.iinfo(v.dtype).max)
+        acc = np.int32 if n * largest < 2**31 else np.int64
+        cum = np.cumsum(v, dtype=acc)
+    else:
         # Bound the sum before an int64 cumsum could wrap around.
-        approx = float(np.sum(v, dtype=np.float64))
-        if base + approx >= 2.0**62:
-            exact = int(np.sum(v >> np.uint64(32) if v.dtype.kind == "u" else v >> 32, dtype=np.int64)) * 2**32 + int(
+        largest = int(v.max())
+        if largest * n > INT64_MAX - base:
+            high = v >> (np.uint64(32) if v.dtype.kind == "u" else 32)
+            exact = int(np.sum(high, dtype=np.int64)) * 2**32 + int(
                 np.sum(v & 0xFFFFFFFF, dtype=np.int64)
             )
             if base + exact > INT64_MAX:
                 raise ValueError(
                     f"the sum of values would overflow int64 ({base + exact} > 2**63 - 1)"
                 )
-    cum = np.cumsum(v, dtype=np.int64)
+        cum = np.cumsum(v, dtype=np.int64)
     total = base + int(cum[-1])
     if total > INT64_MAX:
         raise ValueError(f"the sum of values would overflow int64 ({total} > 2**63 - 1)")

@@ -340,38 +340,33 @@ class ExponentialHistogram:
 
         ``cum`` is the cumulative sum of the batch values (None: all ones)
         and ``total`` the new total including the surviving old buckets.
+        Units are numbered 1..total from the oldest; the canonical sizes of
+        ``total`` say where every bucket starts, and ``searchsorted`` finds
+        the element (or old bucket) holding each bucket's newest unit.
         """
-        old_sizes = np.left_shift(np.int64(1), self._exps[::-1].astype(np.int64))
-        old_ends = np.cumsum(old_sizes)  # oldest first
+        old_ends = np.cumsum(np.left_shift(np.int64(1), self._exps[::-1].astype(np.int64)))
         s_old = int(old_ends[-1]) if old_ends.size else 0
         exps = canonical_exponents(total, self._l)  # newest first
         sizes = np.left_shift(np.int64(1), exps.astype(np.int64))
-        csz = np.cumsum(sizes)
-        newest_pos = total - (csz - sizes)  # 1-based from the oldest unit
-        oldest_pos = total - csz + 1
+        newest_pos = total - np.cumsum(sizes) + sizes  # 1-based, from the oldest unit
+        # newest_pos decreases along the targets: new data first, old data last
+        n_new = int(np.searchsorted(-newest_pos, -s_old, side="left"))
         hi = np.empty(sizes.size, dtype=np.int64)
-        in_old = newest_pos <= s_old
-        if in_old.any():
-            p = newest_pos[in_old]
-            idx = np.searchsorted(old_ends, p, side="left")
-            if not np.array_equal(old_ends[idx], p):
-                raise AssertionError("l-canonical rebuild would split an old bucket")
-            hi[in_old] = self._hi[::-1][idx]
-        in_new = ~in_old
-        if in_new.any():
-            r = newest_pos[in_new] - s_old
+        if n_new:
+            r = newest_pos[:n_new] - s_old
             if cum is None:
                 idx = r - 1
             else:
-                idx = np.searchsorted(cum, r, side="left")
-            hi[in_new] = ts[idx]
-        starts_old = oldest_pos <= s_old
-        if starts_old.any():
-            q = oldest_pos[starts_old] - 1
-            ends0 = np.concatenate([np.zeros(1, dtype=np.int64), old_ends])
-            idx = np.searchsorted(ends0, q, side="left")
-            if not np.array_equal(ends0[np.minimum(idx, ends0.size - 1)], q):
+                idx = np.searchsorted(cum, r.astype(cum.dtype), side="left")
+            hi[:n_new] = ts[idx]
+        if n_new < sizes.size:
+            p = newest_pos[n_new:]
+            idx = np.searchsorted(old_ends, p, side="left")
+            # Section 4: an element not indexed now is never indexed later,
+            # so every boundary inside old data is an old boundary.
+            if not np.array_equal(old_ends[idx], p):
                 raise AssertionError("l-canonical rebuild would split an old bucket")
+            hi[n_new:] = self._hi[::-1][idx]
         lo = np.empty_like(hi)
         lo[:-1] = hi[1:]
         if s_old:

@@ -212,6 +212,11 @@ class Reader:
             offset=self.pos,
         )
         stops = np.flatnonzero(window < 0x80)
+        if stops.size < count and window.size < self.remaining:
+            raise CorruptSketchError(
+                f"{self.name}: expected {count} {what} of at most "
+                f"{_MAX_VARINT_BYTES} bytes each, found a longer run of continuation bytes"
+            )
         if stops.size < count:
             raise CorruptSketchError(
                 f"{self.name}: expected {count} {what}, found {stops.size} "

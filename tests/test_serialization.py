@@ -1,0 +1,205 @@
+"""to_bytes / from_bytes: round trips, golden bytes, corruption."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ehist import CorruptSketchError, ExponentialHistogram
+from ehist.serialization import Reader, encode_varints
+from tests.strategies import eps_values, streams
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def golden_histograms():
+    """Deterministic histograms whose bytes are pinned in tests/golden."""
+    rng = np.random.default_rng(2024)
+    ts = np.cumsum(rng.integers(0, 4, 5000))
+    bits = rng.integers(0, 2, 5000)
+    sizes = rng.integers(0, 2**20, 5000)
+    ordered = ExponentialHistogram(1000, 0.05).update(ts, bits)
+    sums = ExponentialHistogram(3000, 0.1).update(ts - 10**12, sizes)
+    a = ExponentialHistogram(1000, 0.05).update(ts[0::2], bits[0::2])
+    b = ExponentialHistogram(1000, 0.05).update(ts[1::2], bits[1::2])
+    return {
+        "empty": ExponentialHistogram(60, 0.01),
+        "zeros_only": ExponentialHistogram(60, 0.01).update([5, 7], [0, 0]),
+        "ordered": ordered,
+        "sums": sums,
+        "merged": a.merge(b),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(golden_histograms()))
+def test_golden_bytes(name):
+    """The format cannot drift silently: these bytes were written by format
+    version 1.  Regenerate only with a version bump."""
+    h = golden_histograms()[name]
+    path = GOLDEN / f"eh_{name}.bin"
+    assert h.to_bytes() == path.read_bytes()
+    assert ExponentialHistogram.from_bytes(path.read_bytes()) == h
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=streams(), window=st.integers(1, 10**6), eps=eps_values, merge=st.booleans())
+def test_round_trip(data, window, eps, merge):
+    ts, vs = data
+    h = ExponentialHistogram(window, eps).update(ts, vs)
+    if merge:
+        h = h.merge(ExponentialHistogram(window, eps).update(ts[-1:] + 1, vs[-1:]))
+    b = h.to_bytes()
+    back = ExponentialHistogram.from_bytes(b)
+    assert back == h
+    assert back.to_bytes() == b
+    assert back.bounds() == h.bounds()
+    assert pickle.loads(pickle.dumps(h)) == h
+    # accepts bytearray and memoryview too
+    assert ExponentialHistogram.from_bytes(bytearray(b)) == h
+    assert ExponentialHistogram.from_bytes(memoryview(b)) == h
+
+
+def test_empty_round_trip_and_repr():
+    h = ExponentialHistogram(60, 0.01)
+    assert repr(h) == "ExponentialHistogram(window=60, eps=0.01, empty)"
+    assert ExponentialHistogram.from_bytes(h.to_bytes()) == h
+    assert len(h) == 0 and h.total == 0 and h.newest is None
+    assert h.estimate() == 0.0 and h.bounds() == (0, 0)
+
+
+def test_bytes_per_bucket_is_compact():
+    bits = np.random.default_rng(1).integers(0, 2, 200_000)
+    h = ExponentialHistogram(100_000, 0.01).update(np.arange(bits.size), bits)
+    assert len(h.to_bytes()) / len(h) <= 2.5
+
+
+def test_identical_bytes_in_another_process():
+    code = (
+        "import numpy as np, sys\n"
+        "from ehist import ExponentialHistogram as E\n"
+        "r = np.random.default_rng(5)\n"
+        "h = E(777, 0.02).update(np.cumsum(r.integers(0, 3, 20000)), r.integers(0, 9, 20000))\n"
+        "sys.stdout.write(h.to_bytes().hex())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r = np.random.default_rng(5)
+    h = ExponentialHistogram(777, 0.02).update(
+        np.cumsum(r.integers(0, 3, 20000)), r.integers(0, 9, 20000)
+    )
+    assert bytes.fromhex(out.stdout) == h.to_bytes()
+
+
+# ------------------------------------------------------------- corruption
+def sample_bytes():
+    return golden_histograms()["ordered"].to_bytes()
+
+
+def reseal(body: bytes) -> bytes:
+    """Recompute the CRC so a test reaches the checks after it."""
+    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def test_every_truncation_is_a_named_error():
+    b = sample_bytes()
+    for n in range(len(b)):
+        with pytest.raises(CorruptSketchError):
+            ExponentialHistogram.from_bytes(b[:n])
+
+
+def test_every_single_bit_flip_is_detected():
+    b = bytearray(sample_bytes())
+    for i in range(len(b)):
+        for bit in (0, 3, 7):
+            c = bytearray(b)
+            c[i] ^= 1 << bit
+            with pytest.raises(CorruptSketchError):
+                ExponentialHistogram.from_bytes(bytes(c))
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda b: b"XX" + b[2:], "expected magic b'EH', found b'XX'"),
+        (lambda b: b[:2] + bytes([4]) + b[3:], r"expected family id 1 \(ExponentialHistogram\), found 4 \(SlidingFM\)"),
+        (lambda b: b[:2] + bytes([77]) + b[3:], "found 77 \\(unknown family 77\\)"),
+        (lambda b: b[:3] + bytes([9]) + b[4:], "expected format version in \\[1\\], found 9"),
+        (lambda b: b[:-1] + bytes([b[-1] ^ 0xFF]), "expected checksum"),
+        (lambda b: b + b"\x00", "expected checksum"),
+    ],
+)
+def test_foreign_and_altered_bytes(mutate, message):
+    with pytest.raises(CorruptSketchError, match=message):
+        ExponentialHistogram.from_bytes(mutate(sample_bytes()))
+
+
+def test_unknown_flags_rejected():
+    b = sample_bytes()[:-4]
+    body = b[:4] + struct.pack("<H", 0x80) + b[6:]
+    with pytest.raises(CorruptSketchError, match="expected flags"):
+        ExponentialHistogram.from_bytes(reseal(body))
+
+
+def test_bad_parameters_rejected():
+    b = sample_bytes()[:-4]
+    body = b[:6] + struct.pack("<q", 0) + b[14:]
+    with pytest.raises(CorruptSketchError, match="invalid parameters: window"):
+        ExponentialHistogram.from_bytes(reseal(body))
+    body = b[:14] + struct.pack("<d", 1.5) + b[22:]
+    with pytest.raises(CorruptSketchError, match="invalid parameters: eps"):
+        ExponentialHistogram.from_bytes(reseal(body))
+
+
+def test_huge_bucket_count_does_not_allocate():
+    """A length field claiming 2**60 buckets fails before any allocation."""
+    h = ExponentialHistogram(60, 0.5).update([1, 2, 3])
+    b = h.to_bytes()[:-4]
+    head = b[:30]  # preamble + window + eps + newest
+    body = head + encode_varints(np.array([2**60], dtype=np.uint64)) + b"\x01\x00\x01"
+    with pytest.raises(CorruptSketchError, match="expected at most .* buckets .* found 1152921504606846976"):
+        ExponentialHistogram.from_bytes(reseal(body))
+
+
+def test_non_canonical_sizes_rejected():
+    h = ExponentialHistogram(60, 0.5).update([1, 2, 3, 4])  # sizes 1,1,2 newest first
+    b = h.to_bytes()[:-4]
+    head = b[:30]
+    # claim three buckets of size 1 (total 3 wants sizes 1, 2)
+    runs = encode_varints(np.array([1, 0, 3], dtype=np.uint64))  # one run: 3 x 2**0
+    deltas = encode_varints(np.array([0, 1, 1, 0], dtype=np.uint64))
+    with pytest.raises(CorruptSketchError, match="l-canonical"):
+        ExponentialHistogram.from_bytes(reseal(head + b"\x03" + runs + deltas))
+
+
+def test_varint_errors():
+    with pytest.raises(CorruptSketchError, match="expected 2 varints, found 1"):
+        Reader(b"\x01\x80").varints(2)
+    with pytest.raises(CorruptSketchError, match="non-minimal"):
+        Reader(b"\x80\x00").varints(1)
+    with pytest.raises(CorruptSketchError, match="exceeds 64 bits"):
+        Reader(b"\xff" * 9 + b"\x02").varints(1)
+    with pytest.raises(CorruptSketchError, match="of at most 10 bytes each"):
+        Reader(b"\xff" * 10 + b"\x01").varints(1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(junk=st.binary(max_size=200))
+def test_random_bytes_never_crash(junk):
+    for data in (junk, b"EH\x01\x01" + junk, reseal(b"EH\x01\x01" + junk)):
+        try:
+            ExponentialHistogram.from_bytes(data)
+        except CorruptSketchError:
+            pass
+
+
+def test_from_bytes_rejects_non_bytes():
+    with pytest.raises(TypeError, match="expected bytes"):
+        ExponentialHistogram.from_bytes("EH")
