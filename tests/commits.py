@@ -1,4 +1,4 @@
-"""The numpy commit stream (tests/data, copied from shared/data): real, bursty timestamps."""
+"""The numpy commit stream (data/, a copy of the shared data set): real, bursty timestamps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-PATH = Path(__file__).parent / "data" / "numpy-commit-stream.csv.gz"
+PATH = Path(__file__).resolve().parents[1] / "data" / "numpy-commit-stream.csv.gz"
 
 
 def load_commits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
