@@ -204,7 +204,7 @@ class ExponentialHistogram:
         Examples
         --------
         >>> round(ExponentialHistogram.bucket_bound(0.01, 10**6), 1)
-        810.5
+        780.7
         """
         k = k_of_eps(check_eps(eps))
         l = (k + 1) // 2

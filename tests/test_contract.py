@@ -1,0 +1,123 @@
+"""The contract every synopsis offers (one suite, parametrized over synopses).
+
+lp_norms and distinct add their factories to SYNOPSES; each entry builds an
+empty synopsis, feeds it a stream, and knows how to compare an estimate
+with the exact answer of the interleaved stream.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from ehist import ExponentialHistogram
+
+
+@dataclass
+class Synopsis:
+    name: str
+    make: Callable[[], object]
+    feed: Callable[[object, np.ndarray, np.ndarray], object]
+    exact: Callable[[np.ndarray, np.ndarray, int], float]
+    tolerance: Callable[[float], float]
+    empty_repr: str
+
+
+def _eh_exact(ts, vs, window):
+    return float(vs[ts > ts.max() - window].sum())
+
+
+SYNOPSES = [
+    Synopsis(
+        name="ExponentialHistogram",
+        make=lambda: ExponentialHistogram(500, 0.05),
+        feed=lambda s, ts, vs: s.update(ts, vs),
+        exact=_eh_exact,
+        tolerance=lambda exact: 0.05 * exact,
+        empty_repr="ExponentialHistogram(window=500, eps=0.05, empty)",
+    ),
+]
+
+
+def stream(seed=3, n=5000):
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.integers(0, 3, n))
+    vs = rng.integers(0, 5, n)
+    return ts, vs
+
+
+@pytest.fixture(params=SYNOPSES, ids=lambda s: s.name)
+def syn(request):
+    return request.param
+
+
+def test_empty_repr(syn):
+    assert repr(syn.make()) == syn.empty_repr
+
+
+def test_update_returns_self(syn):
+    s = syn.make()
+    ts, vs = stream()
+    assert syn.feed(s, ts, vs) is s
+
+
+def test_bytes_round_trip_and_equality(syn):
+    ts, vs = stream()
+    s = syn.feed(syn.make(), ts, vs)
+    back = type(s).from_bytes(s.to_bytes())
+    assert back == s and back.to_bytes() == s.to_bytes()
+    assert type(s).from_bytes(syn.make().to_bytes()) == syn.make()
+    assert s != syn.make()
+
+
+def test_pickling(syn):
+    ts, vs = stream()
+    s = syn.feed(syn.make(), ts, vs)
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+def test_merge_equals_interleaved_stream_within_bound(syn):
+    ts, vs = stream()
+    owner = np.random.default_rng(9).integers(0, 2, ts.size)
+    a = syn.feed(syn.make(), ts[owner == 0], vs[owner == 0])
+    b = syn.feed(syn.make(), ts[owner == 1], vs[owner == 1])
+    a_bytes, b_bytes = a.to_bytes(), b.to_bytes()
+    m = a.merge(b)
+    assert a.to_bytes() == a_bytes and b.to_bytes() == b_bytes  # arguments unchanged
+    exact = syn.exact(ts, vs, 500)
+    assert abs(m.estimate() - exact) <= syn.tolerance(exact)
+
+
+def test_cross_process_determinism(syn):
+    """The same stream gives the same bytes in a fresh interpreter."""
+    code = (
+        "import sys, numpy as np\n"
+        "from tests.test_contract import SYNOPSES, stream\n"
+        f"syn = [s for s in SYNOPSES if s.name == {syn.name!r}][0]\n"
+        "ts, vs = stream()\n"
+        "sys.stdout.write(syn.feed(syn.make(), ts, vs).to_bytes().hex())\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    ts, vs = stream()
+    assert bytes.fromhex(out.stdout) == syn.feed(syn.make(), ts, vs).to_bytes()
+
+
+def test_core_packages_import_without_spark():
+    """ehist, lp_norms and distinct never import pyspark, pandas or pyarrow."""
+    code = (
+        "import sys\n"
+        "import ehist, lp_norms, distinct\n"
+        "bad = [m for m in ('pyspark', 'pandas', 'pyarrow') if m in sys.modules]\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
