@@ -1,7 +1,13 @@
-"""distinct: distinct counts over sliding windows (FM and sliding HyperLogLog).
+"""distinct: distinct counts over sliding windows.
 
-Not implemented yet (issue 4): this package is part of the distribution so
-that its name and place are fixed; it exports nothing.
+:class:`SlidingFM` is Flajolet-Martin probabilistic counting (PCSA) with a
+timestamp per bit (DGIM, Section 6); :class:`SlidingHyperLogLog` keeps per
+register the list of future possible maxima (Chabchoub and Hebrail, 2010).
+Items are integers, strings or bytes, hashed with the seeded, vectorized
+:func:`ehist.hashing.hash64`.
 """
 
-__all__: list[str] = []
+from .fm import SlidingFM
+from .hll import SlidingHyperLogLog
+
+__all__ = ["SlidingFM", "SlidingHyperLogLog"]

@@ -173,3 +173,43 @@ def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray |
     if total > INT64_MAX:
         raise ValueError(f"the sum of values would overflow int64 ({total} > 2**63 - 1)")
     return cum, total
+
+
+def resolve_query(now, window, newest: int | None, max_window: int) -> tuple[int | None, int]:
+    """Check a query's ``now`` and ``window``; fill in the defaults.
+
+    ``window`` defaults to ``max_window`` and must lie in ``[1, max_window]``;
+    ``now`` defaults to ``newest`` and must not be earlier than it.
+    """
+    if window is None:
+        window = max_window
+    else:
+        if isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
+            raise ValueError(f"window must be an integer in [1, {max_window}], got {window!r}")
+        window = int(window)
+        if not 1 <= window <= max_window:
+            raise ValueError(
+                f"window must be in [1, {max_window}] (the synopsis's window), got {window}"
+            )
+    if now is None:
+        now = newest
+    else:
+        if isinstance(now, (bool, np.bool_)) or not isinstance(now, (int, np.integer)):
+            raise ValueError(f"now must be an integer timestamp, got {now!r}")
+        now = int(now)
+        if newest is not None and now < newest:
+            raise ValueError(
+                f"now ({now}) is earlier than the newest timestamp "
+                f"({newest}); queries must look at now >= newest"
+            )
+    return now, window
+
+
+def check_positive_int(value, name: str, low: int, high: int) -> int:
+    """An integer parameter in ``[low, high]``, with a message naming the range."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return value

@@ -21,6 +21,7 @@ from ._validation import (
     coerce_timestamps,
     coerce_values,
     k_of_eps,
+    resolve_query,
     sort_batch,
 )
 from .canonical import canonical_exponents
@@ -377,32 +378,8 @@ class ExponentialHistogram:
         self._exps, self._hi, self._lo, self._total = exps, hi, lo, total
 
     # ----------------------------------------------------------------- query
-    def _resolve(self, now, window) -> tuple[int, int]:
-        if window is None:
-            window = self._window
-        else:
-            if isinstance(window, (bool, np.bool_)) or not isinstance(
-                window, (int, np.integer)
-            ):
-                raise ValueError(f"window must be an integer in [1, {self._window}], got {window!r}")
-            window = int(window)
-            if not 1 <= window <= self._window:
-                raise ValueError(
-                    f"window must be in [1, {self._window}] (the histogram's "
-                    f"window), got {window}"
-                )
-        if now is None:
-            now = self._newest
-        else:
-            if isinstance(now, (bool, np.bool_)) or not isinstance(now, (int, np.integer)):
-                raise ValueError(f"now must be an integer timestamp, got {now!r}")
-            now = int(now)
-            if self._newest is not None and now < self._newest:
-                raise ValueError(
-                    f"now ({now}) is earlier than the newest timestamp "
-                    f"({self._newest}); queries must look at now >= newest"
-                )
-        return now, window
+    def _resolve(self, now, window) -> tuple[int | None, int]:
+        return resolve_query(now, window, self._newest, self._window)
 
     def _prepare(self):
         if self._cache is None:

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
+from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
 
 
@@ -34,6 +35,15 @@ def _eh_exact(ts, vs, window):
     return float(vs[ts > ts.max() - window].sum())
 
 
+def _items(ts, vs):
+    """Items for the distinct counters: a few thousand values, repeated."""
+    return (ts * 7 + vs) % 3000
+
+
+def _distinct_exact(ts, vs, window):
+    return float(np.unique(_items(ts, vs)[ts > ts.max() - window]).size)
+
+
 SYNOPSES = [
     Synopsis(
         name="ExponentialHistogram",
@@ -42,6 +52,22 @@ SYNOPSES = [
         exact=_eh_exact,
         tolerance=lambda exact: 0.05 * exact,
         empty_repr="ExponentialHistogram(window=500, eps=0.05, empty)",
+    ),
+    Synopsis(
+        name="SlidingFM",
+        make=lambda: SlidingFM(500, num_bitmaps=256, seed=4),
+        feed=lambda s, ts, vs: s.update(ts, _items(ts, vs)),
+        exact=_distinct_exact,
+        tolerance=lambda exact: 4 * 0.78 / 16 * exact,
+        empty_repr="SlidingFM(window=500, num_bitmaps=256, seed=4, empty)",
+    ),
+    Synopsis(
+        name="SlidingHyperLogLog",
+        make=lambda: SlidingHyperLogLog(500, precision=10, seed=4),
+        feed=lambda s, ts, vs: s.update(ts, _items(ts, vs)),
+        exact=_distinct_exact,
+        tolerance=lambda exact: 4 * 1.04 / 32 * exact,
+        empty_repr="SlidingHyperLogLog(window=500, precision=10, seed=4, empty)",
     ),
 ]
 

@@ -1,0 +1,308 @@
+"""Sliding-window Flajolet-Martin (PCSA) with a timestamp per bit.
+
+DGIM, Section 6: "We also maintain with each bit a timestamp... Whenever a
+bit is (re)set by a data element we update the timestamp to that of the
+data element."  See :class:`SlidingFM`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ehist._validation import (
+    INT64_MIN,
+    check_positive_int,
+    check_window,
+    coerce_timestamps,
+    resolve_query,
+    sort_batch,
+)
+from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.hashing import check_seed, hash64
+from ehist.serialization import Writer, open_sealed
+
+__all__ = ["SlidingFM"]
+
+_BITS = 64
+_UNSET = np.int64(INT64_MIN)
+_PHI = 0.77351  # Flajolet-Martin's correction constant
+_KAPPA = 1.75  # Scheuermann-Mauve small-range correction exponent
+_LINEAR_COUNTING_LIMIT = 3.0  # use linear counting on bit 0 below 3m
+_FORMAT_VERSION = 1
+_FLAG_HAS_NEWEST = 1
+
+
+def trailing_zeros(w: np.ndarray, cap: int) -> np.ndarray:
+    """Number of trailing zero bits of each uint64 (``cap`` for zero)."""
+    w = np.asarray(w, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        low = w & (~w + np.uint64(1))  # lowest set bit (exact power of two)
+    tz = np.log2(low.astype(np.float64), where=low > 0, out=np.full(w.shape, float(cap)))
+    return np.minimum(tz, cap).astype(np.int64)
+
+
+class SlidingFM:
+    r"""Distinct count over a sliding window: PCSA with a timestamp per bit.
+
+    ``m`` bitmaps of 64 bits; an item hashing to ``h`` sets bit
+    ``r = trailing_zeros(h // m)`` of bitmap ``h mod m`` (stochastic
+    averaging), and the bit remembers the newest timestamp that set it.
+    For a window ``w`` at time ``now``, ``R_j`` is the index of the first
+    bit of bitmap ``j`` whose timestamp is outside ``(now - w, now]``, and
+
+    .. math:: \hat n = \frac{m}{\varphi}\left(2^{Z/m} - 2^{-\kappa Z/m}\right),
+              \quad Z = \sum_j R_j,\ \varphi = 0.77351,\ \kappa = 1.75
+
+    (Flajolet and Martin's estimator with Scheuermann and Mauve's
+    correction).  Relative standard error about ``0.78 / sqrt(m)`` from
+    ``n`` of about ``5 m`` up, measured in the tests.  Below ``3 m``,
+    where PCSA is biased, the estimate is linear counting on bit 0 (unset
+    in a bitmap with probability ``(1 - 1/(2m))^n``): unbiased, with a
+    larger relative spread at the very smallest counts.
+
+    Parameters
+    ----------
+    window : int
+        ``N``: the longest window that can be queried (timestamp units).
+    num_bitmaps : int, default 64
+        ``m``, in ``[2, 65536]``.
+    seed : int, default 0
+        Hash seed; sketches merge only with the same seed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fm = SlidingFM(window=1000, num_bitmaps=256, seed=1)
+    >>> ts = np.arange(20_000)
+    >>> fm.update(ts, ts % 5000)                      # doctest: +ELLIPSIS
+    SlidingFM(window=1000, num_bitmaps=256, seed=1, newest=19999)
+    >>> abs(fm.estimate() - 1000) < 0.2 * 1000        # the last 1000 items are distinct
+    True
+
+    References
+    ----------
+    P. Flajolet, G. N. Martin. Probabilistic counting algorithms for data
+    base applications. JCSS 31(2), 1985.  M. Datar et al., Section 6.
+    B. Scheuermann, M. Mauve. Near-optimal compression of probabilistic
+    counting sketches for networking applications. DIALM-POMC 2007.
+    """
+
+    __slots__ = ("_window", "_m", "_seed", "_table", "_newest")
+
+    def __init__(self, window: int, num_bitmaps: int = 64, seed: int = 0):
+        self._window = check_window(window)
+        self._m = check_positive_int(num_bitmaps, "num_bitmaps", 2, 1 << 16)
+        self._seed = check_seed(seed)
+        self._table = np.full((self._m, _BITS), _UNSET, dtype=np.int64)
+        self._newest: int | None = None
+
+    # ------------------------------------------------------------------ info
+    window = property(lambda self: self._window, doc="``N``, the longest window.")
+    num_bitmaps = property(lambda self: self._m, doc="``m``, the number of bitmaps.")
+    seed = property(lambda self: self._seed, doc="The hash seed.")
+    newest = property(lambda self: self._newest, doc="Newest timestamp seen, or None.")
+
+    @property
+    def relative_standard_error(self) -> float:
+        """``0.78 / sqrt(m)``."""
+        return 0.78 / math.sqrt(self._m)
+
+    def __repr__(self) -> str:
+        head = f"SlidingFM(window={self._window}, num_bitmaps={self._m}, seed={self._seed}"
+        if self._newest is None:
+            return head + ", empty)"
+        return f"{head}, newest={self._newest})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SlidingFM):
+            return NotImplemented
+        return (
+            (self._window, self._m, self._seed, self._newest)
+            == (other._window, other._m, other._seed, other._newest)
+            and np.array_equal(self._table, other._table)
+        )
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (SlidingFM.from_bytes, (self.to_bytes(),))
+
+    def copy(self) -> "SlidingFM":
+        out = SlidingFM(self._window, self._m, self._seed)
+        out._table = self._table.copy()
+        out._newest = self._newest
+        return out
+
+    # ---------------------------------------------------------------- update
+    def update(self, timestamps, items) -> "SlidingFM":
+        """Insert a batch of ``(timestamp, item)`` pairs, vectorized.
+
+        Items are integers, strings or bytes (arrays, lists, pandas Series),
+        hashed with :func:`ehist.hashing.hash64` and the sketch's seed.  The
+        batch is validated whole before anything changes; it is stably
+        sorted by timestamp, whose oldest must be ``>=`` :attr:`newest`.
+
+        Raises
+        ------
+        ValueError
+            Mismatched lengths, items of mixed or unsupported kinds.
+        LateDataError
+            A timestamp older than :attr:`newest`.
+        """
+        ts = coerce_timestamps(timestamps)
+        hashes = hash64(items, self._seed)
+        if hashes.shape[0] != ts.shape[0]:
+            raise ValueError(
+                f"timestamps and items have different lengths ({ts.shape[0]} and {hashes.shape[0]})"
+            )
+        if ts.size == 0:
+            return self
+        ts, hashes = sort_batch(ts, hashes, self._newest)
+        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
+        m = np.uint64(self._m)
+        cells = (hashes % m).astype(np.int64) * _BITS + trailing_zeros(hashes // m, _BITS - 1)
+        flat = self._table.reshape(-1)
+        np.maximum.at(flat, cells, ts)
+        self._newest = newest
+        self._expire()
+        return self
+
+    def add(self, timestamp: int, item) -> "SlidingFM":
+        """Insert one item."""
+        return self.update([timestamp], [item])
+
+    def _expire(self) -> None:
+        cutoff = self._newest - self._window
+        if cutoff >= INT64_MIN:
+            self._table[self._table <= cutoff] = _UNSET
+
+    # ----------------------------------------------------------------- query
+    def _estimate_at(self, cutoff: int) -> float:
+        live = self._table > cutoff
+        m = self._m
+        empty_low = int(np.count_nonzero(~live[:, 0]))
+        if empty_low:
+            # bit 0 of a bitmap stays unset with probability (1 - 1/(2m))^n:
+            # linear counting, unbiased where PCSA is not (n below ~3m)
+            linear = 2.0 * m * math.log(m / empty_low)
+            if linear <= _LINEAR_COUNTING_LIMIT * m:
+                return linear
+        first_gap = np.where(live.all(axis=1), _BITS, np.argmin(live, axis=1))
+        z = int(first_gap.sum())
+        return (m / _PHI) * (2.0 ** (z / m) - 2.0 ** (-_KAPPA * z / m))
+
+    def estimate(self, now: int | None = None, window: int | None = None) -> float:
+        """Estimated number of distinct items with ``now - window < ts <= now``.
+
+        Raises
+        ------
+        ValueError
+            ``now`` earlier than :attr:`newest`, window outside ``[1, N]``.
+        """
+        now, window = resolve_query(now, window, self._newest, self._window)
+        if now is None:
+            return 0.0
+        return self._estimate_at(max(now - window, INT64_MIN))
+
+    # ----------------------------------------------------------------- merge
+    def merge(self, other: "SlidingFM") -> "SlidingFM":
+        """The sketch of the interleaved stream (exactly): element-wise max of
+        the bit timestamps.  Neither argument changes.
+
+        Raises
+        ------
+        IncompatibleSketchError (a ValueError)
+            Different window, number of bitmaps or seed (names both values).
+        """
+        if not isinstance(other, SlidingFM):
+            raise TypeError(f"can only merge with a SlidingFM, got {type(other).__name__}")
+        for name, a, b in (
+            ("windows", self._window, other._window),
+            ("num_bitmaps", self._m, other._m),
+            ("seeds", self._seed, other._seed),
+        ):
+            if a != b:
+                raise IncompatibleSketchError(
+                    f"cannot merge SlidingFM sketches with different {name}: {a} and {b}"
+                )
+        out = self.copy()
+        if other._newest is None:
+            return out
+        np.maximum(out._table, other._table, out=out._table)
+        out._newest = other._newest if out._newest is None else max(out._newest, other._newest)
+        out._expire()
+        return out
+
+    # --------------------------------------------------------- serialization
+    def to_bytes(self) -> bytes:
+        """Versioned little-endian bytes (family id 4, format version 1).
+
+        ::
+
+            offset  size  field
+                 0     6  preamble (magic b"EH", family 4, version 1, flags:
+                          bit 0 has_newest)
+                 6     8  window (int64)
+                14     4  num_bitmaps (uint32)
+                18     8  seed (uint64)
+                26     8  newest (int64)                  [if has_newest]
+                 .     m  varints: bits kept per bitmap (1 + highest set bit)
+                 .     *  varints, one per kept bit: newest - ts + 1, or 0
+                          for a bit not set inside the window
+             end-4     4  CRC-32
+        """
+        flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
+        w = Writer("SlidingFM", _FORMAT_VERSION, flags)
+        w.struct("qIQ", self._window, self._m, self._seed)
+        if self._newest is None:
+            return w.finish()
+        w.struct("q", self._newest)
+        live = self._table != _UNSET
+        kept = np.where(live.any(axis=1), _BITS - np.argmax(live[:, ::-1], axis=1), 0)
+        w.varints(kept)
+        cols = np.arange(_BITS)
+        mask = cols[None, :] < kept[:, None]
+        vals = self._table[mask]
+        codes = np.where(vals == _UNSET, 0, (self._newest - vals + 1)).astype(np.uint64)
+        w.varints(codes)
+        return w.finish()
+
+    @classmethod
+    def from_bytes(cls, data) -> "SlidingFM":
+        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
+        name = "SlidingFM"
+        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
+        if flags & ~_FLAG_HAS_NEWEST:
+            raise CorruptSketchError(f"{name}: expected flags within 0x0001, found {flags:#06x}")
+        window, m, seed = r.struct("qIQ", "window, num_bitmaps and seed")
+        try:
+            out = cls(window, m, seed)
+        except ValueError as exc:
+            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        if not flags & _FLAG_HAS_NEWEST:
+            r.expect_end()
+            return out
+        (newest,) = r.struct("q", "newest timestamp")
+        kept = r.varints(m, "bit counts").astype(np.int64)
+        if kept.max() > _BITS:
+            raise CorruptSketchError(
+                f"{name}: expected at most {_BITS} bits per bitmap, found {int(kept.max())}"
+            )
+        total = int(kept.sum())
+        codes = r.varints(total, "bit timestamps")
+        r.expect_end()
+        if total and int(codes.max()) > out._window:
+            raise CorruptSketchError(
+                f"{name}: expected bit ages within the window ({out._window}), "
+                f"found {int(codes.max()) - 1}"
+            )
+        cols = np.arange(_BITS)
+        mask = cols[None, :] < kept[:, None]
+        ages = codes.astype(np.int64)
+        out._table[mask] = np.where(ages == 0, _UNSET, newest - (ages - 1))
+        if total and np.any(kept > 0) and np.any(out._table[np.arange(m), np.maximum(kept - 1, 0)][kept > 0] == _UNSET):
+            raise CorruptSketchError(f"{name}: expected the last kept bit of each bitmap to be set")
+        out._newest = int(newest)
+        return out

@@ -1,0 +1,210 @@
+"""SlidingFM and SlidingHyperLogLog: exact merges, bytes, bad input."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from distinct import SlidingFM, SlidingHyperLogLog
+from ehist import CorruptSketchError, IncompatibleSketchError, LateDataError
+
+GOLDEN = Path(__file__).parent / "golden"
+CLASSES = [
+    pytest.param(lambda w, seed=0: SlidingFM(w, num_bitmaps=16, seed=seed), id="SlidingFM"),
+    pytest.param(lambda w, seed=0: SlidingHyperLogLog(w, precision=5, seed=seed), id="SlidingHyperLogLog"),
+]
+
+
+@st.composite
+def item_streams(draw):
+    n = draw(st.integers(0, 300))
+    gaps = draw(st.lists(st.sampled_from([0, 0, 1, 2, 5, 100]), min_size=n, max_size=n))
+    ts = np.cumsum(np.array(gaps, dtype=np.int64)) + draw(st.integers(-1000, 1000))
+    kind = draw(st.sampled_from(["int", "str", "bytes"]))
+    raw = draw(st.lists(st.integers(0, 60), min_size=n, max_size=n))
+    if kind == "int":
+        items = np.array(raw, dtype=np.int64)
+    elif kind == "str":
+        items = np.array([f"src-{v}" for v in raw], dtype=object)
+    else:
+        items = np.array([b"\x00ip" + bytes([v]) for v in raw], dtype=object)
+    return ts, items
+
+
+@pytest.mark.parametrize("make", CLASSES)
+@settings(max_examples=60, deadline=None)
+@given(data=item_streams(), window=st.integers(1, 400), seed=st.integers(0, 2**64 - 1),
+       parts=st.integers(2, 4), split_seed=st.integers(0, 2**32 - 1))
+def test_merge_equals_interleaved_stream_exactly(make, data, window, seed, parts, split_seed):
+    ts, items = data
+    whole = make(window, seed).update(ts, items)
+    owner = np.random.default_rng(split_seed).integers(0, parts, ts.size)
+    sketches = [make(window, seed).update(ts[owner == p], items[owner == p]) for p in range(parts)]
+    before = [s.to_bytes() for s in sketches]
+    merged = sketches[0]
+    for s in sketches[1:]:
+        merged = merged.merge(s)
+    assert merged == whole
+    assert [s.to_bytes() for s in sketches] == before  # arguments unchanged
+    # batches of any size give the same sketch as one batch
+    cut = ts.size // 2
+    assert make(window, seed).update(ts[:cut], items[:cut]).update(ts[cut:], items[cut:]) == whole
+    # and so does one item at a time
+    one = make(window, seed)
+    for t, x in zip(ts[:40].tolist(), items[:40].tolist()):
+        one.add(t, x)
+    assert one == make(window, seed).update(ts[:40], items[:40])
+    back = type(whole).from_bytes(whole.to_bytes())
+    assert back == whole and pickle.loads(pickle.dumps(whole)) == whole
+    if ts.size:
+        assert back.estimate() == whole.estimate()
+
+
+@pytest.mark.parametrize("make", CLASSES)
+def test_window_slides_with_now(make):
+    s = make(100).update(np.arange(1000), np.arange(1000))
+    assert s.estimate(now=999 + 100) == 0.0
+    assert s.estimate(now=999 + 50) > 0
+    assert make(100).estimate() == 0.0
+
+
+def golden_sketches():
+    ts = np.arange(0, 30_000, 3)
+    items = np.array([f"10.0.{i % 251}.{i % 17}" for i in range(ts.size)])
+    return {
+        "fm": SlidingFM(5_000, 32, seed=7).update(ts, items),
+        "hll": SlidingHyperLogLog(5_000, 8, seed=7).update(ts, items),
+        "fm_empty": SlidingFM(60),
+        "hll_empty": SlidingHyperLogLog(60),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(golden_sketches()))
+def test_golden_bytes(name):
+    """Pins the format and the hash: a change of either fails here."""
+    s = golden_sketches()[name]
+    data = (GOLDEN / f"{name}.bin").read_bytes()
+    assert s.to_bytes() == data
+    assert type(s).from_bytes(data) == s
+
+
+@pytest.mark.parametrize("name", ["fm", "hll"])
+def test_corruption_is_detected(name):
+    s = golden_sketches()[name]
+    b = s.to_bytes()
+    cls = type(s)
+    for n in range(0, len(b), max(1, len(b) // 300)):
+        with pytest.raises(CorruptSketchError):
+            cls.from_bytes(b[:n])
+    for i in range(0, len(b), max(1, len(b) // 200)):
+        c = bytearray(b)
+        c[i] ^= 0x10
+        with pytest.raises(CorruptSketchError):
+            cls.from_bytes(bytes(c))
+    other = SlidingHyperLogLog if cls is SlidingFM else SlidingFM
+    with pytest.raises(CorruptSketchError, match="expected family id"):
+        other.from_bytes(b)
+
+
+def reseal(body: bytes) -> bytes:
+    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def test_hll_huge_entry_count_does_not_allocate():
+    s = SlidingHyperLogLog(60, 4).update([1], [1])
+    body = s.to_bytes()[:-4]
+    head = body[:31]
+    with pytest.raises(CorruptSketchError, match="expected at most 0 entries"):
+        SlidingHyperLogLog.from_bytes(reseal(head + b"\xff\xff\xff\xff\x0f"))
+
+
+def test_fm_bad_bit_counts():
+    s = SlidingFM(60, 2).update([1], [1])
+    head = s.to_bytes()[:-4][:34]
+    with pytest.raises(CorruptSketchError, match="at most 64 bits"):
+        SlidingFM.from_bytes(reseal(head + b"\x41\x00" + b"\x00" * 65))
+
+
+@pytest.mark.parametrize(
+    "factory, match",
+    [
+        (lambda: SlidingFM(0), "window must be in"),
+        (lambda: SlidingFM(10, num_bitmaps=1), "num_bitmaps must be in \\[2, 65536\\], got 1"),
+        (lambda: SlidingFM(10, num_bitmaps=2.5), "num_bitmaps must be an integer"),
+        (lambda: SlidingFM(10, seed=-1), "seed must be an integer in \\[0, 2\\*\\*64\\)"),
+        (lambda: SlidingHyperLogLog(10, precision=3), "precision must be in \\[4, 18\\], got 3"),
+        (lambda: SlidingHyperLogLog(10, precision=19), "precision must be in \\[4, 18\\]"),
+        (lambda: SlidingHyperLogLog(10, seed="x"), "seed must be an integer"),
+        (lambda: SlidingHyperLogLog(-3), "window must be in"),
+    ],
+)
+def test_bad_parameters(factory, match):
+    with pytest.raises(ValueError, match=match):
+        factory()
+
+
+@pytest.mark.parametrize("make", CLASSES)
+@pytest.mark.parametrize(
+    "ts, items, exc, match",
+    [
+        ([5, 6], [1, 2, 3], ValueError, "different lengths \\(2 and 3\\)"),
+        ([5, 6], [1.5, 2.5], ValueError, "all integers, all strings or all bytes; found float"),
+        ([5, 6], ["a", 1], ValueError, "found int, str"),
+        ([5, 6], [None, "a"], ValueError, "NoneType"),
+        ([5, 4.5], [1, 2], ValueError, "timestamps must be integers"),
+        ([5, 1], [1, 2], LateDataError, "timestamp 1 is older than the newest timestamp already summarized \\(4\\)"),
+    ],
+)
+def test_bad_updates_change_nothing(make, ts, items, exc, match):
+    s = make(100).update([3, 4], ["x", "y"])
+    before = s.to_bytes()
+    with pytest.raises(exc, match=match):
+        s.update(ts, items)
+    assert s.to_bytes() == before
+
+
+@pytest.mark.parametrize("make", CLASSES)
+def test_bad_queries(make):
+    s = make(100).update([3, 4], ["x", "y"])
+    with pytest.raises(ValueError, match="now \\(2\\) is earlier"):
+        s.estimate(now=2)
+    with pytest.raises(ValueError, match="window must be in \\[1, 100\\]"):
+        s.estimate(window=101)
+
+
+def test_merge_incompatible():
+    with pytest.raises(IncompatibleSketchError, match="different seeds: 1 and 2"):
+        SlidingFM(10, seed=1).merge(SlidingFM(10, seed=2))
+    with pytest.raises(IncompatibleSketchError, match="different num_bitmaps: 64 and 32"):
+        SlidingFM(10).merge(SlidingFM(10, num_bitmaps=32))
+    with pytest.raises(IncompatibleSketchError, match="different windows: 10 and 20"):
+        SlidingHyperLogLog(10).merge(SlidingHyperLogLog(20))
+    with pytest.raises(IncompatibleSketchError, match="different precisions: 12 and 10"):
+        SlidingHyperLogLog(10).merge(SlidingHyperLogLog(10, precision=10))
+    with pytest.raises(TypeError):
+        SlidingFM(10).merge(SlidingHyperLogLog(10))
+
+
+def test_items_as_pandas_like_and_numpy_kinds():
+    ts = np.arange(6)
+    ref = SlidingHyperLogLog(100, 6).update(ts, np.array(["a", "b", "c", "a", "b", "c"]))
+    assert SlidingHyperLogLog(100, 6).update(ts, ["a", "b", "c", "a", "b", "c"]) == ref
+    assert SlidingHyperLogLog(100, 6).update(ts, np.array(["a", "b", "c"] * 2, dtype=object)) == ref
+
+    class SeriesLike:  # what a pandas Series offers
+        def __init__(self, values):
+            self.values = values
+
+        def to_numpy(self):
+            return np.asarray(self.values, dtype=object)
+
+    assert SlidingHyperLogLog(100, 6).update(ts, SeriesLike(["a", "b", "c"] * 2)) == ref
+    ints = SlidingFM(100).update(ts, np.array([1, 2, 3, 1, 2, 3], dtype=np.int32))
+    assert ints == SlidingFM(100).update(ts, [1, 2, 3, 1, 2, 3])
