@@ -21,7 +21,7 @@ differently with probability ``1 - 2**-64``.
 
 Examples
 --------
->>> hash64([1, 2, 3], seed=0)[0] == hash64(np.array([1]), seed=0)[0]
+>>> bool(hash64([1, 2, 3], seed=0)[0] == hash64(np.array([1]), seed=0)[0])
 True
 >>> h = hash64(["alice", "bob", "alice"], seed=7)
 >>> bool(h[0] == h[2]), bool(h[0] != h[1])
