@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from distinct import SlidingFM, SlidingHyperLogLog
+from lp_norms import SlidingLpNorm
 from ehist import ExponentialHistogram
 
 
@@ -38,6 +39,11 @@ def _eh_exact(ts, vs, window):
 def _items(ts, vs):
     """Items for the distinct counters: a few thousand values, repeated."""
     return (ts * 7 + vs) % 3000
+
+
+def _l1_exact(ts, vs, window):
+    m = ts > ts.max() - window
+    return float(np.bincount(_items(ts, vs)[m] % 97, weights=vs[m]).sum())
 
 
 def _distinct_exact(ts, vs, window):
@@ -68,6 +74,16 @@ SYNOPSES = [
         exact=_distinct_exact,
         tolerance=lambda exact: 4 * 1.04 / 32 * exact,
         empty_repr="SlidingHyperLogLog(window=500, precision=10, seed=4, empty)",
+    ),
+    Synopsis(
+        name="SlidingLpNorm",
+        make=lambda: SlidingLpNorm(1.0, 500, eps=0.1, delta=0.01, seed=4),
+        feed=lambda s, ts, vs: s.update(ts, _items(ts, vs) % 97, vs),
+        exact=_l1_exact,
+        tolerance=lambda exact: 0.25 * exact,
+        empty_repr=(
+            "SlidingLpNorm(p=1, window=500, eps=0.1, delta=0.01, rows=1801, seed=4, empty)"
+        ),
     ),
 ]
 

@@ -1,0 +1,503 @@
+"""L_p norms over sliding windows: p-stable sketches inside EH-style buckets.
+
+DGIM, Section 5.  See :class:`SlidingLpNorm`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ehist._validation import (
+    INT64_MIN,
+    check_eps,
+    check_window,
+    coerce_timestamps,
+    resolve_query,
+    sort_batch,
+)
+from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.hashing import check_seed, hash64
+from ehist.serialization import Writer, open_sealed
+
+from .stable import check_p, median_abs_stable, stable_variates
+from .stable_sketch import rows_for
+
+__all__ = ["SlidingLpNorm"]
+
+_FORMAT_VERSION = 1
+_FLAG_HAS_NEWEST = 1
+_BLOCK_CELLS = 1 << 22  # atoms x rows per block of new data
+
+
+class SlidingLpNorm:
+    r"""L_p norm of the vector of a sliding window, ``p`` in (0, 2].
+
+    Elements are ``(timestamp, index, value)``: value ``>= 0`` added to
+    coordinate ``index`` (the restricted model of DGIM Section 5 and Indyk).
+    The window ``(now - w, now]`` defines a vector ``v``; the answer is
+    ``||v||_p = (sum_i |v_i|**p)**(1/p)``.
+
+    The window is cut into buckets, each carrying a :class:`StableSketch`
+    of its elements, its newest and oldest timestamps.  With
+    ``f = L_p**q``, ``q = max(p, 1)`` (superadditive on non-negative
+    vectors: property P3; P4 holds with ``C_f = 2**(p-1)`` for ``p >= 1``
+    and ``2**(1/p - 1)`` for ``p < 1``), the buckets keep the paper's
+
+    * Invariant 3: ``f(B_{n+1}) <= (C_f / k) sum_{i<=n} f(B_i)``
+    * Invariant 4: ``f(B_{n+1}) + f(B_{n+2}) > (1/k) sum_{i<=n} f(B_i)``
+
+    with ``k = ceil(1/eps)``.  Insertion builds, from the newest unit to
+    the oldest, each bucket as large as Invariant 3 allows (a timestamp is
+    never split); a maximal bucket also satisfies Invariant 4 by P4.  A
+    query composes the sketches of the buckets entirely inside the window
+    (all but the oldest, straddling one).
+
+    Guarantee (Theorem 6 turned into the norm, with the sketch error):
+    with probability at least ``1 - delta`` for a given query,
+
+    .. math:: \frac{1 - \epsilon}{\left(C_f + C_f^2 \rho / k\right)^{1/q}}
+              \, L \;\le\; \widehat L \;\le\; (1 + \epsilon)\, L,
+              \qquad \rho = \left(\frac{1+\epsilon}{1-\epsilon}\right)^{q}
+
+    (:meth:`guarantee` returns the two factors; ``rho`` accounts for the
+    invariants being kept on sketched, not exact, values of ``f``).  At
+    p = 1 this is ``(1 +/- ~2 eps)``; for other p the paper's bound allows
+    an underestimate by up to ``C_f**(1/q)`` (about 1.41 at p = 2).
+
+    Parameters
+    ----------
+    p : float in (0, 2]
+    window : int
+        ``N``, the longest window (timestamp units).
+    eps, delta : float, default 0.05
+        Accuracy of each sketch (``rows_for(p, eps, delta)`` rows) and
+        ``k = ceil(1/eps)``.
+    seed : int, default 0
+        Seed of the stable variables and of the index hash; sketches merge
+        only with the same seed.
+    rows : int, optional
+        Override the number of rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> ts = np.arange(5000)
+    >>> idx = rng.integers(0, 100, 5000)
+    >>> s = SlidingLpNorm(p=1.0, window=1000, eps=0.1, delta=0.05, seed=1)
+    >>> s.update(ts, idx, np.ones(5000))                # doctest: +ELLIPSIS
+    SlidingLpNorm(p=1, window=1000, eps=0.1, delta=0.05, rows=1043, seed=1, buckets=...)
+    >>> low, high = s.guarantee()
+    >>> low * 1000 <= s.estimate() <= high * 1000      # L_1 of the last 1000 = 1000
+    True
+    """
+
+    __slots__ = ("_p", "_window", "_eps", "_delta", "_seed", "_rows", "_k", "_q", "_cf",
+                 "_sk", "_hi", "_lo", "_f", "_newest", "_median")
+
+    def __init__(self, p: float, window: int, eps: float = 0.05, delta: float = 0.05,
+                 seed: int = 0, rows: int | None = None):
+        self._p = check_p(p)
+        self._window = check_window(window)
+        self._eps = check_eps(eps)
+        delta = float(delta)
+        if not (0.0 < delta < 1.0):
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        self._delta = delta
+        self._seed = check_seed(seed)
+        self._rows = rows_for(self._p, self._eps, delta) if rows is None else int(rows)
+        if not 1 <= self._rows <= 1 << 20:
+            raise ValueError(f"rows must be in [1, {1 << 20}], got {rows}")
+        self._k = math.ceil(1.0 / self._eps)
+        self._q = max(self._p, 1.0)
+        self._cf = 2.0 ** (self._p - 1.0) if self._p >= 1.0 else 2.0 ** (1.0 / self._p - 1.0)
+        self._median = median_abs_stable(self._p)
+        self._sk = np.zeros((0, self._rows), dtype=np.float64)
+        self._hi = np.zeros(0, dtype=np.int64)
+        self._lo = np.zeros(0, dtype=np.int64)
+        self._f = np.zeros(0, dtype=np.float64)
+        self._newest: int | None = None
+
+    # ------------------------------------------------------------------ info
+    p = property(lambda self: self._p)
+    window = property(lambda self: self._window)
+    eps = property(lambda self: self._eps)
+    delta = property(lambda self: self._delta)
+    seed = property(lambda self: self._seed)
+    rows = property(lambda self: self._rows)
+    newest = property(lambda self: self._newest)
+
+    def __len__(self) -> int:
+        """Number of buckets."""
+        return int(self._hi.size)
+
+    def guarantee(self) -> tuple[float, float]:
+        """``(low, high)``: with probability ``>= 1 - delta``,
+        ``low * L <= estimate <= high * L`` (see the class docstring)."""
+        eps, q, cf = self._eps, self._q, self._cf
+        rho = ((1 + eps) / (1 - eps)) ** q
+        low = (1 - eps) / (cf + cf * cf * rho / self._k) ** (1 / q)
+        return low, 1 + eps
+
+    def __repr__(self) -> str:
+        head = (f"SlidingLpNorm(p={self._p:g}, window={self._window}, eps={self._eps:g}, "
+                f"delta={self._delta:g}, rows={self._rows}, seed={self._seed}")
+        if self._newest is None:
+            return head + ", empty)"
+        return f"{head}, buckets={len(self)}, newest={self._newest})"
+
+    def _params(self):
+        return (self._p, self._window, self._eps, self._delta, self._seed, self._rows)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SlidingLpNorm):
+            return NotImplemented
+        return (
+            self._params() == other._params()
+            and self._newest == other._newest
+            and np.array_equal(self._hi, other._hi)
+            and np.array_equal(self._lo, other._lo)
+            and np.array_equal(self._sk, other._sk)
+        )
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (SlidingLpNorm.from_bytes, (self.to_bytes(),))
+
+    def copy(self) -> "SlidingLpNorm":
+        out = SlidingLpNorm(self._p, self._window, self._eps, self._delta, self._seed, self._rows)
+        out._sk, out._hi, out._lo, out._f = self._sk.copy(), self._hi.copy(), self._lo.copy(), self._f.copy()
+        out._newest = self._newest
+        return out
+
+    # ----------------------------------------------------------- primitives
+    def _fhat(self, sketches: np.ndarray) -> np.ndarray:
+        """Estimated f = L_p**q of each row-vector sketch (2-D: one per row)."""
+        norm = np.median(np.abs(sketches), axis=-1) / self._median
+        return norm**self._q
+
+    def _atoms(self, ts: np.ndarray, hashes: np.ndarray, vals: np.ndarray):
+        """Sketches of the batch's timestamp groups, newest first, in blocks.
+
+        Yields (sketches [a, rows], newest ts, oldest ts) per block; the
+        variables are generated once per distinct index of a block.
+        """
+        starts = np.flatnonzero(np.concatenate([[True], ts[1:] != ts[:-1]]))
+        ends = np.concatenate([starts[1:], [ts.size]])
+        atoms_per_block = max(1, _BLOCK_CELLS // self._rows)
+        for b_end in range(starts.size, 0, -atoms_per_block):
+            b_start = max(0, b_end - atoms_per_block)
+            e0, e1 = int(starts[b_start]), int(ends[b_end - 1])
+            uniq, inverse = np.unique(hashes[e0:e1], return_inverse=True)
+            x = stable_variates(self._p, self._seed, self._rows, uniq)  # rows x U
+            contrib = x.T[inverse] * vals[e0:e1, None]  # elements x rows
+            sk = np.add.reduceat(contrib, starts[b_start:b_end] - e0, axis=0)
+            t = ts[starts[b_start:b_end]]
+            yield sk[::-1], t[::-1], t[::-1]
+
+    def _rebuild(self, blocks) -> None:
+        """Greedy bucketing of units, newest first: each bucket absorbs older
+        units while Invariant 3 still holds for it.  ``blocks`` yields
+        ``(sketches, newest_ts, oldest_ts)`` arrays of units (a unit is a
+        timestamp group of new data, or an old bucket)."""
+        limit = self._cf / self._k
+        out_sk, out_hi, out_lo, out_f = [], [], [], []
+        total = 0.0  # f of the finished (newer) buckets
+        cur = None  # [sketch, hi, lo] of the open bucket
+
+        def close():
+            f = float(self._fhat(cur[0]))
+            out_sk.append(cur[0])
+            out_hi.append(cur[1])
+            out_lo.append(cur[2])
+            out_f.append(f)
+            return f
+
+        for sk, hi, lo in blocks:
+            n = sk.shape[0]
+            prefix = np.zeros((n + 1, self._rows))
+            np.cumsum(sk, axis=0, out=prefix[1:])
+            i = 0
+            while i < n:
+                if cur is None:
+                    cur = [sk[i].copy(), int(hi[i]), int(lo[i])]
+                    i += 1
+                    continue
+                bound = limit * total
+                base = cur[0] - prefix[i]
+
+                def fits(j):  # cur plus units i..j-1
+                    return self._fhat(base + prefix[j]) <= bound
+
+                best, step = i, 1
+                while best + step <= n and fits(best + step):
+                    best += step
+                    step *= 2
+                top = min(n, best + step - 1)
+                while best < top:
+                    mid = (best + top + 1) // 2
+                    if fits(mid):
+                        best = mid
+                    else:
+                        top = mid - 1
+                if best > i:
+                    cur[0] = base + prefix[best]
+                    cur[2] = int(lo[best - 1])
+                    i = best
+                if i < n:  # unit i does not fit: the bucket is finished
+                    total += close()
+                    cur = None
+        if cur is not None:
+            close()
+        if out_sk:
+            self._sk = np.vstack(out_sk)
+            self._hi = np.array(out_hi, dtype=np.int64)
+            self._lo = np.array(out_lo, dtype=np.int64)
+            self._f = np.array(out_f, dtype=np.float64)
+        else:
+            self._sk = np.zeros((0, self._rows))
+            self._hi = np.zeros(0, dtype=np.int64)
+            self._lo = np.zeros(0, dtype=np.int64)
+            self._f = np.zeros(0)
+
+    # ---------------------------------------------------------------- update
+    def update(self, timestamps, indices, values=None) -> "SlidingLpNorm":
+        """Insert ``(timestamp, index, value)`` elements (vectorized).
+
+        Indexes are integers or strings (hashed with the seed); values are
+        non-negative finite numbers (default 1): the restricted model.  The
+        batch is validated whole before anything changes; it is stably
+        sorted by timestamp, whose oldest must be ``>=`` :attr:`newest`.
+
+        Raises
+        ------
+        ValueError
+            Negative, NaN or non-numeric values, mismatched lengths, bad indexes.
+        LateDataError
+            A timestamp older than :attr:`newest`.
+        """
+        ts = coerce_timestamps(timestamps)
+        hashes = hash64(indices, self._seed)
+        if hashes.size != ts.size:
+            raise ValueError(
+                f"timestamps and indices have different lengths ({ts.size} and {hashes.size})"
+            )
+        vals = _nonnegative(values, ts.size)
+        if ts.size == 0:
+            return self
+        ts, perm = sort_batch(ts, np.arange(ts.size), self._newest)
+        hashes, vals = hashes[perm], vals[perm]
+        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
+        cutoff = newest - self._window
+        keep = (ts > cutoff) & (vals > 0)
+        ts, hashes, vals = ts[keep], hashes[keep], vals[keep]
+        alive = self._hi > cutoff
+        old = (self._sk[alive], self._hi[alive], self._lo[alive])
+        self._newest = newest
+
+        def blocks():
+            if ts.size:
+                yield from self._atoms(ts, hashes, vals)
+            if old[1].size:
+                yield old
+
+        self._rebuild(blocks())
+        return self
+
+    def add(self, timestamp: int, index, value: float = 1.0) -> "SlidingLpNorm":
+        """Insert one element."""
+        return self.update([timestamp], [index], [value])
+
+    # ----------------------------------------------------------------- query
+    def sketch(self, now: int | None = None, window: int | None = None) -> np.ndarray:
+        """The composed row sketch of the buckets entirely inside the window."""
+        now, window = resolve_query(now, window, self._newest, self._window)
+        if now is None or not self._hi.size:
+            return np.zeros(self._rows)
+        inside = self._lo > max(now - window, INT64_MIN)
+        return self._sk[inside].sum(axis=0)
+
+    def estimate(self, now: int | None = None, window: int | None = None) -> float:
+        """Estimated L_p norm of the window ``(now - window, now]``.
+
+        Raises
+        ------
+        ValueError
+            ``now`` earlier than :attr:`newest`, window outside ``[1, N]``.
+        """
+        y = self.sketch(now, window)
+        return float(np.median(np.abs(y))) / self._median
+
+    def inner_product(self, other: "SlidingLpNorm", now: int | None = None,
+                      window: int | None = None) -> float:
+        """Sliding-window join size: estimate of ``<u, v>`` for the windowed
+        vectors of two p = 2 sketches built with the same seed and rows.
+
+        ``mean_r(y_r z_r) / 2`` over the composed sketches (AGMS with
+        Gaussian variables of variance 2).  For the composed vectors its
+        standard deviation is ``sqrt((|u|^2 |v|^2 + <u,v>^2) / rows)``; the
+        oldest, straddling bucket of each side is left out, as for norms.
+        """
+        self._check_compatible(other)
+        if self._p != 2.0:
+            raise ValueError(f"inner products need p = 2, got p = {self._p:g}")
+        if now is None:
+            newest = [x for x in (self._newest, other._newest) if x is not None]
+            now = max(newest) if newest else None
+        y = self.sketch(now, window)
+        z = other.sketch(now, window)
+        return float(np.dot(y, z)) / (2.0 * self._rows)
+
+    # ----------------------------------------------------------------- merge
+    def _check_compatible(self, other) -> None:
+        if not isinstance(other, SlidingLpNorm):
+            raise TypeError(f"expected a SlidingLpNorm, got {type(other).__name__}")
+        names = ("p", "windows", "eps", "delta", "seeds", "rows")
+        for name, a, b in zip(names, self._params(), other._params()):
+            if a != b:
+                raise IncompatibleSketchError(
+                    f"cannot combine SlidingLpNorm sketches with different {name}: {a} and {b}"
+                )
+
+    def merge(self, other: "SlidingLpNorm") -> "SlidingLpNorm":
+        """Order-preserving union with the sketch of another stream.
+
+        The buckets of both, sorted by newest timestamp, are re-bucketed by
+        the same greedy rule (a bucket's time interval is the union of its
+        parts').  Neither argument changes.  A query composes every bucket
+        whose interval lies inside the window, so the merged estimate leaves
+        out at most one straddling bucket of each input's history: the same
+        kind of underestimate as :meth:`estimate`, measured in the tests.
+        """
+        self._check_compatible(other)
+        out = self.copy()
+        if other._newest is None:
+            return out
+        newest = other._newest if out._newest is None else max(out._newest, other._newest)
+        cutoff = newest - self._window
+        sk = np.vstack([self._sk, other._sk])
+        hi = np.concatenate([self._hi, other._hi])
+        lo = np.concatenate([self._lo, other._lo])
+        alive = hi > cutoff
+        sk, hi, lo = sk[alive], hi[alive], lo[alive]
+        order = np.lexsort((lo, hi))[::-1]
+        sk, hi, lo = sk[order], hi[order], lo[order]
+        # a unit's oldest timestamp is the min over everything absorbed:
+        # carry interval lower ends through a running minimum
+        out._newest = newest
+        out._rebuild([(sk, hi, lo)])
+        out._fix_intervals(hi, lo)
+        return out
+
+    def _fix_intervals(self, unit_hi, unit_lo) -> None:
+        """After re-bucketing overlapping units, widen each bucket's oldest
+        timestamp to the minimum over the units it absorbed."""
+        if not self._hi.size:
+            return
+        # units are newest first; bucket b absorbed the units between its
+        # first unit (hi == bucket hi) and the next bucket's first unit
+        starts = np.searchsorted(-unit_hi, -self._hi, side="left")
+        mins = np.minimum.reduceat(unit_lo, starts)
+        self._lo = np.minimum(self._lo, mins)
+
+    # --------------------------------------------------------- serialization
+    def to_bytes(self) -> bytes:
+        """Versioned bytes (family id 3, format version 1).
+
+        ::
+
+            offset  size  field
+                 0     6  preamble (magic b"EH", family 3, version 1,
+                          flags: bit 0 has_newest)
+                 6     8  p (float64)
+                14     8  window (int64)
+                22     8  eps (float64)
+                30     8  delta (float64)
+                38     8  seed (uint64)
+                46     4  rows (uint32)
+                50     8  newest (int64)                   [if has_newest]
+                 .     *  varint n_buckets
+                 .     *  n varints: newest - hi[0], hi[i-1] - hi[i], ...
+                 .     *  n varints: hi[i] - lo[i]
+                 .  8n*r  bucket sketches, float64, newest bucket first
+             end-4     4  CRC-32
+        """
+        flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
+        w = Writer("SlidingLpNorm", _FORMAT_VERSION, flags)
+        w.struct("dqddQI", self._p, self._window, self._eps, self._delta, self._seed, self._rows)
+        if self._newest is None:
+            return w.finish()
+        w.struct("q", self._newest)
+        n = len(self)
+        w.varints([n])
+        if n:
+            deltas = np.empty(n, dtype=np.int64)
+            deltas[0] = self._newest - self._hi[0]
+            deltas[1:] = self._hi[:-1] - self._hi[1:]
+            w.varints(deltas.view(np.uint64))
+            w.varints((self._hi - self._lo).view(np.uint64))
+            w.raw(self._sk.astype("<f8").tobytes())
+        return w.finish()
+
+    @classmethod
+    def from_bytes(cls, data) -> "SlidingLpNorm":
+        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
+        name = "SlidingLpNorm"
+        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
+        if flags & ~_FLAG_HAS_NEWEST:
+            raise CorruptSketchError(f"{name}: expected flags within 0x0001, found {flags:#06x}")
+        p, window, eps, delta, seed, rows = r.struct("dqddQI", "parameters")
+        try:
+            out = cls(p, window, eps, delta, seed, rows)
+        except ValueError as exc:
+            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        if not flags & _FLAG_HAS_NEWEST:
+            r.expect_end()
+            return out
+        (newest,) = r.struct("q", "newest timestamp")
+        n = r.varint("bucket count")
+        if n * (8 * rows + 2) > r.remaining:
+            raise CorruptSketchError(
+                f"{name}: expected at most {r.remaining // (8 * rows + 2)} buckets in the "
+                f"bytes left, found {n}"
+            )
+        if n:
+            deltas = r.varints(n, "timestamp deltas")
+            widths = r.varints(n, "interval widths")
+            if int(deltas.max()) >= out._window or int(widths.max()) >= 2**62:
+                raise CorruptSketchError(f"{name}: expected bucket timestamps within the window")
+            hi = newest - np.cumsum(deltas.astype(np.int64))
+            lo = hi - widths.astype(np.int64)
+            sk = np.frombuffer(r.raw(8 * rows * n, "bucket sketches"), dtype="<f8")
+            r.expect_end()
+            if hi[-1] <= newest - out._window or not np.all(np.isfinite(sk)):
+                raise CorruptSketchError(f"{name}: expected live buckets with finite sketches")
+            out._sk = sk.astype(np.float64).reshape(n, rows)
+            out._hi, out._lo = hi, lo
+            out._f = out._fhat(out._sk)
+        else:
+            r.expect_end()
+        out._newest = int(newest)
+        return out
+
+
+def _nonnegative(values, n: int) -> np.ndarray:
+    if values is None:
+        return np.ones(n, dtype=np.float64)
+    v = np.asarray(values)
+    if v.ndim == 0:
+        v = v.reshape(1)
+    if v.dtype.kind not in "iufb":
+        raise ValueError(f"values must be non-negative numbers, got an array of dtype {v.dtype}")
+    v = v.astype(np.float64)
+    if v.shape != (n,):
+        raise ValueError(f"timestamps and values have different lengths ({n} and {v.shape[0]})")
+    bad = ~np.isfinite(v) | (v < 0)
+    if bad.any():
+        raise ValueError(
+            f"values must be non-negative finite numbers (the restricted model), found {v[bad][0]}"
+        )
+    return v

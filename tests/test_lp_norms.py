@@ -1,0 +1,294 @@
+"""lp_norms: stable constants, StableSketch and SlidingLpNorm guarantees."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from statistics import NormalDist
+
+from ehist import CorruptSketchError, IncompatibleSketchError, LateDataError
+from lp_norms import SlidingLpNorm, StableSketch, median_abs_stable, rows_for
+from lp_norms.stable import stable_variates
+
+PS = [0.5, 1.0, 1.5, 2.0]
+TRIALS = 300
+
+
+def allowed_failures(delta, trials):
+    """delta plus three standard errors of a binomial proportion."""
+    return delta + 3 * np.sqrt(delta * (1 - delta) / trials)
+
+
+def lp(v, p):
+    return float((np.abs(v) ** p).sum() ** (1 / p))
+
+
+# --------------------------------------------------------------- constants
+@pytest.mark.parametrize("p", [0.3, 0.5, 0.8, 1.2, 1.5, 1.9])
+def test_median_constant_against_monte_carlo(p):
+    x = stable_variates(p, seed=123, rows=1, index_hashes=np.arange(2_000_000, dtype=np.uint64))[0]
+    mc = np.median(np.abs(x))
+    # the sample median's standard deviation is below 0.3 percent here
+    assert abs(mc / median_abs_stable(p) - 1) < 0.01
+
+
+def test_median_constant_continuity_and_closed_forms():
+    assert median_abs_stable(1.0) == 1.0
+    assert abs(median_abs_stable(2.0) - 0.9538725524) < 1e-9
+    assert abs(median_abs_stable(1.999) / median_abs_stable(2.0) - 1) < 1e-4
+    assert abs(median_abs_stable(1.0001) / median_abs_stable(1.0) - 1) < 1e-3
+
+
+def test_variates_are_a_pure_function_of_seed_row_index():
+    h = np.array([5, 9, 5], dtype=np.uint64)
+    a = stable_variates(1.5, 42, 4, h)
+    assert np.array_equal(a[:, 0], a[:, 2])
+    assert np.array_equal(a, stable_variates(1.5, 42, 4, h))
+    assert not np.array_equal(a, stable_variates(1.5, 43, 4, h))
+    assert np.array_equal(stable_variates(1.5, 42, 8, h)[:4], a)  # more rows extend, never change
+
+
+# ------------------------------------------------------------ StableSketch
+def random_vector(rng, kind, d=500, n=2000):
+    idx = rng.integers(0, d, n) if kind == "uniform" else (rng.zipf(1.4, n) - 1) % d
+    val = rng.integers(1, 20, n).astype(float)
+    return idx, val, np.bincount(idx, weights=val, minlength=d)
+
+
+@pytest.mark.parametrize("p", PS)
+def test_stable_sketch_failure_rate(p):
+    """rows_for(p, eps, delta) rows: |estimate/L - 1| > eps in at most
+    delta + 3 standard errors of 300 seeded trials (uniform and Zipf)."""
+    eps, delta = 0.15, 0.1
+    rows = rows_for(p, eps, delta)
+    rng = np.random.default_rng(int(p * 100))
+    fails = 0
+    for trial in range(TRIALS):
+        idx, val, v = random_vector(rng, "uniform" if trial % 2 else "zipf")
+        est = StableSketch(p, rows, seed=trial).update(idx, val).estimate()
+        fails += abs(est / lp(v, p) - 1) > eps
+    assert fails / TRIALS <= allowed_failures(delta, TRIALS), fails
+
+
+def test_stable_sketch_linearity():
+    rng = np.random.default_rng(1)
+    a_idx, a_val, a = random_vector(rng, "uniform")
+    b_idx, b_val, b = random_vector(rng, "zipf")
+    sa = StableSketch(1.5, 300, seed=9).update(a_idx, a_val)
+    sb = StableSketch(1.5, 300, seed=9).update(b_idx, b_val)
+    both = StableSketch(1.5, 300, seed=9).update(np.concatenate([a_idx, b_idx]), np.concatenate([a_val, b_val]))
+    assert np.allclose((sa + sb).values, both.values, rtol=1e-12, atol=1e-9)
+    assert np.allclose((both - sb).values, sa.values, rtol=1e-9, atol=1e-6)
+    assert (sa + sb).merge(sa).rows == 300
+    # string indexes work and equal strings hit the same coordinate
+    s = StableSketch(1.0, 50, seed=2).update(["x", "y", "x"], [1.0, 2.0, 3.0])
+    t = StableSketch(1.0, 50, seed=2).update(["x", "y"], [4.0, 2.0])
+    assert np.allclose(s.values, t.values)
+
+
+def test_inner_product_join_size():
+    """AGMS: |est - <u,v>| <= z * sqrt((|u|^2|v|^2 + <u,v>^2)/rows) in at
+    least 1 - delta of 300 trials."""
+    delta, rows = 0.1, 400
+    z = NormalDist().inv_cdf(1 - delta / 2)
+    rng = np.random.default_rng(5)
+    fails = 0
+    for trial in range(TRIALS):
+        ui, uv, u = random_vector(rng, "zipf", d=300, n=800)
+        vi, vv, v = random_vector(rng, "zipf", d=300, n=800)
+        su = StableSketch(2.0, rows, seed=trial).update(ui, uv)
+        sv = StableSketch(2.0, rows, seed=trial).update(vi, vv)
+        exact = float(u @ v)
+        sd = np.sqrt(((u @ u) * (v @ v) + exact**2) / rows)
+        fails += abs(su.inner_product(sv) - exact) > z * sd
+    assert fails / TRIALS <= allowed_failures(delta, TRIALS), fails
+    with pytest.raises(ValueError, match="need p = 2"):
+        StableSketch(1.0, 10).inner_product(StableSketch(1.0, 10))
+
+
+# ----------------------------------------------------------- SlidingLpNorm
+def stream(rng, kind, n=600, d=200):
+    ts = np.cumsum(rng.integers(0, 3, n))
+    idx = rng.integers(0, d, n) if kind == "uniform" else (rng.zipf(1.3, n) - 1) % d
+    val = rng.integers(1, 10, n).astype(float)
+    return ts, idx, val
+
+
+def window_norm(ts, idx, val, now, w, p, d=200):
+    m = (ts > now - w) & (ts <= now)
+    return lp(np.bincount(idx[m], weights=val[m], minlength=d), p)
+
+
+@pytest.mark.parametrize("p", PS)
+def test_sliding_guarantee_failure_rate(p):
+    """300 seeded trials per p (uniform and Zipf streams, windows N, N/2,
+    N/8, and a later now): the estimate leaves [low L, high L] of
+    guarantee() in at most delta + 3 standard errors of the queries."""
+    eps, delta, window = 0.2, 0.1, 300
+    rng = np.random.default_rng(int(p * 1000))
+    fails = queries = 0
+    for trial in range(TRIALS):
+        ts, idx, val = stream(rng, "uniform" if trial % 2 else "zipf")
+        s = SlidingLpNorm(p, window, eps=eps, delta=delta, seed=trial).update(ts, idx, val)
+        low, high = s.guarantee()
+        for now, w in ((ts[-1], window), (ts[-1], window // 2), (ts[-1], window // 8), (ts[-1] + 40, window)):
+            exact = window_norm(ts, idx, val, int(now), w, p)
+            if exact == 0:
+                continue
+            est = s.estimate(now=int(now), window=w)
+            queries += 1
+            fails += not (low * exact <= est <= high * exact)
+    assert fails / queries <= allowed_failures(delta, TRIALS), (fails, queries)
+
+
+def test_bucket_count_grows_logarithmically():
+    rng = np.random.default_rng(3)
+    sizes = []
+    for n in (1_000, 10_000, 100_000):
+        ts = np.arange(n)
+        s = SlidingLpNorm(1.0, n, eps=0.1, rows=64, seed=1).update(ts, rng.integers(0, 1000, n))
+        sizes.append(len(s))
+    assert sizes[2] < 3 * sizes[0], sizes  # ~ k log N, far below N
+
+
+def test_batches_and_one_at_a_time_agree():
+    rng = np.random.default_rng(8)
+    ts, idx, val = stream(rng, "zipf", n=300)
+    whole = SlidingLpNorm(1.0, 200, eps=0.2, rows=64, seed=3).update(ts, idx, val)
+    parts = SlidingLpNorm(1.0, 200, eps=0.2, rows=64, seed=3)
+    for a in range(0, 300, 37):
+        parts.update(ts[a : a + 37], idx[a : a + 37], val[a : a + 37])
+    one = SlidingLpNorm(1.0, 200, eps=0.2, rows=64, seed=3)
+    for t, i, v in zip(ts.tolist(), idx.tolist(), val.tolist()):
+        one.add(t, i, v)
+    exact = window_norm(ts, idx, val, int(ts[-1]), 200, 1.0)
+    low, high = whole.guarantee()
+    for s in (whole, parts, one):
+        assert low * exact * 0.8 <= s.estimate() <= high * exact * 1.2
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_merge_of_interleaved_streams(p):
+    eps, delta, window = 0.2, 0.1, 300
+    rng = np.random.default_rng(77)
+    fails = queries = 0
+    for trial in range(100):
+        ts, idx, val = stream(rng, "zipf")
+        owner = rng.integers(0, 2, ts.size)
+        a = SlidingLpNorm(p, window, eps, delta, seed=trial).update(ts[owner == 0], idx[owner == 0], val[owner == 0])
+        b = SlidingLpNorm(p, window, eps, delta, seed=trial).update(ts[owner == 1], idx[owner == 1], val[owner == 1])
+        a_bytes = a.to_bytes()
+        m = a.merge(b)
+        assert a.to_bytes() == a_bytes
+        low, high = m.guarantee()
+        for w in (window, window // 2):
+            exact = window_norm(ts, idx, val, int(ts.max()), w, p)
+            est = m.estimate(now=int(ts.max()), window=w)
+            queries += 1
+            fails += not (low * exact <= est <= high * exact)
+    assert fails / queries <= allowed_failures(delta, 100), (fails, queries)
+
+
+def test_sliding_join_size():
+    """p = 2: windowed inner product of two streams with the same seed,
+    whole window inside the sketch (no straddling bucket)."""
+    delta = 0.1
+    z = NormalDist().inv_cdf(1 - delta / 2)
+    rng = np.random.default_rng(21)
+    fails = 0
+    trials = 150
+    for trial in range(trials):
+        ts = np.arange(400)
+        ui, vi = (rng.zipf(1.3, 400) - 1) % 100, (rng.zipf(1.3, 400) - 1) % 100
+        su = SlidingLpNorm(2.0, 1000, 0.2, delta, seed=trial).update(ts, ui)
+        sv = SlidingLpNorm(2.0, 1000, 0.2, delta, seed=trial).update(ts, vi)
+        u, v = np.bincount(ui, minlength=100), np.bincount(vi, minlength=100)
+        exact = float(u @ v)
+        sd = np.sqrt(((u @ u) * (v @ v) + exact**2) / su.rows)
+        fails += abs(su.inner_product(sv) - exact) > z * sd
+    assert fails / trials <= allowed_failures(delta, trials), fails
+
+
+# ------------------------------------------------------------ bytes, errors
+def build():
+    rng = np.random.default_rng(4)
+    ts, idx, val = stream(rng, "zipf", n=400)
+    return SlidingLpNorm(1.5, 250, eps=0.2, delta=0.1, seed=5).update(ts, idx, val)
+
+
+def test_bytes_round_trip_and_cross_process():
+    s = build()
+    b = s.to_bytes()
+    assert SlidingLpNorm.from_bytes(b) == s
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert SlidingLpNorm.from_bytes(SlidingLpNorm(1.0, 10).to_bytes()) == SlidingLpNorm(1.0, 10)
+    t = StableSketch(0.5, 33, seed=2).update([1, 2], [3.0, 4.0])
+    assert StableSketch.from_bytes(t.to_bytes()) == t
+    code = (
+        "import sys\n"
+        "from tests.test_lp_norms import build\n"
+        "sys.stdout.write(build().to_bytes().hex())\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert bytes.fromhex(out.stdout) == b
+
+
+def test_corrupt_bytes():
+    b = build().to_bytes()
+    for n in range(0, len(b), max(1, len(b) // 200)):
+        with pytest.raises(CorruptSketchError):
+            SlidingLpNorm.from_bytes(b[:n])
+    for i in range(0, len(b), max(1, len(b) // 100)):
+        c = bytearray(b)
+        c[i] ^= 0x01
+        with pytest.raises(CorruptSketchError):
+            SlidingLpNorm.from_bytes(bytes(c))
+    with pytest.raises(CorruptSketchError, match="expected family id 2"):
+        StableSketch.from_bytes(b)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda s: s.update([900], [1], [-1.0]), ValueError, "non-negative finite numbers .* found -1.0"),
+        (lambda s: s.update([900], [1], [float("nan")]), ValueError, "found nan"),
+        (lambda s: s.update([900, 901], [1], [1.0, 2.0]), ValueError, "different lengths \\(2 and 1\\)"),
+        (lambda s: s.update([900], [1.5]), ValueError, "found float"),
+        (lambda s: s.update([1], [1]), LateDataError, "timestamp 1 is older"),
+        (lambda s: s.estimate(window=0), ValueError, "window must be in"),
+        (lambda s: s.merge(SlidingLpNorm(1.5, 250, 0.2, 0.1, seed=6)), IncompatibleSketchError,
+         "different seeds: 5 and 6"),
+        (lambda s: s.merge(SlidingLpNorm(1.0, 250, 0.2, 0.1, seed=5)), IncompatibleSketchError,
+         "different p: 1.5 and 1.0"),
+    ],
+)
+def test_bad_input_changes_nothing(call, exc, match):
+    s = build()
+    before = s.to_bytes()
+    with pytest.raises(exc, match=match):
+        call(s)
+    assert s.to_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "factory, match",
+    [
+        (lambda: SlidingLpNorm(0.0, 10), "p must be in \\(0, 2\\]"),
+        (lambda: SlidingLpNorm(2.5, 10), "p must be in \\(0, 2\\]"),
+        (lambda: SlidingLpNorm(1.0, 0), "window must be in"),
+        (lambda: SlidingLpNorm(1.0, 10, eps=1.5), "eps must be in \\(0, 1\\)"),
+        (lambda: SlidingLpNorm(1.0, 10, delta=0), "delta must be in \\(0, 1\\)"),
+        (lambda: StableSketch(1.0, 0), "rows must be in"),
+        (lambda: StableSketch(1.0, 5).update([1], ["a"]), "values must be numbers"),
+        (lambda: StableSketch(1.0, 5).merge(StableSketch(1.0, 6)), "different rows: 5 and 6"),
+    ],
+)
+def test_bad_parameters(factory, match):
+    with pytest.raises(ValueError, match=match):
+        factory()
