@@ -21,7 +21,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
 from ehist.hashing import check_seed, hash64
-from ehist.serialization import Writer, open_sealed
+from ehist.serialization import Writer, open_synopsis
 
 __all__ = ["SlidingFM"]
 
@@ -287,14 +287,10 @@ class SlidingFM:
     def from_bytes(cls, data) -> "SlidingFM":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
-        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
-        if flags & ~_FLAG_HAS_NEWEST:
-            raise CorruptSketchError(f"{name}: expected flags within 0x0001, found {flags:#06x}")
-        window, m, seed = r.struct("qIQ", "window, num_bitmaps and seed")
-        try:
-            out = cls(window, m, seed)
-        except ValueError as exc:
-            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        r, flags, out = open_synopsis(
+            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "qIQ", "window, num_bitmaps and seed", cls
+        )
+        m = out._m
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()
             return out

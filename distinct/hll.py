@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
 from ehist.hashing import check_seed, hash64
-from ehist.serialization import Writer, open_sealed
+from ehist.serialization import Writer, open_synopsis
 
 from .fm import trailing_zeros
 
@@ -325,14 +325,10 @@ class SlidingHyperLogLog:
     def from_bytes(cls, data) -> "SlidingHyperLogLog":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingHyperLogLog"
-        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
-        if flags & ~_FLAG_HAS_NEWEST:
-            raise CorruptSketchError(f"{name}: expected flags within 0x0001, found {flags:#06x}")
-        window, p, seed = r.struct("qBQ", "window, precision and seed")
-        try:
-            out = cls(window, p, seed)
-        except ValueError as exc:
-            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        r, flags, out = open_synopsis(
+            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "qBQ", "window, precision and seed", cls
+        )
+        p = out._p
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()
             return out

@@ -26,7 +26,7 @@ from ._validation import (
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, IncompatibleSketchError
-from .serialization import Writer, open_sealed
+from .serialization import Writer, open_synopsis
 
 __all__ = ["ExponentialHistogram"]
 
@@ -662,16 +662,9 @@ class ExponentialHistogram:
             expected and what was found.
         """
         name = "ExponentialHistogram"
-        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
-        if flags & ~_KNOWN_FLAGS:
-            raise CorruptSketchError(
-                f"{name}: expected flags within {_KNOWN_FLAGS:#06x}, found {flags:#06x}"
-            )
-        window, eps = r.struct("qd", "window and eps")
-        try:
-            h = cls(window, eps)
-        except ValueError as exc:
-            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        r, flags, h = open_synopsis(
+            data, name, _FORMAT_VERSION, _KNOWN_FLAGS, "qd", "window and eps", cls
+        )
         newest = None
         if flags & _FLAG_HAS_NEWEST:
             (newest,) = r.struct("q", "newest timestamp")

@@ -48,6 +48,7 @@ __all__ = [
     "Reader",
     "seal",
     "open_sealed",
+    "open_synopsis",
 ]
 
 MAGIC = b"EH"
@@ -252,3 +253,28 @@ class Reader:
                 f"{self.name}: expected the payload to end here, found "
                 f"{self.remaining} trailing bytes"
             )
+
+
+def open_synopsis(data, family: str, version: int, known_flags: int, fmt: str, what: str, factory):
+    """Open a synopsis's bytes up to its parameters.
+
+    Checks preamble and checksum (:func:`open_sealed`), rejects unknown
+    flag bits, reads the parameters with ``struct`` format ``fmt`` and
+    builds the empty synopsis with ``factory(*parameters)``, turning a
+    parameter error into CorruptSketchError.
+
+    Returns
+    -------
+    (reader, flags, synopsis)
+    """
+    r, _version, flags = open_sealed(data, family, (version,))
+    if flags & ~known_flags:
+        raise CorruptSketchError(
+            f"{family}: expected flags within {known_flags:#06x}, found {flags:#06x}"
+        )
+    params = r.struct(fmt, what)
+    try:
+        synopsis = factory(*params)
+    except ValueError as exc:
+        raise CorruptSketchError(f"{family}: invalid parameters: {exc}") from None
+    return r, flags, synopsis

@@ -19,10 +19,10 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
 from ehist.hashing import check_seed, hash64
-from ehist.serialization import Writer, open_sealed
+from ehist.serialization import Writer, open_synopsis
 
 from .stable import check_p, median_abs_stable, stable_variates
-from .stable_sketch import rows_for
+from .stable_sketch import float_values, rows_for
 
 __all__ = ["SlidingLpNorm"]
 
@@ -285,7 +285,7 @@ class SlidingLpNorm:
             raise ValueError(
                 f"timestamps and indices have different lengths ({ts.size} and {hashes.size})"
             )
-        vals = _nonnegative(values, ts.size)
+        vals = float_values(values, ts.size, nonnegative=True, against="timestamps")
         if ts.size == 0:
             return self
         ts, perm = sort_batch(ts, np.arange(ts.size), self._newest)
@@ -446,14 +446,10 @@ class SlidingLpNorm:
     def from_bytes(cls, data) -> "SlidingLpNorm":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingLpNorm"
-        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
-        if flags & ~_FLAG_HAS_NEWEST:
-            raise CorruptSketchError(f"{name}: expected flags within 0x0001, found {flags:#06x}")
-        p, window, eps, delta, seed, rows = r.struct("dqddQI", "parameters")
-        try:
-            out = cls(p, window, eps, delta, seed, rows)
-        except ValueError as exc:
-            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        r, flags, out = open_synopsis(
+            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "dqddQI", "parameters", cls
+        )
+        rows = out._rows
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()
             return out
@@ -482,22 +478,3 @@ class SlidingLpNorm:
             r.expect_end()
         out._newest = int(newest)
         return out
-
-
-def _nonnegative(values, n: int) -> np.ndarray:
-    if values is None:
-        return np.ones(n, dtype=np.float64)
-    v = np.asarray(values)
-    if v.ndim == 0:
-        v = v.reshape(1)
-    if v.dtype.kind not in "iufb":
-        raise ValueError(f"values must be non-negative numbers, got an array of dtype {v.dtype}")
-    v = v.astype(np.float64)
-    if v.shape != (n,):
-        raise ValueError(f"timestamps and values have different lengths ({n} and {v.shape[0]})")
-    bad = ~np.isfinite(v) | (v < 0)
-    if bad.any():
-        raise ValueError(
-            f"values must be non-negative finite numbers (the restricted model), found {v[bad][0]}"
-        )
-    return v

@@ -10,7 +10,7 @@ import numpy as np
 from ehist._validation import check_positive_int
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
 from ehist.hashing import check_seed, hash64
-from ehist.serialization import Writer, open_sealed
+from ehist.serialization import Writer, open_synopsis
 
 from .stable import check_p, median_abs_stable, stable_density, stable_variates
 
@@ -154,7 +154,7 @@ class StableSketch:
         finite numbers (default 1).  Equal indexes are summed first.
         """
         hashes = index_hashes(indices, self._seed)
-        vals = _values(values, hashes.size)
+        vals = float_values(values, hashes.size)
         if hashes.size == 0:
             return self
         uniq, sums = aggregate(hashes, vals)
@@ -214,14 +214,8 @@ class StableSketch:
     def from_bytes(cls, data) -> "StableSketch":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "StableSketch"
-        r, _version, flags = open_sealed(data, name, (_FORMAT_VERSION,))
-        if flags:
-            raise CorruptSketchError(f"{name}: expected flags 0x0000, found {flags:#06x}")
-        p, rows, seed = r.struct("dIQ", "p, rows and seed")
-        try:
-            out = cls(p, rows, seed)
-        except ValueError as exc:
-            raise CorruptSketchError(f"{name}: invalid parameters: {exc}") from None
+        r, _flags, out = open_synopsis(data, name, _FORMAT_VERSION, 0, "dIQ", "p, rows and seed", cls)
+        rows = out._rows
         out._y = np.frombuffer(r.raw(8 * rows, f"{rows} row values"), dtype="<f8").astype(np.float64)
         r.expect_end()
         if not np.all(np.isfinite(out._y)):
@@ -229,17 +223,23 @@ class StableSketch:
         return out
 
 
-def _values(values, n: int) -> np.ndarray:
+def float_values(values, n: int, nonnegative: bool = False, against: str = "indices") -> np.ndarray:
+    """Finite float64 values (default all ones), optionally non-negative."""
     if values is None:
         return np.ones(n, dtype=np.float64)
     v = np.asarray(values)
     if v.ndim == 0:
         v = v.reshape(1)
+    kind = "non-negative numbers" if nonnegative else "numbers"
     if v.dtype.kind not in "iufb":
-        raise ValueError(f"values must be numbers, got an array of dtype {v.dtype}")
+        raise ValueError(f"values must be {kind}, got an array of dtype {v.dtype}")
     v = v.astype(np.float64)
     if v.shape != (n,):
-        raise ValueError(f"indices and values have different lengths ({n} and {v.shape[0]})")
-    if not np.all(np.isfinite(v)):
-        raise ValueError(f"values must be finite, found {v[~np.isfinite(v)][0]}")
+        raise ValueError(f"{against} and values have different lengths ({n} and {v.shape[0]})")
+    bad = ~np.isfinite(v)
+    if nonnegative:
+        bad |= v < 0
+    if bad.any():
+        rule = "non-negative finite numbers (the restricted model)" if nonnegative else "finite numbers"
+        raise ValueError(f"values must be {rule}, found {v[bad][0]}")
     return v
