@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from distinct import SlidingFM, SlidingHyperLogLog
-from lp_norms import SlidingLpNorm
 from ehist import ExponentialHistogram
+from lp_norms import SlidingLpNorm
 
 
 @dataclass

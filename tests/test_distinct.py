@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import CorruptSketchError, IncompatibleSketchError, LateDataError
+from tests.conftest import examples
 
 GOLDEN = Path(__file__).parent / "golden"
 CLASSES = [
@@ -39,7 +40,7 @@ def item_streams(draw):
 
 
 @pytest.mark.parametrize("make", CLASSES)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=item_streams(), window=st.integers(1, 400), seed=st.integers(0, 2**64 - 1),
        parts=st.integers(2, 4), split_seed=st.integers(0, 2**32 - 1))
 def test_merge_equals_interleaved_stream_exactly(make, data, window, seed, parts, split_seed):

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import ExponentialHistogram
+from tests.conftest import examples
 from tests.exact import exact_sums, in_window_count
 from tests.strategies import chunked, eps_values, streams, values_small
 
@@ -45,7 +46,7 @@ def check_bucket_bound(h: ExponentialHistogram, ts, vs):
     assert len(h) <= ExponentialHistogram.bucket_bound(h.eps, n, r), (len(h), n, r)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=streams(), window=st.integers(1, 60), eps=eps_values, batches=st.data())
 def test_bounds_and_error_batched(data, window, eps, batches):
     ts, vs = data
@@ -56,7 +57,7 @@ def test_bounds_and_error_batched(data, window, eps, batches):
     check_all_queries(h, ts, vs, window)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=streams(values=values_small), window=st.integers(1, 40), eps=eps_values)
 def test_bounds_and_error_one_at_a_time(data, window, eps):
     ts, vs = data
@@ -69,7 +70,7 @@ def test_bounds_and_error_one_at_a_time(data, window, eps):
     check_all_queries(h, ts, vs, window)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=streams(max_segments=60, values=values_small, max_gap=3), eps=eps_values)
 def test_count_based_window(data, eps):
     """Count-based windows: timestamps are arrival indexes, ts = 0, 1, 2, ..."""
@@ -83,7 +84,7 @@ def test_count_based_window(data, eps):
     assert lower <= exact_last <= upper
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(data=streams(values=values_small), eps=eps_values, batches=st.data())
 def test_batch_equals_one_at_a_time_without_expiry(data, eps, batches):
     """With a window covering the whole stream nothing expires, and batch
@@ -100,7 +101,7 @@ def test_batch_equals_one_at_a_time_without_expiry(data, eps, batches):
     assert bat.to_bytes() == seq.to_bytes()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     n=st.integers(1, 3000),
     window=st.integers(1, 3000),

@@ -6,10 +6,10 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
-from statistics import NormalDist
 
 from ehist import CorruptSketchError, IncompatibleSketchError, LateDataError
 from lp_norms import SlidingLpNorm, StableSketch, median_abs_stable, rows_for

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import ExponentialHistogram, IncompatibleSketchError
+from tests.conftest import examples
 from tests.strategies import eps_values, streams
 from tests.test_guarantees import check_all_queries
 
@@ -18,7 +19,7 @@ def split(ts, vs, owners, parts):
     return [(ts[owners == p], vs[owners == p]) for p in range(parts)]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     data=streams(),
     window=st.integers(1, 50),
@@ -52,7 +53,7 @@ def test_merge_keeps_bounds_and_eps(data, window, eps, parts, seed, tree):
         assert [h.to_bytes() for h in [ExponentialHistogram.from_bytes(b) for b in snapshots]] == snapshots
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=streams(), window=st.integers(1, 50), eps=eps_values, seed=st.integers(0, 2**32 - 1))
 def test_update_after_merge(data, window, eps, seed):
     """A merged histogram keeps accepting newer data with the same guarantee."""

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram
 from ehist.serialization import Reader, encode_varints
+from tests.conftest import examples
 from tests.strategies import eps_values, streams
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -50,7 +51,7 @@ def test_golden_bytes(name):
     assert ExponentialHistogram.from_bytes(path.read_bytes()) == h
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=streams(), window=st.integers(1, 10**6), eps=eps_values, merge=st.booleans())
 def test_round_trip(data, window, eps, merge):
     ts, vs = data
@@ -190,7 +191,7 @@ def test_varint_errors():
         Reader(b"\xff" * 10 + b"\x01").varints(1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(junk=st.binary(max_size=200))
 def test_random_bytes_never_crash(junk):
     for data in (junk, b"EH\x01\x01" + junk, reseal(b"EH\x01\x01" + junk)):
