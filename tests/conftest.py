@@ -15,3 +15,37 @@ SCALE = max(1, int(os.environ.get("EHIST_HYPOTHESIS_SCALE", "1")))
 def examples(n: int) -> int:
     """Number of hypothesis examples for a test that runs ``n`` by default."""
     return n * SCALE
+
+
+import sys
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local SparkSession for the whole test run (about 5 s to start).
+
+    Spark's Python workers must run this interpreter (or they will not find
+    pandas and the project), so PYSPARK_PYTHON is set before the JVM starts.
+    Skips when pyspark is not installed: the core packages test without it.
+    """
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pandas")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ehist-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

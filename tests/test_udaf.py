@@ -1,0 +1,172 @@
+"""udaf.functions on a local SparkSession, against exact answers."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyspark")
+
+from pyspark.errors import PythonException  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from distinct import SlidingHyperLogLog  # noqa: E402
+from ehist import ExponentialHistogram  # noqa: E402
+from lp_norms import SlidingLpNorm  # noqa: E402
+from udaf import functions as U  # noqa: E402
+
+pytestmark = pytest.mark.spark
+KEYS = 5
+
+
+@pytest.fixture(scope="module")
+def events():
+    """Per-key streams: integral timestamps, byte values with nulls, items."""
+    rng = np.random.default_rng(17)
+    n = 20_000
+    key = rng.integers(0, KEYS, n)
+    ts = np.sort(rng.integers(0, 200_000, n))
+    value = rng.integers(0, 1500, n).astype(float)
+    value[rng.random(n) < 0.05] = np.nan  # nulls are skipped
+    item = rng.zipf(1.3, n) % 3000
+    return pd.DataFrame({"k": key, "ts": ts, "bytes": value, "dst": item})
+
+
+@pytest.fixture(scope="module")
+def df(spark, events):
+    return spark.createDataFrame(events).repartition(3)
+
+
+def exact_by_key(events, window, now=None):
+    out = {}
+    for k, g in events.groupby("k"):
+        n = g.ts.max() if now is None else now
+        m = (g.ts > n - window) & (g.ts <= n)
+        out[k] = {
+            "count": int(m.sum()),
+            "sum": int(g.bytes[m].fillna(0).sum()),
+            "distinct": int(g.dst[m].nunique()),
+            "l2": float(np.sqrt((g[m].groupby("dst").bytes.sum() ** 2).sum())),
+        }
+    return out
+
+
+def test_one_step_aggregates_match_exact(df, events):
+    window, eps = 50_000, 0.02
+    rows = (
+        df.groupBy("k")
+        .agg(
+            U.sliding_count("ts", window=window, eps=eps).alias("count"),
+            U.sliding_sum("ts", "bytes", window=window, eps=eps).alias("sum"),
+            U.sliding_distinct("ts", "dst", window=window, precision=12).alias("distinct"),
+            U.sliding_lp_norm("ts", "dst", "bytes", p=2.0, window=window, eps=0.1, delta=0.05).alias("l2"),
+        )
+        .collect()
+    )
+    exact = exact_by_key(events, window)
+    low, high = SlidingLpNorm(2.0, window, 0.1, 0.05).guarantee()
+    assert len(rows) == KEYS
+    for r in rows:
+        e = exact[r.k]
+        assert abs(r["count"] - e["count"]) <= eps * e["count"]
+        assert abs(r["sum"] - e["sum"]) <= eps * e["sum"]
+        assert abs(r["distinct"] / e["distinct"] - 1) <= 5 * 1.04 / 64
+        assert low * e["l2"] <= r["l2"] <= high * e["l2"]
+
+
+def test_sketch_merge_estimate_bounds(df, events):
+    """Sketches per (key, partition) rolled up per key: the EH guarantee holds."""
+    window, eps = 50_000, 0.05
+    parts = df.withColumn("part", F.spark_partition_id())
+    partial = parts.groupBy("k", "part").agg(
+        U.eh_sketch("ts", "bytes", window=window, eps=eps).alias("eh"),
+        U.hll_sliding_sketch("ts", "dst", window=window, precision=11).alias("hll"),
+        U.fm_sketch("ts", "dst", window=window, num_bitmaps=256).alias("fm"),
+        U.lp_sketch("ts", "dst", "bytes", p=1.0, window=window, eps=0.1).alias("lp"),
+    )
+    rolled = partial.groupBy("k").agg(
+        U.eh_merge("eh").alias("eh"), U.hll_sliding_merge("hll").alias("hll"),
+        U.fm_merge("fm").alias("fm"), U.lp_merge("lp").alias("lp"),
+    )
+    out = rolled.select(
+        "k", "eh", U.eh_estimate("eh").alias("est"), U.eh_bounds("eh").alias("b"),
+        U.distinct_estimate("hll").alias("hll_est"), U.distinct_estimate("fm").alias("fm_est"),
+        U.lp_estimate("lp").alias("l1"),
+    ).collect()
+    exact = exact_by_key(events, window)
+    for r in out:
+        e = exact[r.k]
+        assert r.b.lower <= e["sum"] <= r.b.upper
+        assert abs(r.est - e["sum"]) <= eps * e["sum"]
+        assert abs(r.hll_est / e["distinct"] - 1) <= 5 * 1.04 / np.sqrt(2048)
+        assert abs(r.fm_est / e["distinct"] - 1) <= 5 * 0.78 / 16
+        # the sketch is the plain ehist format
+        h = ExponentialHistogram.from_bytes(r.eh)
+        assert h.estimate() == r.est
+        assert r.l1 > 0
+
+
+def test_estimate_with_now_column_and_shorter_window(df, events):
+    window = 50_000
+    # Spark does not mix pandas aggregate UDFs with built-in aggregates in
+    # one agg(): aggregate separately and join
+    sk = df.groupBy("k").agg(U.eh_sketch("ts", window=window, eps=0.05).alias("s"))
+    newest = df.groupBy("k").agg(F.max("ts").alias("newest"))
+    later = sk.join(newest, "k").withColumn("now", F.col("newest") + 10_000)
+    rows = later.select("k", "now", U.eh_estimate("s", now=F.col("now"), window=20_000).alias("e")).collect()
+    for r in rows:
+        g = events[events.k == r.k]
+        exact = int(((g.ts > r.now - 20_000) & (g.ts <= r.now)).sum())
+        assert abs(r.e - exact) <= 0.05 * exact
+
+
+def test_timestamp_and_date_columns_with_intervals(spark):
+    base = dt.datetime(2026, 3, 1)
+    rows = [(i % 2, base + dt.timedelta(minutes=7 * i), (base + dt.timedelta(days=i // 50)).date()) for i in range(2000)]
+    sdf = spark.createDataFrame(rows, "k int, t timestamp, d date")
+    got = {r.k: r for r in sdf.groupBy("k").agg(
+        U.sliding_count("t", window="1 day").alias("per_day"),
+        U.sliding_count("d", window="7 days", eps=0.01).alias("per_week"),
+        U.sliding_count("t", window="1 day", query_window="2 hours").alias("per_2h"),
+    ).collect()}
+    pdf = pd.DataFrame(rows, columns=["k", "t", "d"])
+    for k, g in pdf.groupby("k"):
+        newest_t, newest_d = g.t.max(), g.d.max()
+        day = int((g.t > newest_t - pd.Timedelta("1 day")).sum())
+        two = int((g.t > newest_t - pd.Timedelta("2 hours")).sum())
+        week = int((g.d > newest_d - dt.timedelta(days=7)).sum())
+        assert abs(got[k].per_day - day) <= 0.01 * day
+        assert abs(got[k].per_2h - two) <= 0.01 * two
+        assert abs(got[k].per_week - week) <= 0.01 * week
+
+
+def test_null_timestamp_names_the_column(spark):
+    sdf = spark.createDataFrame([(1, 5), (1, None), (1, 7)], "k int, event_time long")
+    with pytest.raises(PythonException, match="null timestamp in column event_time"):
+        sdf.groupBy("k").agg(U.sliding_count("event_time", window=10)).collect()
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: U.sliding_count("ts", window=0), "window must be a positive integer"),
+        (lambda: U.sliding_count("ts", window="1 fortnight"), "unknown unit 'fortnight'"),
+        (lambda: U.sliding_sum("ts", "v", window=10, eps=2.0), "eps must be in \\(0, 1\\)"),
+        (lambda: U.sliding_distinct("ts", "x", window=10, precision=3), "precision must be in \\[4, 18\\]"),
+        (lambda: U.lp_sketch("ts", "i", p=3.0, window=10), "p must be in \\(0, 2\\]"),
+        (lambda: U.eh_sketch(42, window=10), "ts must be a column name or a Column"),
+    ],
+)
+def test_bad_parameters_fail_on_the_driver(call, match):
+    """Raised when the Column is built, before any Spark job."""
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+def test_interval_window_on_integral_column_is_explained(spark):
+    sdf = spark.createDataFrame([(1, 5)], "k int, ts long")
+    with pytest.raises(PythonException, match="is an interval but column ts is integral"):
+        sdf.groupBy("k").agg(U.sliding_count("ts", window="1 hour")).collect()

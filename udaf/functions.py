@@ -1,0 +1,450 @@
+"""Sliding-window synopses as PySpark column functions.
+
+Named and shaped like Spark's sketch family (``hll_sketch_agg``,
+``hll_union_agg``, ``hll_sketch_estimate``): builders aggregate a group into
+a binary sketch, merges aggregate binary sketches (so sketches stored in
+Parquet can be rolled up later), estimators read a sketch column, and the
+one-step aggregates return a double.  Every function accepts column names
+or Columns and returns a Column; parameters are checked on the driver
+before any job runs.  Null values and items are skipped; a null timestamp
+is an error naming the column.  Timestamp units: see :mod:`udaf._convert`.
+
+Spark does not let a grouped-aggregate pandas UDF share one ``agg()`` with
+built-in aggregates (``F.max`` ...): aggregate those separately and join.
+
+The sketches are the plain bytes of :mod:`ehist`, :mod:`distinct` and
+:mod:`lp_norms` (``ExponentialHistogram.from_bytes`` reads an
+``eh_sketch`` value in plain Python).
+
+Examples
+--------
+>>> from udaf import functions as U                         # doctest: +SKIP
+>>> df.groupBy("src").agg(
+...     U.sliding_count("ts", window="1 hour").alias("packets_1h"),
+...     U.sliding_sum("ts", "bytes", window="1 hour").alias("bytes_1h"),
+...     U.sliding_distinct("ts", "dst", window="1 hour").alias("dsts_1h"),
+... ).show()                                                # doctest: +SKIP
++---+----------+--------+-------+
+|src|packets_1h|bytes_1h|dsts_1h|
++---+----------+--------+-------+
+...
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.functions import pandas_udf
+
+from distinct import SlidingFM, SlidingHyperLogLog
+from ehist import ExponentialHistogram
+from ehist._validation import check_eps
+from ehist.serialization import FAMILIES
+from lp_norms import SlidingLpNorm
+
+from ._convert import Window, now_to_int64, to_int64
+
+__all__ = [
+    "eh_sketch", "eh_merge", "eh_estimate", "eh_bounds", "sliding_count", "sliding_sum",
+    "fm_sketch", "fm_merge", "hll_sliding_sketch", "hll_sliding_merge", "distinct_estimate",
+    "sliding_distinct", "lp_sketch", "lp_merge", "lp_estimate", "sliding_lp_norm",
+]
+
+def _col(c, what: str) -> Column:
+    if isinstance(c, str):
+        return F.col(c)
+    if isinstance(c, Column):
+        return c
+    raise TypeError(f"{what} must be a column name or a Column, got {type(c).__name__}")
+
+
+def _name(c) -> str:
+    return c if isinstance(c, str) else str(c)
+
+
+def _values(series: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(mask of non-null rows, int64 values) of a value column."""
+    mask = series.notna().to_numpy()
+    vals = series[mask]
+    if vals.dtype.kind == "f":
+        arr = vals.to_numpy()
+        if np.any(arr != np.floor(arr)) or np.any(arr < 0):
+            raise ValueError(f"column {column} must hold non-negative integers")
+        return mask, arr.astype(np.int64)
+    if vals.dtype.kind not in "iub" and len(vals):
+        raise ValueError(f"column {column} must be numeric, got pandas dtype {vals.dtype}")
+    return mask, vals.to_numpy(dtype=np.int64)
+
+
+# ------------------------------------------------------------ EH: counts, sums
+def _eh_builder(ts_name, value_name, window: Window, eps: float):
+    def build(t: pd.Series, v: pd.Series | None) -> ExponentialHistogram:
+        ts, unit = to_int64(t, ts_name)
+        values = None
+        if v is not None:
+            mask, values = _values(v, value_name)
+            ts = ts[mask]
+        return ExponentialHistogram(window.resolve(unit, ts_name), eps).update(ts, values)
+
+    return build
+
+
+def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
+    """Aggregate: a binary :class:`~ehist.ExponentialHistogram` of the group.
+
+    Parameters
+    ----------
+    ts : str or Column
+        TimestampType, DateType or integral.
+    value : str or Column, optional
+        Non-negative integers to sum (default: count rows); nulls skipped.
+    window : int or str
+        Longest window queried later: an int in the column's units or an
+        interval string ('1 hour').
+    eps : float
+        Relative error, in (0, 1).
+
+    Returns
+    -------
+    Column of BinaryType.
+    """
+    w = Window(window)
+    eps = check_eps(eps)
+    build = _eh_builder(_name(ts), _name(value) if value is not None else None, w, eps)
+    if value is None:
+
+        @pandas_udf("binary")
+        def eh_sketch_udf(t: pd.Series) -> bytes:
+            return build(t, None).to_bytes()
+
+        return eh_sketch_udf(_col(ts, "ts"))
+
+    @pandas_udf("binary")
+    def eh_sketch_value_udf(t: pd.Series, v: pd.Series) -> bytes:
+        return build(t, v).to_bytes()
+
+    return eh_sketch_value_udf(_col(ts, "ts"), _col(value, "value"))
+
+
+def _merge_udf(cls, name: str):
+    @pandas_udf("binary")
+    def merge_udf(s: pd.Series) -> bytes:
+        blobs = [b for b in s if b is not None]
+        if not blobs:
+            return None
+        sketches = [cls.from_bytes(b) for b in blobs]
+        if cls is ExponentialHistogram:
+            return ExponentialHistogram.merge_all(sketches).to_bytes()
+        out = sketches[0]
+        for other in sketches[1:]:
+            out = out.merge(other)
+        return out.to_bytes()
+
+    merge_udf.__name__ = name
+    return merge_udf
+
+
+def eh_merge(sketch) -> Column:
+    """Aggregate: the merge of binary exponential histograms (BinaryType)."""
+    return _merge_udf(ExponentialHistogram, "eh_merge")(_col(sketch, "sketch"))
+
+
+def _estimator(cls, return_type: str, compute, now, window, unit: str, frame: bool = False):
+    """Scalar UDF over a sketch column; ``now`` a literal or a Column.
+
+    ``frame``: the result is a struct (the UDF returns a DataFrame)."""
+    w = Window(window, allow_none=True)
+    decode = lambda s: [None if b is None else cls.from_bytes(b) for b in s]  # noqa: E731
+    if isinstance(now, (str, Column)):
+        now_col = _col(now, "now")
+        now_name = _name(now)
+
+        def run_now(s, n):
+            nows, now_unit = to_int64(n, now_name)
+            win = w.resolve(now_unit if now_unit != "int" else unit, "now")
+            return compute(decode(s), nows, win)
+
+        if frame:
+
+            @pandas_udf(return_type)
+            def est_now_frame(s: pd.Series, n: pd.Series) -> pd.DataFrame:
+                return run_now(s, n)
+
+            return lambda sketch: est_now_frame(_col(sketch, "sketch"), now_col)
+
+        @pandas_udf(return_type)
+        def est_now(s: pd.Series, n: pd.Series) -> pd.Series:
+            return run_now(s, n)
+
+        return lambda sketch: est_now(_col(sketch, "sketch"), now_col)
+    literal = now_to_int64(now, unit)
+    win = w.resolve(unit, "sketch")
+
+    def run(s):
+        return compute(decode(s), [literal] * len(s), win)
+
+    if frame:
+
+        @pandas_udf(return_type)
+        def est_frame(s: pd.Series) -> pd.DataFrame:
+            return run(s)
+
+        return lambda sketch: est_frame(_col(sketch, "sketch"))
+
+    @pandas_udf(return_type)
+    def est(s: pd.Series) -> pd.Series:
+        return run(s)
+
+    return lambda sketch: est(_col(sketch, "sketch"))
+
+
+def _estimates(sketches, nows, window):
+    return pd.Series(
+        [None if h is None else h.estimate(None if n is None else int(n), window)
+         for h, n in zip(sketches, nows)],
+        dtype="float64",
+    )
+
+
+def eh_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
+    """Scalar: estimated windowed count or sum of an ``eh_sketch`` (DoubleType).
+
+    ``now``: int, datetime, date, or a Column (default: the sketch's newest
+    timestamp); ``window``: int in the sketch's units or an interval
+    string, converted with ``unit`` ('us' for timestamp sketches, 'day' for
+    date sketches).
+    """
+    return _estimator(ExponentialHistogram, "double", _estimates, now, window, unit)(sketch)
+
+
+def eh_bounds(sketch, now=None, window=None, *, unit: str = "us") -> Column:
+    """Scalar: ``struct<lower: bigint, upper: bigint>`` bracketing the exact answer."""
+
+    def compute(sketches, nows, window):
+        rows = [
+            (None, None) if h is None else h.bounds(None if n is None else int(n), window)
+            for h, n in zip(sketches, nows)
+        ]
+        return pd.DataFrame(rows, columns=["lower", "upper"], dtype="Int64")
+
+    return _estimator(
+        ExponentialHistogram, "struct<lower:bigint,upper:bigint>", compute, now, window, unit, frame=True
+    )(sketch)
+
+
+def _one_step(build_fn, answer_fn, cols):
+    """Grouped aggregate returning a double from a freshly built synopsis."""
+    if len(cols) == 1:
+
+        @pandas_udf("double")
+        def one(a: pd.Series) -> float:
+            return answer_fn(build_fn(a))
+
+        return one(*cols)
+    if len(cols) == 2:
+
+        @pandas_udf("double")
+        def two(a: pd.Series, b: pd.Series) -> float:
+            return answer_fn(build_fn(a, b))
+
+        return two(*cols)
+
+    @pandas_udf("double")
+    def three(a: pd.Series, b: pd.Series, c: pd.Series) -> float:
+        return answer_fn(build_fn(a, b, c))
+
+    return three(*cols)
+
+
+def _answer(now, window):
+    def answer(built) -> float:
+        synopsis, unit = built
+        n = now_to_int64(now, unit)
+        win = window.resolve(unit, "ts") if window.raw is not None else None
+        return float(synopsis.estimate(n, win))
+
+    return answer
+
+
+def sliding_count(ts, *, window, eps: float = 0.01, now=None, query_window=None) -> Column:
+    """Aggregate: estimated number of rows with ``now - window < ts <= now``
+    (DoubleType), within ``eps``.  ``now`` defaults to the group's newest
+    timestamp; ``query_window`` (default ``window``) may be shorter."""
+    return _sliding_eh(ts, None, window, eps, now, query_window)
+
+
+def sliding_sum(ts, value, *, window, eps: float = 0.01, now=None, query_window=None) -> Column:
+    """Aggregate: estimated sum of ``value`` over the window (DoubleType)."""
+    return _sliding_eh(ts, value, window, eps, now, query_window)
+
+
+def _sliding_eh(ts, value, window, eps, now, query_window):
+    w = Window(window)
+    q = Window(query_window, "query_window", allow_none=True)
+    eps = check_eps(eps)
+    ts_name = _name(ts)
+    value_name = _name(value) if value is not None else None
+
+    def build(t, v=None):
+        stamps, unit = to_int64(t, ts_name)
+        values = None
+        if v is not None:
+            mask, values = _values(v, value_name)
+            stamps = stamps[mask]
+        return ExponentialHistogram(w.resolve(unit, ts_name), eps).update(stamps, values), unit
+
+    cols = [_col(ts, "ts")] + ([_col(value, "value")] if value is not None else [])
+    return _one_step(build, _answer(now, q), cols)
+
+
+# ----------------------------------------------------------- distinct counts
+def _distinct_builder(cls, ts_name, item_name, window: Window, kwargs):
+    def build(t: pd.Series, items: pd.Series):
+        stamps, unit = to_int64(t, ts_name)
+        mask = items.notna().to_numpy()
+        values = items[mask].to_numpy()
+        if values.dtype == object and len(values) and isinstance(values[0], (bytes, bytearray)):
+            values = np.array([bytes(x) for x in values], dtype=object)
+        return cls(window.resolve(unit, ts_name), **kwargs).update(stamps[mask], values)
+
+    return build
+
+
+def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Column:
+    """Aggregate: a binary :class:`~distinct.SlidingFM` of the group's items."""
+    SlidingFM(1, num_bitmaps, seed)  # checks the parameters on the driver
+    build = _distinct_builder(SlidingFM, _name(ts), _name(item), Window(window),
+                              {"num_bitmaps": num_bitmaps, "seed": seed})
+
+    @pandas_udf("binary")
+    def fm_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
+        return build(t, i).to_bytes()
+
+    return fm_sketch_udf(_col(ts, "ts"), _col(item, "item"))
+
+
+def hll_sliding_sketch(ts, item, *, window, precision: int = 12, seed: int = 0) -> Column:
+    """Aggregate: a binary :class:`~distinct.SlidingHyperLogLog` of the items."""
+    SlidingHyperLogLog(1, precision, seed)
+    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window),
+                              {"precision": precision, "seed": seed})
+
+    @pandas_udf("binary")
+    def hll_sliding_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
+        return build(t, i).to_bytes()
+
+    return hll_sliding_sketch_udf(_col(ts, "ts"), _col(item, "item"))
+
+
+def fm_merge(sketch) -> Column:
+    """Aggregate: the merge of binary SlidingFM sketches."""
+    return _merge_udf(SlidingFM, "fm_merge")(_col(sketch, "sketch"))
+
+
+def hll_sliding_merge(sketch) -> Column:
+    """Aggregate: the merge of binary SlidingHyperLogLog sketches."""
+    return _merge_udf(SlidingHyperLogLog, "hll_sliding_merge")(_col(sketch, "sketch"))
+
+
+class _AnyDistinct:
+    """Reads either distinct sketch family from its preamble."""
+
+    @staticmethod
+    def from_bytes(b):
+        family = b[2] if len(b) > 2 else -1
+        if family == FAMILIES["SlidingFM"]:
+            return SlidingFM.from_bytes(b)
+        return SlidingHyperLogLog.from_bytes(b)
+
+
+def distinct_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
+    """Scalar: estimated distinct items of an ``fm_sketch`` or
+    ``hll_sliding_sketch`` over the window (DoubleType)."""
+    return _estimator(_AnyDistinct, "double", _estimates, now, window, unit)(sketch)
+
+
+def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, now=None,
+                     query_window=None) -> Column:
+    """Aggregate: estimated distinct items in the window (DoubleType), with a
+    sliding HyperLogLog (relative standard error ``1.04 / sqrt(2**precision)``)."""
+    SlidingHyperLogLog(1, precision, seed)
+    w = Window(window)
+    q = Window(query_window, "query_window", allow_none=True)
+    ts_name, item_name = _name(ts), _name(item)
+
+    def build(t, i):
+        stamps, unit = to_int64(t, ts_name)
+        mask = i.notna().to_numpy()
+        h = SlidingHyperLogLog(w.resolve(unit, ts_name), precision, seed)
+        return h.update(stamps[mask], i[mask].to_numpy()), unit
+
+    return _one_step(build, _answer(now, q), [_col(ts, "ts"), _col(item, "item")])
+
+
+# --------------------------------------------------------------- L_p norms
+def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, delta: float = 0.05,
+              seed: int = 0) -> Column:
+    """Aggregate: a binary :class:`~lp_norms.SlidingLpNorm` of the group's
+    ``(ts, index, value)`` rows (value: non-negative, default 1)."""
+    SlidingLpNorm(p, 1, eps, delta, seed)
+    w = Window(window)
+    ts_name, value_name = _name(ts), _name(value) if value is not None else None
+
+    def build(t, i, v=None):
+        stamps, unit = to_int64(t, ts_name)
+        mask = i.notna().to_numpy()
+        vals = None
+        if v is not None:
+            mask &= v.notna().to_numpy()
+            vals = v[mask].to_numpy(dtype=np.float64)
+        return SlidingLpNorm(p, w.resolve(unit, ts_name), eps, delta, seed).update(
+            stamps[mask], i[mask].to_numpy(), vals)
+
+    cols = [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
+    if value is None:
+
+        @pandas_udf("binary")
+        def lp_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
+            return build(t, i).to_bytes()
+
+        return lp_sketch_udf(*cols)
+
+    @pandas_udf("binary")
+    def lp_sketch_value_udf(t: pd.Series, i: pd.Series, v: pd.Series) -> bytes:
+        return build(t, i, v).to_bytes()
+
+    return lp_sketch_value_udf(*cols)
+
+
+def lp_merge(sketch) -> Column:
+    """Aggregate: the merge of binary SlidingLpNorm sketches."""
+    return _merge_udf(SlidingLpNorm, "lp_merge")(_col(sketch, "sketch"))
+
+
+def lp_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
+    """Scalar: estimated L_p norm of an ``lp_sketch`` over the window (DoubleType)."""
+    return _estimator(SlidingLpNorm, "double", _estimates, now, window, unit)(sketch)
+
+
+def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.05,
+                    delta: float = 0.05, seed: int = 0, now=None, query_window=None) -> Column:
+    """Aggregate: estimated L_p norm of the window's vector (DoubleType)."""
+    SlidingLpNorm(p, 1, eps, delta, seed)
+    w = Window(window)
+    q = Window(query_window, "query_window", allow_none=True)
+    ts_name = _name(ts)
+
+    def build(t, i, v=None):
+        stamps, unit = to_int64(t, ts_name)
+        mask = i.notna().to_numpy()
+        vals = None
+        if v is not None:
+            mask &= v.notna().to_numpy()
+            vals = v[mask].to_numpy(dtype=np.float64)
+        s = SlidingLpNorm(p, w.resolve(unit, ts_name), eps, delta, seed)
+        return s.update(stamps[mask], i[mask].to_numpy(), vals), unit
+
+    cols = [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
+    return _one_step(build, _answer(now, q), cols)
