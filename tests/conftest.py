@@ -8,6 +8,9 @@ thorough run to do before touching a guarantee.
 from __future__ import annotations
 
 import os
+import sys
+
+import pytest
 
 SCALE = max(1, int(os.environ.get("EHIST_HYPOTHESIS_SCALE", "1")))
 
@@ -15,11 +18,6 @@ SCALE = max(1, int(os.environ.get("EHIST_HYPOTHESIS_SCALE", "1")))
 def examples(n: int) -> int:
     """Number of hypothesis examples for a test that runs ``n`` by default."""
     return n * SCALE
-
-
-import sys
-
-import pytest
 
 
 @pytest.fixture(scope="session")

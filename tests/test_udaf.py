@@ -13,7 +13,6 @@ pytest.importorskip("pyspark")
 from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from distinct import SlidingHyperLogLog  # noqa: E402
 from ehist import ExponentialHistogram  # noqa: E402
 from lp_norms import SlidingLpNorm  # noqa: E402
 from udaf import functions as U  # noqa: E402

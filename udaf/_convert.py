@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-__all__ = ["parse_interval", "window_in_units", "to_int64", "Window"]
+__all__ = ["parse_interval", "to_int64", "now_to_int64", "Window"]
 
 _UNITS_US = {
     "microsecond": 1,
@@ -128,10 +128,10 @@ def to_int64(series, column: str) -> tuple[np.ndarray, str]:
         return values.astype(np.int64), "us"
     if dtype.kind in "iu":
         return series.to_numpy(dtype=np.int64), "int"
-    if dtype == object and len(series) and isinstance(series.iloc[0], _dt.date):
+    if dtype.kind == "O" and len(series) and isinstance(series.iloc[0], _dt.date):
         days = np.array([(d - _EPOCH).days for d in series], dtype=np.int64)
         return days, "day"
-    if dtype == object and len(series) == 0:
+    if dtype.kind == "O" and len(series) == 0:
         return np.zeros(0, dtype=np.int64), "int"
     raise ValueError(
         f"column {column} must be a timestamp, date or integral column, got pandas dtype {dtype}"

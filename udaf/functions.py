@@ -372,7 +372,7 @@ def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, no
     SlidingHyperLogLog(1, precision, seed)
     w = Window(window)
     q = Window(query_window, "query_window", allow_none=True)
-    ts_name, item_name = _name(ts), _name(item)
+    ts_name = _name(ts)
 
     def build(t, i):
         stamps, unit = to_int64(t, ts_name)
@@ -390,7 +390,7 @@ def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, del
     ``(ts, index, value)`` rows (value: non-negative, default 1)."""
     SlidingLpNorm(p, 1, eps, delta, seed)
     w = Window(window)
-    ts_name, value_name = _name(ts), _name(value) if value is not None else None
+    ts_name = _name(ts)
 
     def build(t, i, v=None):
         stamps, unit = to_int64(t, ts_name)
