@@ -169,3 +169,54 @@ def test_interval_window_on_integral_column_is_explained(spark):
     sdf = spark.createDataFrame([(1, 5)], "k int, ts long")
     with pytest.raises(PythonException, match="is an interval but column ts is integral"):
         sdf.groupBy("k").agg(U.sliding_count("ts", window="1 hour")).collect()
+
+
+# ------------------------------------------------------- two-phase aggregation
+def test_two_phase_aggregate_matches_exact(df, events):
+    from udaf import Count, Distinct, LpNorm, Sum, aggregate
+
+    window = 50_000
+    ints = df.withColumn("bytes_int", F.col("bytes").cast("long"))  # Sum needs integers
+    out = aggregate(
+        ints, "k", "ts", sketches=True,
+        packets=Count(window=window, eps=0.02),
+        bytes=Sum("bytes_int", window=window, eps=0.02),
+        dsts=Distinct("dst", window=window, precision=12),
+        l2=LpNorm("dst", window=window, value="bytes", p=2.0, eps=0.1),
+    ).collect()
+    exact = exact_by_key(events, window)
+    low, high = SlidingLpNorm(2.0, window, 0.1, 0.05).guarantee()
+    assert len(out) == KEYS
+    for r in out:
+        e = exact[r.k]
+        assert abs(r.packets - e["count"]) <= 0.02 * e["count"]
+        assert abs(r.bytes - e["sum"]) <= 0.02 * e["sum"]
+        assert abs(r.dsts / e["distinct"] - 1) <= 5 * 1.04 / 64
+        assert low * e["l2"] <= r.l2 <= high * e["l2"]
+        assert ExponentialHistogram.from_bytes(r.packets_sketch).estimate() == r.packets
+
+
+def test_two_phase_checks_on_the_driver(df):
+    from udaf import Count, Sum, aggregate
+
+    with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
+        aggregate(df, "nope", "ts", c=Count(window=10))
+    with pytest.raises(TypeError, match="column bytes must be integral, got double"):
+        aggregate(df, "k", "ts", s=Sum("bytes", window=10))
+    with pytest.raises(TypeError, match="column dst must be a timestamp, date or integral"):
+        aggregate(df.withColumn("dst", F.col("dst").cast("string")), "k", "dst", c=Count(window=10))
+    with pytest.raises(ValueError, match="eps must be in"):
+        aggregate(df, "k", "ts", c=Count(window=10, eps=3.0))
+    with pytest.raises(ValueError, match="at least one spec"):
+        aggregate(df, "k", "ts")
+
+
+def test_two_phase_timestamps_are_exact_epoch(spark):
+    from udaf import Count, aggregate
+
+    base = dt.datetime(2026, 3, 1)
+    rows = [("a", base + dt.timedelta(seconds=37 * i)) for i in range(3000)]
+    sdf = spark.createDataFrame(rows, "k string, t timestamp").repartition(2)
+    r = aggregate(sdf, "k", "t", hour=Count(window="1 hour", eps=0.01)).collect()[0]
+    exact = sum(1 for _, t in rows if t > rows[-1][1] - dt.timedelta(hours=1))
+    assert abs(r.hour - exact) <= 0.01 * exact

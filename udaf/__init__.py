@@ -6,12 +6,17 @@ pyspark, pandas or pyarrow; ``import udaf`` itself does not, so the core
 packages stay usable without Spark.
 """
 
-__all__ = ["functions"]
+__all__ = ["functions", "aggregate", "Count", "Sum", "Distinct", "LpNorm"]
+
+_TWO_PHASE = {"aggregate", "Count", "Sum", "Distinct", "LpNorm"}
 
 
 def __getattr__(name):
-    if name == "functions":
-        import importlib
+    # imported lazily: `import udaf` must not import pyspark
+    import importlib
 
+    if name == "functions":
         return importlib.import_module(f"{__name__}.functions")
+    if name in _TWO_PHASE:
+        return getattr(importlib.import_module(f"{__name__}.two_phase"), name)
     raise AttributeError(f"module 'udaf' has no attribute {name!r}")

@@ -1,0 +1,244 @@
+"""Two-phase aggregation: partial sketches per partition, shuffle only sketches.
+
+Grouped-aggregate pandas UDFs have no partial aggregation: every row of a
+key is shuffled to one Python worker.  :func:`aggregate` builds one sketch
+per key in each partition (``mapInPandas`` after a sort within
+partitions, no shuffle), shuffles those sketches, merges them per key and
+estimates.  Because it sees the DataFrame, it checks column types on the
+driver and converts timestamps on the JVM side exactly (TimestampType:
+epoch microseconds; DateType: epoch days; integral: as is).
+
+Examples
+--------
+>>> from udaf import aggregate, Count, Sum, Distinct            # doctest: +SKIP
+>>> aggregate(flows, "src", "ts",
+...           packets=Count(window="1 hour"),
+...           bytes=Sum("bytes", window="1 hour"),
+...           dsts=Distinct("dst", window="1 hour")).show()     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from distinct import SlidingHyperLogLog
+from ehist import ExponentialHistogram
+from ehist._validation import check_eps
+from lp_norms import SlidingLpNorm
+
+from . import functions as U
+from ._convert import Window
+
+__all__ = ["aggregate", "Count", "Sum", "Distinct", "LpNorm"]
+
+
+class _Spec:
+    """Base of the aggregate specs (each a frozen dataclass)."""
+
+    kind = ""
+
+    def check(self):
+        Window(self.window)
+
+
+@dataclass(frozen=True)
+class Count(_Spec):
+    """Sliding count of rows (exponential histogram, within ``eps``)."""
+
+    window: object
+    eps: float = 0.01
+    kind = "count"
+
+    def check(self):
+        Window(self.window)
+        check_eps(self.eps)
+
+    def make(self, window):
+        return ExponentialHistogram(window, self.eps)
+
+
+@dataclass(frozen=True)
+class Sum(_Spec):
+    """Sliding sum of a non-negative integral column (within ``eps``)."""
+
+    column: str
+    window: object
+    eps: float = 0.01
+    kind = "sum"
+
+    def check(self):
+        Window(self.window)
+        check_eps(self.eps)
+
+    def make(self, window):
+        return ExponentialHistogram(window, self.eps)
+
+
+@dataclass(frozen=True)
+class Distinct(_Spec):
+    """Sliding distinct count of a column (sliding HyperLogLog)."""
+
+    column: str
+    window: object
+    precision: int = 12
+    seed: int = 0
+    kind = "distinct"
+
+    def check(self):
+        Window(self.window)
+        SlidingHyperLogLog(1, self.precision, self.seed)
+
+    def make(self, window):
+        return SlidingHyperLogLog(window, self.precision, self.seed)
+
+
+@dataclass(frozen=True)
+class LpNorm(_Spec):
+    """Sliding L_p norm of the vector ``column -> sum(value)`` (value default 1)."""
+
+    column: str
+    window: object
+    value: str | None = None
+    p: float = 2.0
+    eps: float = 0.05
+    delta: float = 0.05
+    seed: int = 0
+    kind = "lp"
+
+    def check(self):
+        Window(self.window)
+        SlidingLpNorm(self.p, 1, self.eps, self.delta, self.seed)
+
+    def make(self, window):
+        return SlidingLpNorm(self.p, window, self.eps, self.delta, self.seed)
+
+
+_MERGES = {"count": U.eh_merge, "sum": U.eh_merge, "distinct": U.hll_sliding_merge, "lp": U.lp_merge}
+_ESTIMATES = {"count": U.eh_estimate, "sum": U.eh_estimate, "distinct": U.distinct_estimate,
+              "lp": U.lp_estimate}
+
+
+def _time_expression(df: DataFrame, ts: str):
+    dtype = df.schema[ts].dataType
+    if isinstance(dtype, T.TimestampType):
+        return F.unix_micros(F.col(ts)), "us"
+    if isinstance(dtype, T.DateType):
+        return F.unix_date(F.col(ts)).cast("long"), "day"
+    if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        return F.col(ts).cast("long"), "int"
+    raise TypeError(f"column {ts} must be a timestamp, date or integral column, got {dtype.simpleString()}")
+
+
+def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) -> DataFrame:
+    """Windowed aggregates per key in two phases (partial sketches, then merge).
+
+    Parameters
+    ----------
+    df : DataFrame
+    by : str or list of str
+        Grouping columns.
+    ts : str
+        The event-time column (TimestampType, DateType or integral); every
+        spec's window is measured on it.
+    sketches : bool, default False
+        Also return each spec's merged binary sketch as ``<name>_sketch``.
+    **specs : Count, Sum, Distinct or LpNorm
+        Output column name -> what to compute.  Estimates are as of each
+        key's newest timestamp, over the spec's window.
+
+    Returns
+    -------
+    DataFrame with the ``by`` columns and one DoubleType column per spec.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On the driver, before any job: unknown columns, wrong types, bad
+        parameters.
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    if not specs:
+        raise ValueError("aggregate needs at least one spec, e.g. packets=Count(window='1 hour')")
+    names = set(df.columns)
+    for c in keys + [ts]:
+        if c not in names:
+            raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
+    time_expr, unit = _time_expression(df, ts)
+    windows = {}
+    for name, spec in specs.items():
+        if not isinstance(spec, _Spec):
+            raise TypeError(f"spec {name} must be Count, Sum, Distinct or LpNorm, got {type(spec).__name__}")
+        spec.check()
+        for c in (spec.column if hasattr(spec, "column") else None, getattr(spec, "value", None)):
+            if c is not None and c not in names:
+                raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
+        if spec.kind in ("sum",):
+            dtype = df.schema[spec.column].dataType
+            if not isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+                raise TypeError(f"spec {name}: column {spec.column} must be integral, got {dtype.simpleString()}")
+        windows[name] = Window(spec.window).resolve(unit, ts)
+
+    needed = sorted({c for s in specs.values() for c in (getattr(s, "column", None), getattr(s, "value", None)) if c})
+    needed = [c for c in needed if c not in keys and c != ts]
+    prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
+    prepared = prepared.sortWithinPartitions("__ts")
+    key_fields = [df.schema[k] for k in keys]
+    out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
+
+    def partial(batches):
+        frames = [b for b in batches if len(b)]
+        if not frames:
+            return
+        part = pd.concat(frames, ignore_index=True)
+        # stable sort by key keeps time order inside each key
+        part = part.sort_values(keys, kind="stable")
+        rows = []
+        for key, g in part.groupby(keys, sort=False, dropna=False):
+            key = key if isinstance(key, tuple) else (key,)
+            t = g["__ts"].to_numpy(dtype=np.int64)
+            row = list(key)
+            for name, spec in specs.items():
+                row.append(_build(spec, windows[name], t, g).to_bytes())
+            rows.append(row)
+            if len(rows) >= 10_000:
+                yield pd.DataFrame(rows, columns=keys + list(specs))
+                rows = []
+        if rows:
+            yield pd.DataFrame(rows, columns=keys + list(specs))
+
+    partials = prepared.mapInPandas(partial, out_schema)
+    merged = partials.groupBy(*keys).agg(*[_MERGES[s.kind](n).alias(n) for n, s in specs.items()])
+    columns = [F.col(k) for k in keys]
+    for name, spec in specs.items():
+        columns.append(_ESTIMATES[spec.kind](name).alias(name))
+        if sketches:
+            columns.append(F.col(name).alias(f"{name}_sketch"))
+    return merged.select(*columns)
+
+
+def _build(spec, window, t, g):
+    synopsis = spec.make(window)
+    if spec.kind == "count":
+        return synopsis.update(t)
+    if spec.kind == "sum":
+        v = g[spec.column]
+        mask = v.notna().to_numpy()
+        return synopsis.update(t[mask], v[mask].to_numpy(dtype=np.int64))
+    if spec.kind == "distinct":
+        items = g[spec.column]
+        mask = items.notna().to_numpy()
+        return synopsis.update(t[mask], items[mask].to_numpy())
+    idx = g[spec.column]
+    mask = idx.notna().to_numpy()
+    vals = None
+    if spec.value is not None:
+        v = g[spec.value]
+        mask &= v.notna().to_numpy()
+        vals = v[mask].to_numpy(dtype=np.float64)
+    return synopsis.update(t[mask], idx[mask].to_numpy(), vals)
