@@ -148,3 +148,30 @@ def test_merged_size_stays_near_a_single_histogram():
     assert lower <= exact <= upper
     assert abs(m.estimate() - exact) <= 0.01 * exact
     assert pickle.loads(pickle.dumps(m)) == m
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(data=streams(), window=st.integers(1, 50), eps=eps_values, parts=st.integers(2, 5),
+       seed=st.integers(0, 2**32 - 1))
+def test_union_of_bounds_without_merging(data, window, eps, parts, seed):
+    """Summing the partials' bounds (what udaf.aggregate does instead of
+    merging) brackets the exact answer and the midpoint is within eps."""
+    from fractions import Fraction
+
+    from tests.exact import exact_sums
+
+    ts, vs = data
+    owners = np.random.default_rng(seed).integers(0, parts, len(ts))
+    hs = [ExponentialHistogram(window, eps).update(t, v) for t, v in split(ts, vs, owners, parts)]
+    newest = int(ts.max())
+    for now in (newest, newest + window // 2):
+        for w in sorted({1, max(1, window // 2), window}):
+            lower = upper = 0
+            for h in hs:
+                if h.newest is None:
+                    continue
+                lo, up = h.bounds(now=now, window=w)
+                lower, upper = lower + lo, upper + up
+            exact = exact_sums(ts, vs, np.array([now]), w)[0]
+            assert lower <= exact <= upper
+            assert abs(Fraction(lower + upper, 2) - exact) <= Fraction(eps) * exact

@@ -194,6 +194,20 @@ def test_two_phase_aggregate_matches_exact(df, events):
         assert abs(r.dsts / e["distinct"] - 1) <= 5 * 1.04 / 64
         assert low * e["l2"] <= r.l2 <= high * e["l2"]
         assert ExponentialHistogram.from_bytes(r.packets_sketch).estimate() == r.packets
+    # without sketches the estimates come from the partials' union directly
+    fast = {r.k: r for r in aggregate(
+        ints, "k", "ts",
+        packets=Count(window=window, eps=0.02),
+        bytes=Sum("bytes_int", window=window, eps=0.02),
+        dsts=Distinct("dst", window=window, precision=12),
+        l2=LpNorm("dst", window=window, value="bytes", p=2.0, eps=0.1),
+    ).collect()}
+    for k, r in fast.items():
+        e = exact[k]
+        assert abs(r.packets - e["count"]) <= 0.02 * e["count"]
+        assert abs(r.bytes - e["sum"]) <= 0.02 * e["sum"]
+        assert abs(r.dsts / e["distinct"] - 1) <= 5 * 1.04 / 64
+        assert low * e["l2"] <= r.l2 <= high * e["l2"]
 
 
 def test_two_phase_checks_on_the_driver(df):
