@@ -211,7 +211,7 @@ def test_two_phase_aggregate_matches_exact(df, events):
 
 
 def test_two_phase_checks_on_the_driver(df):
-    from udaf import Count, Sum, aggregate
+    from udaf import Count, Distinct, Sum, aggregate
 
     with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
         aggregate(df, "nope", "ts", c=Count(window=10))
@@ -221,6 +221,8 @@ def test_two_phase_checks_on_the_driver(df):
         aggregate(df.withColumn("dst", F.col("dst").cast("string")), "k", "dst", c=Count(window=10))
     with pytest.raises(ValueError, match="eps must be in"):
         aggregate(df, "k", "ts", c=Count(window=10, eps=3.0))
+    with pytest.raises(ValueError, match="column 'k' is a grouping or the time column"):
+        aggregate(df, "k", "ts", d=Distinct("k", window=10))
     with pytest.raises(ValueError, match="at least one spec"):
         aggregate(df, "k", "ts")
 

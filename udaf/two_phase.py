@@ -175,9 +175,11 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) ->
         if not isinstance(spec, _Spec):
             raise TypeError(f"spec {name} must be Count, Sum, Distinct or LpNorm, got {type(spec).__name__}")
         spec.check()
-        for c in (spec.column if hasattr(spec, "column") else None, getattr(spec, "value", None)):
+        for c in (getattr(spec, "column", None), getattr(spec, "value", None)):
             if c is not None and c not in names:
                 raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
+            if c is not None and (c in keys or c == ts):
+                raise ValueError(f"spec {name}: column {c!r} is a grouping or the time column")
         if spec.kind in ("sum",):
             dtype = df.schema[spec.column].dataType
             if not isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
@@ -191,20 +193,29 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) ->
     key_fields = [df.schema[k] for k in keys]
     out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
 
+    value_columns = needed
+
     def partial(batches):
         frames = [b for b in batches if len(b)]
         if not frames:
             return
         part = pd.concat(frames, ignore_index=True)
-        # stable sort by key keeps time order inside each key
-        part = part.sort_values(keys, kind="stable")
+        # one vectorized pass: group codes, a stable sort by code keeps the
+        # time order inside each key, then numpy slices per key
+        codes = part.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+        order = np.argsort(codes, kind="stable")
+        codes = codes[order]
+        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+        ends = np.concatenate([starts[1:], [codes.size]])
+        ts_all = part["__ts"].to_numpy(dtype=np.int64)[order]
+        columns = {c: part[c].to_numpy()[order] for c in value_columns}
+        key_rows = part[keys].iloc[order[starts]].itertuples(index=False, name=None)
         rows = []
-        for key, g in part.groupby(keys, sort=False, dropna=False):
-            key = key if isinstance(key, tuple) else (key,)
-            t = g["__ts"].to_numpy(dtype=np.int64)
+        for (a, b), key in zip(zip(starts.tolist(), ends.tolist()), key_rows):
             row = list(key)
+            t = ts_all[a:b]
             for name, spec in specs.items():
-                row.append(_build(spec, windows[name], t, g).to_bytes())
+                row.append(_build(spec, windows[name], t, columns, a, b).to_bytes())
             rows.append(row)
             if len(rows) >= 10_000:
                 yield pd.DataFrame(rows, columns=keys + list(specs))
@@ -271,23 +282,24 @@ def _union_estimate(spec):
     return union_estimate
 
 
-def _build(spec, window, t, g):
+def _build(spec, window, t, columns, a, b):
+    """One key's synopsis from rows a..b of the partition's sorted columns."""
     synopsis = spec.make(window)
     if spec.kind == "count":
         return synopsis.update(t)
     if spec.kind == "sum":
-        v = g[spec.column]
-        mask = v.notna().to_numpy()
-        return synopsis.update(t[mask], v[mask].to_numpy(dtype=np.int64))
+        v = columns[spec.column][a:b]
+        mask = ~pd.isna(v)
+        return synopsis.update(t[mask], v[mask].astype(np.int64))
     if spec.kind == "distinct":
-        items = g[spec.column]
-        mask = items.notna().to_numpy()
-        return synopsis.update(t[mask], items[mask].to_numpy())
-    idx = g[spec.column]
-    mask = idx.notna().to_numpy()
+        items = columns[spec.column][a:b]
+        mask = ~pd.isna(items)
+        return synopsis.update(t[mask], items[mask])
+    idx = columns[spec.column][a:b]
+    mask = ~pd.isna(idx)
     vals = None
     if spec.value is not None:
-        v = g[spec.value]
-        mask &= v.notna().to_numpy()
-        vals = v[mask].to_numpy(dtype=np.float64)
-    return synopsis.update(t[mask], idx[mask].to_numpy(), vals)
+        v = columns[spec.value][a:b]
+        mask &= ~pd.isna(v)
+        vals = v[mask].astype(np.float64)
+    return synopsis.update(t[mask], idx[mask], vals)
