@@ -6,8 +6,9 @@ Run:  python -m pytest benchmarks/bench_udaf.py -s
 The same windowed count and sum per key, on a cached DataFrame of
 (k, ts, bytes) rows, with 1k and 100k keys: the plain path
 (groupBy(k).agg(sliding_count, sliding_sum), every row shuffled to Python)
-against udaf.aggregate (partial sketches per partition, only sketches
-shuffled).  Shuffle bytes are read from Spark's status REST API (loopback),
+against udaf.aggregate with strategy="two_phase" (partial sketches per
+partition, only sketches shuffled) and with the default "auto" (which picks
+one of the two from rows per key).  Shuffle bytes are read from Spark's status REST API (loopback),
 wall time from one timed run each (they take tens of seconds).
 """
 
@@ -88,7 +89,11 @@ def test_plain_against_two_phase(spark, keys):
         U.sliding_count("ts", window=WINDOW, eps=0.01).alias("c"),
         U.sliding_sum("ts", "bytes", window=WINDOW, eps=0.01).alias("s"),
     ).collect())
-    two = run(spark, f"udaf.aggregate, {keys:,} keys", lambda: aggregate(
+    two = run(spark, f"two_phase, {keys:,} keys", lambda: aggregate(
+        df, "k", "ts", strategy="two_phase",
+        c=Count(window=WINDOW, eps=0.01), s=Sum("bytes", window=WINDOW, eps=0.01),
+    ).collect())
+    run(spark, f"auto, {keys:,} keys", lambda: aggregate(
         df, "k", "ts", c=Count(window=WINDOW, eps=0.01), s=Sum("bytes", window=WINDOW, eps=0.01)
     ).collect())
     df.unpersist()

@@ -194,16 +194,22 @@ def test_two_phase_aggregate_matches_exact(df, events):
         assert abs(r.dsts / e["distinct"] - 1) <= 5 * 1.04 / 64
         assert low * e["l2"] <= r.l2 <= high * e["l2"]
         assert ExponentialHistogram.from_bytes(r.packets_sketch).estimate() == r.packets
-    # without sketches the estimates come from the partials' union directly
-    fast = {r.k: r for r in aggregate(
-        ints, "k", "ts",
-        packets=Count(window=window, eps=0.02),
-        bytes=Sum("bytes_int", window=window, eps=0.02),
-        dsts=Distinct("dst", window=window, precision=12),
-        l2=LpNorm("dst", window=window, value="bytes", p=2.0, eps=0.1),
-    ).collect()}
-    for k, r in fast.items():
-        e = exact[k]
+    # without sketches the estimates come from the partials' union directly;
+    # the shuffle strategy (rows to one UDF per key) answers the same way
+    for strategy in ("two_phase", "shuffle", "auto"):
+        check_two_phase_estimates(aggregate(
+            ints, "k", "ts", strategy=strategy,
+            packets=Count(window=window, eps=0.02),
+            bytes=Sum("bytes_int", window=window, eps=0.02),
+            dsts=Distinct("dst", window=window, precision=12),
+            l2=LpNorm("dst", window=window, value="bytes", p=2.0, eps=0.1),
+        ).collect(), exact, low, high)
+
+
+def check_two_phase_estimates(rows, exact, low, high):
+    assert len(rows) == KEYS
+    for r in rows:
+        e = exact[r.k]
         assert abs(r.packets - e["count"]) <= 0.02 * e["count"]
         assert abs(r.bytes - e["sum"]) <= 0.02 * e["sum"]
         assert abs(r.dsts / e["distinct"] - 1) <= 5 * 1.04 / 64
@@ -223,6 +229,8 @@ def test_two_phase_checks_on_the_driver(df):
         aggregate(df, "k", "ts", c=Count(window=10, eps=3.0))
     with pytest.raises(ValueError, match="column 'k' is a grouping or the time column"):
         aggregate(df, "k", "ts", d=Distinct("k", window=10))
+    with pytest.raises(ValueError, match="strategy must be 'auto', 'two_phase' or 'shuffle'"):
+        aggregate(df, "k", "ts", strategy="fast", c=Count(window=10))
     with pytest.raises(ValueError, match="at least one spec"):
         aggregate(df, "k", "ts")
 

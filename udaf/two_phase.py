@@ -135,7 +135,13 @@ def _time_expression(df: DataFrame, ts: str):
     raise TypeError(f"column {ts} must be a timestamp, date or integral column, got {dtype.simpleString()}")
 
 
-def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) -> DataFrame:
+# Below this many rows per key per partition, partial sketches cost more
+# than the rows they summarize (measured: benchmarks/bench_udaf.py).
+_MIN_ROWS_PER_PARTIAL = 64
+
+
+def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, strategy: str = "auto",
+              **specs) -> DataFrame:
     """Windowed aggregates per key in two phases (partial sketches, then merge).
 
     Parameters
@@ -147,7 +153,15 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) ->
         The event-time column (TimestampType, DateType or integral); every
         spec's window is measured on it.
     sketches : bool, default False
-        Also return each spec's merged binary sketch as ``<name>_sketch``.
+        Also return each spec's merged binary sketch as ``<name>_sketch``
+        (always two-phase).
+    strategy : {"auto", "two_phase", "shuffle"}
+        ``two_phase`` builds partial sketches per partition and shuffles
+        only them; ``shuffle`` sends the rows to one grouped-aggregate UDF
+        per key (Spark's plain path, with the same exact timestamps).
+        ``auto`` (default) counts rows and approximate keys first (one
+        cheap JVM-side pass) and picks two-phase when partitions hold at
+        least 64 rows per key on average, where it shuffles far fewer bytes.
     **specs : Count, Sum, Distinct or LpNorm
         Output column name -> what to compute.  Estimates are as of each
         key's newest timestamp, over the spec's window.
@@ -222,6 +236,18 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, **specs) ->
                 rows = []
         if rows:
             yield pd.DataFrame(rows, columns=keys + list(specs))
+
+    if strategy not in ("auto", "two_phase", "shuffle"):
+        raise ValueError(f"strategy must be 'auto', 'two_phase' or 'shuffle', got {strategy!r}")
+    if strategy == "auto" and not sketches:
+        stats = df.agg(F.count(F.lit(1)).alias("n"),
+                       F.approx_count_distinct(F.struct(*keys)).alias("keys")).collect()[0]
+        per_partial = stats.n / max(1, stats["keys"]) / max(1, df.rdd.getNumPartitions())
+        strategy = "two_phase" if per_partial >= _MIN_ROWS_PER_PARTIAL else "shuffle"
+    if strategy == "shuffle" and not sketches:
+        return prepared.groupBy(*keys).agg(
+            *[_one_step_column(spec, windows[name]).alias(name) for name, spec in specs.items()]
+        )
 
     partials = prepared.mapInPandas(partial, out_schema)
     if not sketches:
@@ -303,3 +329,15 @@ def _build(spec, window, t, columns, a, b):
         mask &= ~pd.isna(v)
         vals = v[mask].astype(np.float64)
     return synopsis.update(t[mask], idx[mask], vals)
+
+
+def _one_step_column(spec, window):
+    """The plain-path aggregate for a spec, on the prepared int64 '__ts'."""
+    if spec.kind == "count":
+        return U.sliding_count("__ts", window=window, eps=spec.eps)
+    if spec.kind == "sum":
+        return U.sliding_sum("__ts", spec.column, window=window, eps=spec.eps)
+    if spec.kind == "distinct":
+        return U.sliding_distinct("__ts", spec.column, window=window, precision=spec.precision, seed=spec.seed)
+    return U.sliding_lp_norm("__ts", spec.column, spec.value, p=spec.p, window=window, eps=spec.eps,
+                             delta=spec.delta, seed=spec.seed)
