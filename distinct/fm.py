@@ -15,13 +15,13 @@ from ehist._validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
-    coerce_timestamps,
     resolve_query,
-    sort_batch,
 )
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
-from ehist.hashing import check_seed, hash64
+from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis
+
+from ._batch import hashed_batch
 
 __all__ = ["SlidingFM"]
 
@@ -165,15 +165,9 @@ class SlidingFM:
         LateDataError
             A timestamp older than :attr:`newest`.
         """
-        ts = coerce_timestamps(timestamps)
-        hashes = hash64(items, self._seed)
-        if hashes.shape[0] != ts.shape[0]:
-            raise ValueError(
-                f"timestamps and items have different lengths ({ts.shape[0]} and {hashes.shape[0]})"
-            )
+        ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
         if ts.size == 0:
             return self
-        ts, hashes = sort_batch(ts, hashes, self._newest)
         newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
         m = np.uint64(self._m)
         cells = (hashes % m).astype(np.int64) * _BITS + trailing_zeros(hashes // m, _BITS - 1)

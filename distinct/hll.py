@@ -13,14 +13,13 @@ from ehist._validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
-    coerce_timestamps,
     resolve_query,
-    sort_batch,
 )
 from ehist.errors import CorruptSketchError, IncompatibleSketchError
-from ehist.hashing import check_seed, hash64
+from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis
 
+from ._batch import hashed_batch
 from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
@@ -181,15 +180,9 @@ class SlidingHyperLogLog:
         LateDataError
             A timestamp older than :attr:`newest`.
         """
-        ts = coerce_timestamps(timestamps)
-        hashes = hash64(items, self._seed)
-        if hashes.shape[0] != ts.shape[0]:
-            raise ValueError(
-                f"timestamps and items have different lengths ({ts.shape[0]} and {hashes.shape[0]})"
-            )
+        ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
         if ts.size == 0:
             return self
-        ts, hashes = sort_batch(ts, hashes, self._newest)
         newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
         cutoff = newest - self._window
         if int(ts[0]) <= cutoff:

@@ -80,13 +80,15 @@ def _values(series: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------ EH: counts, sums
 def _eh_builder(ts_name, value_name, window: Window, eps: float):
-    def build(t: pd.Series, v: pd.Series | None) -> ExponentialHistogram:
+    """build(ts, values=None) -> (ExponentialHistogram, unit) for one group."""
+
+    def build(t: pd.Series, v: pd.Series | None = None):
         ts, unit = to_int64(t, ts_name)
         values = None
         if v is not None:
             mask, values = _values(v, value_name)
             ts = ts[mask]
-        return ExponentialHistogram(window.resolve(unit, ts_name), eps).update(ts, values)
+        return ExponentialHistogram(window.resolve(unit, ts_name), eps).update(ts, values), unit
 
     return build
 
@@ -117,13 +119,13 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
 
         @pandas_udf("binary")
         def eh_sketch_udf(t: pd.Series) -> bytes:
-            return build(t, None).to_bytes()
+            return build(t)[0].to_bytes()
 
         return eh_sketch_udf(_col(ts, "ts"))
 
     @pandas_udf("binary")
     def eh_sketch_value_udf(t: pd.Series, v: pd.Series) -> bytes:
-        return build(t, v).to_bytes()
+        return build(t, v)[0].to_bytes()
 
     return eh_sketch_value_udf(_col(ts, "ts"), _col(value, "value"))
 
@@ -281,33 +283,21 @@ def sliding_sum(ts, value, *, window, eps: float = 0.01, now=None, query_window=
 
 
 def _sliding_eh(ts, value, window, eps, now, query_window):
-    w = Window(window)
     q = Window(query_window, "query_window", allow_none=True)
-    eps = check_eps(eps)
-    ts_name = _name(ts)
-    value_name = _name(value) if value is not None else None
-
-    def build(t, v=None):
-        stamps, unit = to_int64(t, ts_name)
-        values = None
-        if v is not None:
-            mask, values = _values(v, value_name)
-            stamps = stamps[mask]
-        return ExponentialHistogram(w.resolve(unit, ts_name), eps).update(stamps, values), unit
-
+    build = _eh_builder(_name(ts), _name(value) if value is not None else None, Window(window), check_eps(eps))
     cols = [_col(ts, "ts")] + ([_col(value, "value")] if value is not None else [])
     return _one_step(build, _answer(now, q), cols)
 
 
 # ----------------------------------------------------------- distinct counts
-def _distinct_builder(cls, ts_name, item_name, window: Window, kwargs):
+def _distinct_builder(cls, ts_name, window: Window, kwargs):
+    """build(ts, items) -> (sketch, unit) for one group; null items skipped."""
+
     def build(t: pd.Series, items: pd.Series):
         stamps, unit = to_int64(t, ts_name)
         mask = items.notna().to_numpy()
-        values = items[mask].to_numpy()
-        if values.dtype == object and len(values) and isinstance(values[0], (bytes, bytearray)):
-            values = np.array([bytes(x) for x in values], dtype=object)
-        return cls(window.resolve(unit, ts_name), **kwargs).update(stamps[mask], values)
+        sketch = cls(window.resolve(unit, ts_name), **kwargs)
+        return sketch.update(stamps[mask], items[mask].to_numpy()), unit
 
     return build
 
@@ -315,12 +305,11 @@ def _distinct_builder(cls, ts_name, item_name, window: Window, kwargs):
 def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Column:
     """Aggregate: a binary :class:`~distinct.SlidingFM` of the group's items."""
     SlidingFM(1, num_bitmaps, seed)  # checks the parameters on the driver
-    build = _distinct_builder(SlidingFM, _name(ts), _name(item), Window(window),
-                              {"num_bitmaps": num_bitmaps, "seed": seed})
+    build = _distinct_builder(SlidingFM, _name(ts), Window(window), {"num_bitmaps": num_bitmaps, "seed": seed})
 
     @pandas_udf("binary")
     def fm_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-        return build(t, i).to_bytes()
+        return build(t, i)[0].to_bytes()
 
     return fm_sketch_udf(_col(ts, "ts"), _col(item, "item"))
 
@@ -328,12 +317,11 @@ def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Colu
 def hll_sliding_sketch(ts, item, *, window, precision: int = 12, seed: int = 0) -> Column:
     """Aggregate: a binary :class:`~distinct.SlidingHyperLogLog` of the items."""
     SlidingHyperLogLog(1, precision, seed)
-    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window),
-                              {"precision": precision, "seed": seed})
+    build = _distinct_builder(SlidingHyperLogLog, _name(ts), Window(window), {"precision": precision, "seed": seed})
 
     @pandas_udf("binary")
     def hll_sliding_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-        return build(t, i).to_bytes()
+        return build(t, i)[0].to_bytes()
 
     return hll_sliding_sketch_udf(_col(ts, "ts"), _col(item, "item"))
 
@@ -370,27 +358,14 @@ def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, no
     """Aggregate: estimated distinct items in the window (DoubleType), with a
     sliding HyperLogLog (relative standard error ``1.04 / sqrt(2**precision)``)."""
     SlidingHyperLogLog(1, precision, seed)
-    w = Window(window)
     q = Window(query_window, "query_window", allow_none=True)
-    ts_name = _name(ts)
-
-    def build(t, i):
-        stamps, unit = to_int64(t, ts_name)
-        mask = i.notna().to_numpy()
-        h = SlidingHyperLogLog(w.resolve(unit, ts_name), precision, seed)
-        return h.update(stamps[mask], i[mask].to_numpy()), unit
-
+    build = _distinct_builder(SlidingHyperLogLog, _name(ts), Window(window), {"precision": precision, "seed": seed})
     return _one_step(build, _answer(now, q), [_col(ts, "ts"), _col(item, "item")])
 
 
 # --------------------------------------------------------------- L_p norms
-def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, delta: float = 0.05,
-              seed: int = 0) -> Column:
-    """Aggregate: a binary :class:`~lp_norms.SlidingLpNorm` of the group's
-    ``(ts, index, value)`` rows (value: non-negative, default 1)."""
-    SlidingLpNorm(p, 1, eps, delta, seed)
-    w = Window(window)
-    ts_name = _name(ts)
+def _lp_builder(ts_name, window: Window, p, eps, delta, seed):
+    """build(ts, index, value=None) -> (SlidingLpNorm, unit); null rows skipped."""
 
     def build(t, i, v=None):
         stamps, unit = to_int64(t, ts_name)
@@ -399,21 +374,34 @@ def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, del
         if v is not None:
             mask &= v.notna().to_numpy()
             vals = v[mask].to_numpy(dtype=np.float64)
-        return SlidingLpNorm(p, w.resolve(unit, ts_name), eps, delta, seed).update(
-            stamps[mask], i[mask].to_numpy(), vals)
+        sketch = SlidingLpNorm(p, window.resolve(unit, ts_name), eps, delta, seed)
+        return sketch.update(stamps[mask], i[mask].to_numpy(), vals), unit
 
-    cols = [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
+    return build
+
+
+def _lp_columns(ts, index, value):
+    return [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
+
+
+def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, delta: float = 0.05,
+              seed: int = 0) -> Column:
+    """Aggregate: a binary :class:`~lp_norms.SlidingLpNorm` of the group's
+    ``(ts, index, value)`` rows (value: non-negative, default 1)."""
+    SlidingLpNorm(p, 1, eps, delta, seed)
+    build = _lp_builder(_name(ts), Window(window), p, eps, delta, seed)
+    cols = _lp_columns(ts, index, value)
     if value is None:
 
         @pandas_udf("binary")
         def lp_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-            return build(t, i).to_bytes()
+            return build(t, i)[0].to_bytes()
 
         return lp_sketch_udf(*cols)
 
     @pandas_udf("binary")
     def lp_sketch_value_udf(t: pd.Series, i: pd.Series, v: pd.Series) -> bytes:
-        return build(t, i, v).to_bytes()
+        return build(t, i, v)[0].to_bytes()
 
     return lp_sketch_value_udf(*cols)
 
@@ -432,19 +420,6 @@ def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.0
                     delta: float = 0.05, seed: int = 0, now=None, query_window=None) -> Column:
     """Aggregate: estimated L_p norm of the window's vector (DoubleType)."""
     SlidingLpNorm(p, 1, eps, delta, seed)
-    w = Window(window)
     q = Window(query_window, "query_window", allow_none=True)
-    ts_name = _name(ts)
-
-    def build(t, i, v=None):
-        stamps, unit = to_int64(t, ts_name)
-        mask = i.notna().to_numpy()
-        vals = None
-        if v is not None:
-            mask &= v.notna().to_numpy()
-            vals = v[mask].to_numpy(dtype=np.float64)
-        s = SlidingLpNorm(p, w.resolve(unit, ts_name), eps, delta, seed)
-        return s.update(stamps[mask], i[mask].to_numpy(), vals), unit
-
-    cols = [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
-    return _one_step(build, _answer(now, q), cols)
+    build = _lp_builder(_name(ts), Window(window), p, eps, delta, seed)
+    return _one_step(build, _answer(now, q), _lp_columns(ts, index, value))
