@@ -2,8 +2,8 @@
 
 Grouped-aggregate pandas UDFs have no partial aggregation: every row of a
 key is shuffled to one Python worker.  :func:`aggregate` builds one sketch
-per key in each partition (``mapInPandas`` after a sort within
-partitions, no shuffle), shuffles those sketches, merges them per key and
+per key in each partition (``mapInPandas``, one numpy sort by key and
+time, no shuffle), shuffles those sketches, merges them per key and
 estimates.  Because it sees the DataFrame, it checks column types on the
 driver and converts timestamps on the JVM side exactly (TimestampType:
 epoch microseconds; DateType: epoch days; integral: as is).
@@ -203,7 +203,6 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, strategy: s
     needed = sorted({c for s in specs.values() for c in (getattr(s, "column", None), getattr(s, "value", None)) if c})
     needed = [c for c in needed if c not in keys and c != ts]
     prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
-    prepared = prepared.sortWithinPartitions("__ts")
     key_fields = [df.schema[k] for k in keys]
     out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
 
@@ -214,10 +213,10 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, strategy: s
         if not frames:
             return
         part = pd.concat(frames, ignore_index=True)
-        # one vectorized pass: group codes, a stable sort by code keeps the
-        # time order inside each key, then numpy slices per key
+        # one vectorized pass: group codes, one sort by (code, time), then
+        # numpy slices per key (no sort on the JVM side)
         codes = part.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
-        order = np.argsort(codes, kind="stable")
+        order = np.lexsort((part["__ts"].to_numpy(), codes))
         codes = codes[order]
         starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
         ends = np.concatenate([starts[1:], [codes.size]])
