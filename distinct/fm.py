@@ -17,7 +17,7 @@ from ehist._validation import (
     check_window,
     resolve_query,
 )
-from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis
 
@@ -226,15 +226,8 @@ class SlidingFM:
         """
         if not isinstance(other, SlidingFM):
             raise TypeError(f"can only merge with a SlidingFM, got {type(other).__name__}")
-        for name, a, b in (
-            ("windows", self._window, other._window),
-            ("num_bitmaps", self._m, other._m),
-            ("seeds", self._seed, other._seed),
-        ):
-            if a != b:
-                raise IncompatibleSketchError(
-                    f"cannot merge SlidingFM sketches with different {name}: {a} and {b}"
-                )
+        require_same("SlidingFM", (("windows", self._window, other._window), ("num_bitmaps", self._m, other._m),
+                                   ("seeds", self._seed, other._seed)))
         out = self.copy()
         if other._newest is None:
             return out

@@ -15,7 +15,7 @@ from ehist._validation import (
     check_window,
     resolve_query,
 )
-from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis
 
@@ -264,15 +264,8 @@ class SlidingHyperLogLog:
             raise TypeError(
                 f"can only merge with a SlidingHyperLogLog, got {type(other).__name__}"
             )
-        for name, a, b in (
-            ("windows", self._window, other._window),
-            ("precisions", self._p, other._p),
-            ("seeds", self._seed, other._seed),
-        ):
-            if a != b:
-                raise IncompatibleSketchError(
-                    f"cannot merge SlidingHyperLogLog sketches with different {name}: {a} and {b}"
-                )
+        require_same("SlidingHyperLogLog", (("windows", self._window, other._window), ("precisions", self._p, other._p),
+                                            ("seeds", self._seed, other._seed)))
         out = self.copy()
         if other._newest is None:
             return out

@@ -11,6 +11,7 @@ __all__ = [
     "LateDataError",
     "CorruptSketchError",
     "IncompatibleSketchError",
+    "require_same",
 ]
 
 
@@ -56,3 +57,13 @@ class CorruptSketchError(EhistError):
 
 class IncompatibleSketchError(EhistError):
     """Two synopses with different parameters cannot be merged."""
+
+
+def require_same(kind: str, pairs) -> None:
+    """Raise IncompatibleSketchError naming both values of the first
+    parameter that differs; ``pairs`` holds ``(name, ours, theirs)``."""
+    for name, ours, theirs in pairs:
+        if ours != theirs:
+            raise IncompatibleSketchError(
+                f"cannot merge {kind} sketches with different {name}: {ours} and {theirs}"
+            )

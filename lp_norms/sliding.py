@@ -17,7 +17,7 @@ from ehist._validation import (
     resolve_query,
     sort_batch,
 )
-from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed, hash64
 from ehist.serialization import Writer, open_synopsis
 
@@ -356,11 +356,7 @@ class SlidingLpNorm:
         if not isinstance(other, SlidingLpNorm):
             raise TypeError(f"expected a SlidingLpNorm, got {type(other).__name__}")
         names = ("p", "windows", "eps", "delta", "seeds", "rows")
-        for name, a, b in zip(names, self._params(), other._params()):
-            if a != b:
-                raise IncompatibleSketchError(
-                    f"cannot combine SlidingLpNorm sketches with different {name}: {a} and {b}"
-                )
+        require_same("SlidingLpNorm", zip(names, self._params(), other._params()))
 
     def merge(self, other: "SlidingLpNorm") -> "SlidingLpNorm":
         """Order-preserving union with the sketch of another stream.

@@ -8,7 +8,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ehist._validation import check_positive_int
-from ehist.errors import CorruptSketchError, IncompatibleSketchError
+from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed, hash64
 from ehist.serialization import Writer, open_synopsis
 
@@ -168,12 +168,8 @@ class StableSketch:
     def _check_compatible(self, other) -> None:
         if not isinstance(other, StableSketch):
             raise TypeError(f"expected a StableSketch, got {type(other).__name__}")
-        for name, a, b in (("p", self._p, other._p), ("rows", self._rows, other._rows),
-                           ("seeds", self._seed, other._seed)):
-            if a != b:
-                raise IncompatibleSketchError(
-                    f"cannot combine StableSketch objects with different {name}: {a} and {b}"
-                )
+        require_same("StableSketch", (("p", self._p, other._p), ("rows", self._rows, other._rows),
+                                      ("seeds", self._seed, other._seed)))
 
     def __add__(self, other: "StableSketch") -> "StableSketch":
         self._check_compatible(other)
