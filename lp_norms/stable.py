@@ -41,9 +41,10 @@ def check_p(p) -> float:
     p = float(p)
     if not (0.0 < p <= 2.0) or math.isnan(p):
         raise ValueError(f"p must be in (0, 2], got {p}")
-    if p < 0.2:
+    if p < 0.1:
         raise ValueError(
-            f"p must be >= 0.2 (below, the median of |X| is not computed to 4 digits), got {p}"
+            f"p must be >= 0.1: the p-stable variables grow like u**(-1/p) and overflow "
+            f"float64 near p = 0.05; got {p}"
         )
     return p
 
@@ -141,8 +142,9 @@ def median_abs_stable(p: float) -> float:
 
     Closed forms at p = 1 (1) and p = 2 (``sqrt(2) * 0.67448975``);
     otherwise bisection on Nolan's integral form of the distribution
-    function, to at least 6 significant digits for p >= 0.3 (tested
-    against Monte Carlo and against the closed forms in the limit).
+    function, to at least 6 significant digits down to p = 0.1 (the
+    midpoint rule at 100k and 1.6M points agrees to 1e-6; tested against
+    Monte Carlo and against the closed forms in the limit).
     """
     p = check_p(p)
     if p == 1.0:

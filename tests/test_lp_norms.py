@@ -37,6 +37,14 @@ def test_median_constant_against_monte_carlo(p):
     assert abs(mc / median_abs_stable(p) - 1) < 0.01
 
 
+def test_small_p_is_supported_and_below_the_float64_limit_is_refused():
+    s = StableSketch(0.1, 200, seed=1).update([1, 2, 3], [1.0, 2.0, 3.0])
+    assert np.isfinite(s.estimate()) and s.estimate() > 0
+    assert abs(median_abs_stable(0.1) - 22.2552) < 1e-3  # converged digits (midpoint rule)
+    with pytest.raises(ValueError, match="p must be >= 0.1: .* overflow float64"):
+        StableSketch(0.05, 10)
+
+
 def test_median_constant_continuity_and_closed_forms():
     assert median_abs_stable(1.0) == 1.0
     assert abs(median_abs_stable(2.0) - 0.9538725524) < 1e-9
