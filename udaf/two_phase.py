@@ -47,37 +47,34 @@ class _Spec:
         Window(self.window)
 
 
+class _HistogramSpec(_Spec):
+    """Specs answered by an exponential histogram (within ``eps``)."""
+
+    def check(self):
+        Window(self.window)
+        check_eps(self.eps)
+
+    def make(self, window):
+        return ExponentialHistogram(window, self.eps)
+
+
 @dataclass(frozen=True)
-class Count(_Spec):
+class Count(_HistogramSpec):
     """Sliding count of rows (exponential histogram, within ``eps``)."""
 
     window: object
     eps: float = 0.01
     kind = "count"
 
-    def check(self):
-        Window(self.window)
-        check_eps(self.eps)
-
-    def make(self, window):
-        return ExponentialHistogram(window, self.eps)
-
 
 @dataclass(frozen=True)
-class Sum(_Spec):
+class Sum(_HistogramSpec):
     """Sliding sum of a non-negative integral column (within ``eps``)."""
 
     column: str
     window: object
     eps: float = 0.01
     kind = "sum"
-
-    def check(self):
-        Window(self.window)
-        check_eps(self.eps)
-
-    def make(self, window):
-        return ExponentialHistogram(window, self.eps)
 
 
 @dataclass(frozen=True)
