@@ -6,7 +6,7 @@ pyspark, pandas or pyarrow; ``import udaf`` itself does not, so the core
 packages stay usable without Spark.
 """
 
-__all__ = ["functions", "aggregate", "Count", "Sum", "Distinct", "LpNorm"]
+__all__ = ["functions", "aggregate", "sliding_over", "Count", "Sum", "Distinct", "LpNorm"]
 
 _TWO_PHASE = {"aggregate", "Count", "Sum", "Distinct", "LpNorm"}
 
@@ -17,6 +17,8 @@ def __getattr__(name):
 
     if name == "functions":
         return importlib.import_module(f"{__name__}.functions")
+    if name == "sliding_over":
+        return importlib.import_module(f"{__name__}.per_row").sliding_over
     if name in _TWO_PHASE:
         return getattr(importlib.import_module(f"{__name__}.two_phase"), name)
     raise AttributeError(f"module 'udaf' has no attribute {name!r}")

@@ -152,3 +152,22 @@ def now_to_int64(now, unit: str) -> int | None:
             raise ValueError("now is a date but the sketch's timestamps are not")
         return (now - _EPOCH).days
     return int(now)
+
+
+def items_of(series, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(mask of non-null rows, their items as a numpy array) of a pandas Series.
+
+    An integral Spark column with nulls reaches pandas as float64 (NaN for
+    null): its values go back to int64, so an item hashes the same whether
+    or not its batch held a null (sketches built on different partitions
+    must agree to merge).
+    """
+    mask = series.notna().to_numpy()
+    items = series[mask].to_numpy()
+    if items.dtype.kind == "f":
+        if np.any(items != np.floor(items)):
+            raise ValueError(f"column {column} holds non-integral numbers: items must be integers, strings or bytes")
+        items = items.astype(np.int64)
+    elif items.dtype.kind == "O" and items.size and isinstance(items[0], (int, np.integer)):
+        items = items.astype(np.int64)
+    return mask, items

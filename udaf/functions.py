@@ -44,7 +44,7 @@ from ehist._validation import check_eps
 from ehist.serialization import FAMILIES
 from lp_norms import SlidingLpNorm
 
-from ._convert import Window, now_to_int64, to_int64
+from ._convert import Window, items_of, now_to_int64, to_int64
 
 __all__ = [
     "eh_sketch", "eh_merge", "eh_estimate", "eh_bounds", "sliding_count", "sliding_sum",
@@ -290,14 +290,14 @@ def _sliding_eh(ts, value, window, eps, now, query_window):
 
 
 # ----------------------------------------------------------- distinct counts
-def _distinct_builder(cls, ts_name, window: Window, kwargs):
+def _distinct_builder(cls, ts_name, item_name, window: Window, kwargs):
     """build(ts, items) -> (sketch, unit) for one group; null items skipped."""
 
     def build(t: pd.Series, items: pd.Series):
         stamps, unit = to_int64(t, ts_name)
-        mask = items.notna().to_numpy()
+        mask, values = items_of(items, item_name)
         sketch = cls(window.resolve(unit, ts_name), **kwargs)
-        return sketch.update(stamps[mask], items[mask].to_numpy()), unit
+        return sketch.update(stamps[mask], values), unit
 
     return build
 
@@ -305,7 +305,7 @@ def _distinct_builder(cls, ts_name, window: Window, kwargs):
 def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Column:
     """Aggregate: a binary :class:`~distinct.SlidingFM` of the group's items."""
     SlidingFM(1, num_bitmaps, seed)  # checks the parameters on the driver
-    build = _distinct_builder(SlidingFM, _name(ts), Window(window), {"num_bitmaps": num_bitmaps, "seed": seed})
+    build = _distinct_builder(SlidingFM, _name(ts), _name(item), Window(window), {"num_bitmaps": num_bitmaps, "seed": seed})
 
     @pandas_udf("binary")
     def fm_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
@@ -317,7 +317,7 @@ def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Colu
 def hll_sliding_sketch(ts, item, *, window, precision: int = 12, seed: int = 0) -> Column:
     """Aggregate: a binary :class:`~distinct.SlidingHyperLogLog` of the items."""
     SlidingHyperLogLog(1, precision, seed)
-    build = _distinct_builder(SlidingHyperLogLog, _name(ts), Window(window), {"precision": precision, "seed": seed})
+    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window), {"precision": precision, "seed": seed})
 
     @pandas_udf("binary")
     def hll_sliding_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
@@ -359,12 +359,12 @@ def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, no
     sliding HyperLogLog (relative standard error ``1.04 / sqrt(2**precision)``)."""
     SlidingHyperLogLog(1, precision, seed)
     q = Window(query_window, "query_window", allow_none=True)
-    build = _distinct_builder(SlidingHyperLogLog, _name(ts), Window(window), {"precision": precision, "seed": seed})
+    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window), {"precision": precision, "seed": seed})
     return _one_step(build, _answer(now, q), [_col(ts, "ts"), _col(item, "item")])
 
 
 # --------------------------------------------------------------- L_p norms
-def _lp_builder(ts_name, window: Window, p, eps, delta, seed):
+def _lp_builder(ts_name, index_name, window: Window, p, eps, delta, seed):
     """build(ts, index, value=None) -> (SlidingLpNorm, unit); null rows skipped."""
 
     def build(t, i, v=None):
@@ -374,8 +374,9 @@ def _lp_builder(ts_name, window: Window, p, eps, delta, seed):
         if v is not None:
             mask &= v.notna().to_numpy()
             vals = v[mask].to_numpy(dtype=np.float64)
+        indices = items_of(i[mask], index_name)[1]
         sketch = SlidingLpNorm(p, window.resolve(unit, ts_name), eps, delta, seed)
-        return sketch.update(stamps[mask], i[mask].to_numpy(), vals), unit
+        return sketch.update(stamps[mask], indices, vals), unit
 
     return build
 
@@ -389,7 +390,7 @@ def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, del
     """Aggregate: a binary :class:`~lp_norms.SlidingLpNorm` of the group's
     ``(ts, index, value)`` rows (value: non-negative, default 1)."""
     SlidingLpNorm(p, 1, eps, delta, seed)
-    build = _lp_builder(_name(ts), Window(window), p, eps, delta, seed)
+    build = _lp_builder(_name(ts), _name(index), Window(window), p, eps, delta, seed)
     cols = _lp_columns(ts, index, value)
     if value is None:
 
@@ -421,5 +422,5 @@ def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.0
     """Aggregate: estimated L_p norm of the window's vector (DoubleType)."""
     SlidingLpNorm(p, 1, eps, delta, seed)
     q = Window(query_window, "query_window", allow_none=True)
-    build = _lp_builder(_name(ts), Window(window), p, eps, delta, seed)
+    build = _lp_builder(_name(ts), _name(index), Window(window), p, eps, delta, seed)
     return _one_step(build, _answer(now, q), _lp_columns(ts, index, value))

@@ -33,7 +33,7 @@ from ehist._validation import check_eps
 from lp_norms import SlidingLpNorm, median_abs_stable
 
 from . import functions as U
-from ._convert import Window
+from ._convert import Window, items_of
 
 __all__ = ["aggregate", "Count", "Sum", "Distinct", "LpNorm"]
 
@@ -132,6 +132,45 @@ def _time_expression(df: DataFrame, ts: str):
     raise TypeError(f"column {ts} must be a timestamp, date or integral column, got {dtype.simpleString()}")
 
 
+def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed=None,
+           appends: bool = False):
+    """Check columns, types and specs on the driver.
+
+    Returns (JVM time expression, {name: window in the column's unit},
+    sorted value columns the specs read).
+    """
+    allowed = allowed or (Count, Sum, Distinct, LpNorm)
+    if not specs:
+        raise ValueError(f"{caller} needs at least one spec, e.g. packets=Count(window='1 hour')")
+    names = set(df.columns)
+    for c in keys + [ts]:
+        if not isinstance(c, str):
+            raise TypeError(f"{caller} takes column names, got {c!r}")
+        if c not in names:
+            raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
+    time_expr, unit = _time_expression(df, ts)
+    windows = {}
+    for name, spec in specs.items():
+        if not isinstance(spec, allowed):
+            raise TypeError(f"spec {name} must be one of {', '.join(a.__name__ for a in allowed)}, "
+                            f"got {type(spec).__name__}")
+        if name in (names if appends else keys):
+            raise ValueError(f"spec {name}: the {'DataFrame' if appends else 'grouping'} already has a column {name!r}")
+        spec.check()
+        for c in (getattr(spec, "column", None), getattr(spec, "value", None)):
+            if c is not None and c not in names:
+                raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
+            if c is not None and (c in keys or c == ts):
+                raise ValueError(f"spec {name}: column {c!r} is a grouping or the time column")
+        if spec.kind == "sum":
+            dtype = df.schema[spec.column].dataType
+            if not isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+                raise TypeError(f"spec {name}: column {spec.column} must be integral, got {dtype.simpleString()}")
+        windows[name] = Window(spec.window).resolve(unit, ts)
+    needed = sorted({c for s in specs.values() for c in (getattr(s, "column", None), getattr(s, "value", None)) if c})
+    return time_expr, windows, [c for c in needed if c not in keys and c != ts]
+
+
 # Below this many rows per key per partition, partial sketches cost more
 # than the rows they summarize (measured: benchmarks/bench_udaf.py).
 _MIN_ROWS_PER_PARTIAL = 64
@@ -174,31 +213,7 @@ def aggregate(df: DataFrame, by, ts: str, *, sketches: bool = False, strategy: s
         parameters.
     """
     keys = [by] if isinstance(by, str) else list(by)
-    if not specs:
-        raise ValueError("aggregate needs at least one spec, e.g. packets=Count(window='1 hour')")
-    names = set(df.columns)
-    for c in keys + [ts]:
-        if c not in names:
-            raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
-    time_expr, unit = _time_expression(df, ts)
-    windows = {}
-    for name, spec in specs.items():
-        if not isinstance(spec, _Spec):
-            raise TypeError(f"spec {name} must be Count, Sum, Distinct or LpNorm, got {type(spec).__name__}")
-        spec.check()
-        for c in (getattr(spec, "column", None), getattr(spec, "value", None)):
-            if c is not None and c not in names:
-                raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
-            if c is not None and (c in keys or c == ts):
-                raise ValueError(f"spec {name}: column {c!r} is a grouping or the time column")
-        if spec.kind in ("sum",):
-            dtype = df.schema[spec.column].dataType
-            if not isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
-                raise TypeError(f"spec {name}: column {spec.column} must be integral, got {dtype.simpleString()}")
-        windows[name] = Window(spec.window).resolve(unit, ts)
-
-    needed = sorted({c for s in specs.values() for c in (getattr(s, "column", None), getattr(s, "value", None)) if c})
-    needed = [c for c in needed if c not in keys and c != ts]
+    time_expr, windows, needed = _check(df, keys, ts, specs, "aggregate")
     prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
     key_fields = [df.schema[k] for k in keys]
     out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
@@ -314,9 +329,8 @@ def _build(spec, window, t, columns, a, b):
         mask = ~pd.isna(v)
         return synopsis.update(t[mask], v[mask].astype(np.int64))
     if spec.kind == "distinct":
-        items = columns[spec.column][a:b]
-        mask = ~pd.isna(items)
-        return synopsis.update(t[mask], items[mask])
+        mask, items = items_of(pd.Series(columns[spec.column][a:b]), spec.column)
+        return synopsis.update(t[mask], items)
     idx = columns[spec.column][a:b]
     mask = ~pd.isna(idx)
     vals = None
@@ -324,7 +338,7 @@ def _build(spec, window, t, columns, a, b):
         v = columns[spec.value][a:b]
         mask &= ~pd.isna(v)
         vals = v[mask].astype(np.float64)
-    return synopsis.update(t[mask], idx[mask], vals)
+    return synopsis.update(t[mask], items_of(pd.Series(idx[mask]), spec.column)[1], vals)
 
 
 def _one_step_column(spec, window):

@@ -1,0 +1,139 @@
+"""Per-row sliding counts: udaf.sliding_over against Spark's two ways.
+
+Run:  python -m pytest benchmarks/bench_per_row.py -s
+      (EHIST_BENCH_PER_ROW_ROWS sets the row count; default 100,000)
+
+For each row, the number of rows of its key in the last ``frame`` time
+units, on rows with one event per time unit per key (so a frame holds
+``frame`` rows once the key has that many), computed three ways:
+
+* Spark's built-in ``count(*) OVER (PARTITION BY k ORDER BY ts RANGE
+  BETWEEN frame - 1 PRECEDING AND CURRENT ROW)`` (re-aggregates each frame);
+* a grouped-aggregate pandas UDF ``.over(the same frame)`` (one Python call
+  per row, here the cheapest possible: ``len``);
+* ``udaf.sliding_over(df, "k", "ts", n=Count(window=frame))``.
+
+Plus the per-row distinct count: ``size(collect_set(item)) OVER frame`` and
+a pandas UDF (``Series.nunique``) over the frame, against ``Distinct``.  Each is one timed run writing to the ``noop`` sink
+(every row computed, nothing collected); the pandas UDF runs only up to
+the 10k frame (it takes minutes beyond).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from benchmarks.conftest import RESULTS
+
+pytest.importorskip("pyspark")
+pd = pytest.importorskip("pandas")
+
+ROWS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROWS", "100000"))
+KEYS = 2
+FRAMES = [100, 1_000, 10_000, 30_000]
+PANDAS_UDF_MAX_FRAME = 10_000
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    s = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def df(spark):
+    from pyspark.sql import functions as F
+
+    out = spark.range(ROWS).select(
+        (F.col("id") % KEYS).alias("k"),
+        (F.col("id") / KEYS).cast("long").alias("ts"),
+        (F.abs(F.xxhash64("id")) % 5000).alias("item"),
+    ).cache()
+    out.count()
+    # warm up the Python workers so the first timed run does not pay for them
+    from udaf import Count, sliding_over
+
+    sliding_over(out, "k", "ts", n=Count(window=10)).write.format("noop").mode("overwrite").save()
+    yield out
+    out.unpersist()
+
+
+def timed(label, frame, action):
+    t = time.perf_counter()
+    action().write.format("noop").mode("overwrite").save()
+    seconds = time.perf_counter() - t
+    RESULTS[label] = {"seconds": seconds, "rows": ROWS, "frame": frame, "per_row_us": seconds / ROWS * 1e6}
+    print(f"\n  {label}: {seconds:.2f} s", flush=True)
+    return seconds
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_per_row_count(spark, df, frame):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+
+    from udaf import Count, Distinct, sliding_over
+
+    w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
+    timed(f"count, built-in frame, {frame}", frame, lambda: df.withColumn("n", F.count(F.lit(1)).over(w)))
+    timed(f"count, sliding_over, {frame}", frame,
+          lambda: sliding_over(df, "k", "ts", n=Count(window=frame)))
+    if frame <= PANDAS_UDF_MAX_FRAME:
+        @pandas_udf("long")
+        def rows_in(v: pd.Series) -> int:
+            return len(v)
+
+        @pandas_udf("long")
+        def distinct_in(v: pd.Series) -> int:
+            return v.nunique()
+
+        timed(f"count, pandas UDF .over, {frame}", frame, lambda: df.withColumn("n", rows_in("ts").over(w)))
+        timed(f"distinct, pandas UDF .over, {frame}", frame,
+              lambda: df.withColumn("d", distinct_in("item").over(w)))
+    timed(f"distinct, built-in frame, {frame}", frame,
+          lambda: df.withColumn("d", F.size(F.collect_set("item").over(w))))
+    timed(f"distinct, sliding_over, {frame}", frame,
+          lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)))
+
+
+def test_summary():
+    if not any(k.startswith("count, sliding_over") for k in RESULTS):
+        pytest.skip("run the whole file")
+    lines = ["", f"{ROWS:,} rows, {KEYS} keys, per-row sliding answers, local[2] (seconds; x = ours faster by)",
+             f"{'':7s} {'count':-^52s} | {'distinct':-^52s}",
+             f"{'frame':>7s} {'built-in':>9s} {'pandas .over':>13s} {'ours':>7s} {'x built-in':>11s} "
+             f"{'x pandas':>9s} | {'built-in':>9s} {'pandas .over':>13s} {'ours':>7s} {'x built-in':>11s} "
+             f"{'x pandas':>9s}"]
+    for f in FRAMES:
+        b = RESULTS[f"count, built-in frame, {f}"]["seconds"]
+        o = RESULTS[f"count, sliding_over, {f}"]["seconds"]
+        p = RESULTS.get(f"count, pandas UDF .over, {f}", {}).get("seconds")
+        db = RESULTS[f"distinct, built-in frame, {f}"]["seconds"]
+        do = RESULTS[f"distinct, sliding_over, {f}"]["seconds"]
+        dp = RESULTS.get(f"distinct, pandas UDF .over, {f}", {}).get("seconds")
+        lines.append(f"{f:7,d} {b:9.2f} {_opt(p, 13)} {o:7.2f} {b / o:11.1f} {_opt(p and p / o, 9, '.0f')} | "
+                     f"{db:9.2f} {_opt(dp, 13)} {do:7.2f} {db / do:11.1f} {_opt(dp and dp / do, 9, '.0f')}")
+    print("\n".join(lines))
+
+
+def _opt(x, width, fmt=".2f"):
+    return f"{x:{width}{fmt}}" if x else f"{'-':>{width}s}"

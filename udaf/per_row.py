@@ -1,0 +1,150 @@
+"""Per-row sliding-window answers, one pass per key.
+
+``count(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN w PRECEDING AND
+CURRENT ROW)`` re-aggregates the whole frame for every row (Spark's
+aggregates cannot retract a row), so its cost grows with rows x frame; a
+pandas UDF over the same frame calls Python once per row.
+:func:`sliding_over` sends each key's rows to one Python call
+(``applyInPandas``) and answers every row at once with the vectorized
+engines of :mod:`udaf.frames`: exact counts, sums and distinct counts,
+and L_p norm estimates from linear p-stable sketches.
+
+Examples
+--------
+>>> from udaf import sliding_over, Count, Sum, Distinct      # doctest: +SKIP
+>>> sliding_over(flows, "src", "ts",
+...              packets_1h=Count(window="1 hour"),
+...              bytes_1h=Sum("bytes", window="1 hour"),
+...              dsts_1h=Distinct("dst", window="1 hour")).show()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+
+from lp_norms import rows_for
+
+from ._convert import items_of
+from .frames import frame_bounds, frame_counts, frame_distinct, frame_lp_norms, frame_sums
+from .two_phase import Count, Distinct, LpNorm, Sum, _check
+
+__all__ = ["sliding_over"]
+
+_TYPES = {"count": T.LongType(), "sum": T.LongType(), "distinct": T.LongType(), "lp": T.DoubleType()}
+
+
+def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFrame:
+    """Add one column per spec: its value over each row's sliding frame.
+
+    Row ``i``'s frame holds the rows of its key with ``order_by`` in
+    ``(t_i - window, t_i]``, the window convention of every synopsis here
+    (SQL: ``RANGE BETWEEN window - 1 PRECEDING AND CURRENT ROW`` in the
+    column's units, so ``'1 hour'`` is ``INTERVAL 1 HOUR - 1 microsecond``
+    preceding); rows with the same time (peers) share their frame, as in a
+    ``RANGE`` frame.
+
+    Parameters
+    ----------
+    df : DataFrame
+    partition_by : str or list of str
+        The key columns (``PARTITION BY``).
+    order_by : str
+        The event-time column (TimestampType, DateType or integral).
+    **specs : Count, Sum, Distinct or LpNorm
+        New column name -> what to compute over each row's frame:
+
+        * ``Count(window)``: rows in the frame, exact (bigint), as
+          ``count(*)``;
+        * ``Sum(column, window)``: exact sum of the non-null values (bigint;
+          null when the frame has none), as ``sum(column)``;
+        * ``Distinct(column, window)``: exact number of distinct non-null
+          values (bigint), what ``size(collect_set(column))`` computes;
+        * ``LpNorm(column, window, value, p, eps, delta, seed)``: the L_p
+          norm of ``column -> sum(value)`` over the frame (double), within
+          ``eps`` with probability ``1 - delta`` per row.
+
+        With a key's rows at hand, exact counts, sums and distinct counts
+        cost a sort and a few binary searches, less than querying a
+        synopsis per row, so they are exact here (the specs' ``eps`` and
+        ``precision`` apply to :func:`udaf.aggregate` and the streaming
+        state, where rows are not kept).  L_p norms come from the p-stable
+        sketch: each frame's sketch is a difference of two prefix sketches,
+        ``rows_for(p, eps, delta)`` numbers per row whatever the frame.
+
+    Returns
+    -------
+    DataFrame: the rows of ``df`` (sorted by time within each key) with the
+    spec columns appended.
+
+    Notes
+    -----
+    Each key's rows are shuffled to one Python worker and held in memory
+    there, as with any ``applyInPandas``: fine for millions of rows per key,
+    not for a key larger than a worker's memory.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On the driver, before any job: unknown columns, wrong types, bad
+        parameters, a spec named like an existing column.
+    """
+    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+    time_expr, windows, _ = _check(df, keys, order_by, specs, "sliding_over",
+                                   allowed=(Count, Sum, Distinct, LpNorm), appends=True)
+    if "__ts" in df.columns:
+        raise ValueError("sliding_over uses the column name __ts internally; rename that column")
+    out_schema = T.StructType(list(df.schema.fields) +
+                              [T.StructField(n, _TYPES[s.kind], s.kind in ("sum", "lp")) for n, s in specs.items()])
+    lp_rows = {n: rows_for(s.p, s.eps, s.delta) for n, s in specs.items() if s.kind == "lp"}
+    columns = list(df.columns)
+
+    def per_key(pdf: pd.DataFrame) -> pd.DataFrame:
+        stamps = pdf["__ts"]
+        if stamps.isna().any():
+            raise ValueError(f"null timestamp in column {order_by}: timestamps must not be null")
+        t = stamps.to_numpy(dtype=np.int64)
+        order = np.argsort(t, kind="stable")
+        t = t[order]
+        pdf = pdf.iloc[order].reset_index(drop=True)
+        frames = {}
+        out = pdf[columns].copy()
+        for name, spec in specs.items():
+            w = windows[name]
+            if w not in frames:
+                frames[w] = frame_bounds(t, w)
+            lo, hi = frames[w]
+            out[name] = _answer(name, spec, pdf, lo, hi, lp_rows.get(name))
+        return out
+
+    return df.withColumn("__ts", time_expr).groupBy(*keys).applyInPandas(per_key, out_schema)
+
+
+def _present(pdf: pd.DataFrame, *cols) -> np.ndarray:
+    mask = np.ones(len(pdf), dtype=bool)
+    for c in cols:
+        if c is not None:
+            mask &= pdf[c].notna().to_numpy()
+    return mask
+
+
+def _answer(name, spec, pdf, lo, hi, lp_rows):
+    if spec.kind == "count":
+        return frame_counts(lo, hi)
+    keep = _present(pdf, spec.column, getattr(spec, "value", None))
+    pos = np.flatnonzero(keep)
+    sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
+    if spec.kind == "sum":
+        values = pdf[spec.column].to_numpy()[pos]
+        if values.dtype.kind == "f" and np.any(values != np.floor(values)):
+            raise ValueError(f"spec {name}: column {spec.column} must hold integers")
+        sums = frame_sums(values.astype(np.int64), sub_lo, sub_hi)
+        return pd.arrays.IntegerArray(sums, mask=sub_hi <= sub_lo)  # null: no value in the frame
+    if spec.kind == "distinct":
+        codes, _ = pd.factorize(items_of(pdf[spec.column].iloc[pos], spec.column)[1])
+        return frame_distinct(codes, sub_lo, sub_hi)
+    indices = items_of(pdf[spec.column].iloc[pos], spec.column)[1]
+    values = np.ones(pos.size) if spec.value is None else pdf[spec.value].to_numpy(dtype=np.float64)[pos]
+    return frame_lp_norms(spec.p, lp_rows, spec.seed, indices, values, sub_lo, sub_hi)
