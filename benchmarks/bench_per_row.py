@@ -33,6 +33,7 @@ pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
 
 ROWS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROWS", "100000"))
+LARGE = int(os.environ.get("EHIST_BENCH_PER_ROW_LARGE", "1000000"))
 KEYS = 2
 FRAMES = [100, 1_000, 10_000, 30_000]
 PANDAS_UDF_MAX_FRAME = 10_000
@@ -76,11 +77,11 @@ def df(spark):
     out.unpersist()
 
 
-def timed(label, frame, action):
+def timed(label, frame, action, rows=ROWS):
     t = time.perf_counter()
     action().write.format("noop").mode("overwrite").save()
     seconds = time.perf_counter() - t
-    RESULTS[label] = {"seconds": seconds, "rows": ROWS, "frame": frame, "per_row_us": seconds / ROWS * 1e6}
+    RESULTS[label] = {"seconds": seconds, "rows": rows, "frame": frame, "per_row_us": seconds / rows * 1e6}
     print(f"\n  {label}: {seconds:.2f} s", flush=True)
     return seconds
 
@@ -98,21 +99,46 @@ def test_per_row_count(spark, df, frame):
     timed(f"count, sliding_over, {frame}", frame,
           lambda: sliding_over(df, "k", "ts", n=Count(window=frame)))
     if frame <= PANDAS_UDF_MAX_FRAME:
-        @pandas_udf("long")
-        def rows_in(v: pd.Series) -> int:
-            return len(v)
-
-        @pandas_udf("long")
-        def distinct_in(v: pd.Series) -> int:
-            return v.nunique()
-
-        timed(f"count, pandas UDF .over, {frame}", frame, lambda: df.withColumn("n", rows_in("ts").over(w)))
+        timed(f"count, pandas UDF .over, {frame}", frame,
+              lambda: df.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)))
         timed(f"distinct, pandas UDF .over, {frame}", frame,
-              lambda: df.withColumn("d", distinct_in("item").over(w)))
+              lambda: df.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)))
     timed(f"distinct, built-in frame, {frame}", frame,
           lambda: df.withColumn("d", F.size(F.collect_set("item").over(w))))
     timed(f"distinct, sliding_over, {frame}", frame,
           lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)))
+
+
+def rows_in(v: pd.Series) -> int:
+    return len(v)
+
+
+def distinct_in(v: pd.Series) -> int:
+    return v.nunique()
+
+
+def test_per_row_at_scale(spark):
+    """LARGE rows, 10k-row frames: ours against the per-row pandas UDFs only
+    (the built-in frame would take minutes)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+
+    from udaf import Count, Distinct, sliding_over
+
+    frame = 10_000
+    big = spark.range(LARGE).select((F.col("id") % KEYS).alias("k"), (F.col("id") / KEYS).cast("long").alias("ts"),
+                                    (F.abs(F.xxhash64("id")) % 5000).alias("item")).cache()
+    big.count()
+    w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
+    timed("large: count, sliding_over", frame, lambda: sliding_over(big, "k", "ts", n=Count(window=frame)), LARGE)
+    timed("large: count, pandas UDF .over (len)", frame,
+          lambda: big.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
+    timed("large: distinct, sliding_over", frame,
+          lambda: sliding_over(big, "k", "ts", d=Distinct("item", window=frame)), LARGE)
+    timed("large: distinct, pandas UDF .over (nunique)", frame,
+          lambda: big.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)), LARGE)
+    big.unpersist()
 
 
 def test_summary():
@@ -132,6 +158,14 @@ def test_summary():
         dp = RESULTS.get(f"distinct, pandas UDF .over, {f}", {}).get("seconds")
         lines.append(f"{f:7,d} {b:9.2f} {_opt(p, 13)} {o:7.2f} {b / o:11.1f} {_opt(p and p / o, 9, '.0f')} | "
                      f"{db:9.2f} {_opt(dp, 13)} {do:7.2f} {db / do:11.1f} {_opt(dp and dp / do, 9, '.0f')}")
+    if "large: count, sliding_over" in RESULTS:
+        r = {k[len("large: "):]: v["seconds"] for k, v in RESULTS.items() if k.startswith("large: ")}
+        lines.append(f"{LARGE:,} rows, frame 10,000: count {r['count, sliding_over']:.2f} s vs pandas len "
+                     f"{r['count, pandas UDF .over (len)']:.2f} s "
+                     f"({r['count, pandas UDF .over (len)'] / r['count, sliding_over']:.0f}x); distinct "
+                     f"{r['distinct, sliding_over']:.2f} s vs pandas nunique "
+                     f"{r['distinct, pandas UDF .over (nunique)']:.2f} s "
+                     f"({r['distinct, pandas UDF .over (nunique)'] / r['distinct, sliding_over']:.0f}x)")
     print("\n".join(lines))
 
 

@@ -13,7 +13,9 @@ from ehist._validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
+    coerce_timestamps,
     resolve_query,
+    sort_batch,
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
@@ -181,6 +183,32 @@ class SlidingHyperLogLog:
             A timestamp older than :attr:`newest`.
         """
         ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
+        return self._insert(ts, hashes)
+
+    def update_hashes(self, timestamps, hashes) -> "SlidingHyperLogLog":
+        """Insert items already hashed with ``ehist.hashing.hash64(items, seed)``.
+
+        For callers that keep hashes instead of items (the streaming state
+        buffers rows that are not yet in order as hashes); the same result
+        as :meth:`update` on the items.
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingHyperLogLog(100).update([1, 2], ["x", "y"])
+        >>> a == SlidingHyperLogLog(100).update_hashes([1, 2], hash64(["x", "y"], 0))
+        True
+        """
+        ts = coerce_timestamps(timestamps)
+        hashes = np.asarray(hashes)
+        if hashes.dtype != np.uint64:
+            if hashes.dtype.kind not in "iu":
+                raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
+            hashes = hashes.astype(np.int64).view(np.uint64)
+        if hashes.shape != ts.shape:
+            raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {hashes.size})")
+        ts, hashes = sort_batch(ts, hashes, self._newest)
+        return self._insert(ts, hashes)
+
+    def _insert(self, ts: np.ndarray, hashes: np.ndarray) -> "SlidingHyperLogLog":
         if ts.size == 0:
             return self
         newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))

@@ -33,17 +33,19 @@ class LateDataError(EhistError):
         The newest timestamp the synopsis had summarized.
     """
 
-    def __init__(self, timestamp: int, newest: int):
+    def __init__(self, timestamp: int, newest: int, context: str = ""):
         self.timestamp = int(timestamp)
         self.newest = int(newest)
+        self.context = context
         super().__init__(
-            f"late data: timestamp {self.timestamp} is older than the newest "
+            (f"{context}: " if context else "")
+            + f"late data: timestamp {self.timestamp} is older than the newest "
             f"timestamp already summarized ({self.newest}); timestamps must be "
             f">= {self.newest}"
         )
 
     def __reduce__(self):
-        return (type(self), (self.timestamp, self.newest))
+        return (type(self), (self.timestamp, self.newest, self.context))
 
 
 class CorruptSketchError(EhistError):

@@ -209,3 +209,17 @@ def test_items_as_pandas_like_and_numpy_kinds():
     assert SlidingHyperLogLog(100, 6).update(ts, SeriesLike(["a", "b", "c"] * 2)) == ref
     ints = SlidingFM(100).update(ts, np.array([1, 2, 3, 1, 2, 3], dtype=np.int32))
     assert ints == SlidingFM(100).update(ts, [1, 2, 3, 1, 2, 3])
+
+
+def test_hll_update_hashes_equals_update():
+    from ehist.hashing import hash64
+
+    rng = np.random.default_rng(2)
+    ts = np.sort(rng.integers(0, 1000, 5000))
+    items = rng.integers(0, 800, 5000)
+    a = SlidingHyperLogLog(300, 10, seed=4).update(ts, items)
+    h = hash64(items, 4)
+    assert a == SlidingHyperLogLog(300, 10, seed=4).update_hashes(ts, h)
+    assert a == SlidingHyperLogLog(300, 10, seed=4).update_hashes(ts, h.view(np.int64))  # as stored in Spark
+    with pytest.raises(ValueError, match="64-bit integers"):
+        SlidingHyperLogLog(300).update_hashes([1], [0.5])

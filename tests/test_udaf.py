@@ -259,3 +259,39 @@ def test_integer_items_with_nulls_hash_as_integers(spark):
     with_null = SlidingHyperLogLog.from_bytes(rows[1])
     assert with_null == SlidingHyperLogLog(10).update([1, 3], np.array([7, 9]))
     assert with_null.merge(SlidingHyperLogLog.from_bytes(rows[2])).estimate() == pytest.approx(2, abs=0.1)
+
+
+@pytest.mark.parametrize("sketches, strategy", [(False, "two_phase"), (False, "shuffle"), (True, "auto")])
+def test_two_phase_as_of_now_with_bounds(spark, sketches, strategy):
+    """One 'now' for every key (a quiet key keeps only what is left in its
+    window); the bounds bracket the exact answer."""
+    from udaf import Count, Distinct, Sum, aggregate
+
+    base = dt.datetime(2026, 3, 1)
+    rng = np.random.default_rng(3)
+    rows = [("busy", base + dt.timedelta(seconds=int(s)), int(b), int(d))
+            for s, b, d in zip(np.sort(rng.integers(0, 7200, 4000)), rng.integers(0, 1500, 4000),
+                               rng.integers(0, 300, 4000))]
+    rows += [("quiet", base + dt.timedelta(seconds=60 * i), 100, i) for i in range(30)]  # ends at 00:29
+    sdf = spark.createDataFrame(rows, "k string, t timestamp, b long, d long").repartition(3)
+    now = base + dt.timedelta(hours=2)
+    out = {r.k: r for r in aggregate(sdf, "k", "t", now=now, bounds=True, sketches=sketches, strategy=strategy,
+                                     n=Count(window="1 hour", eps=0.02), s=Sum("b", window="1 hour", eps=0.02),
+                                     d=Distinct("d", window="1 hour")).collect()}
+    window_rows = [r for r in rows if now - dt.timedelta(hours=1) < r[1] <= now]
+    busy = [r for r in window_rows if r[0] == "busy"]
+    assert out["busy"].n_lower <= len(busy) <= out["busy"].n_upper
+    assert abs(out["busy"].n - len(busy)) <= 0.02 * len(busy)
+    assert out["busy"].s_lower <= sum(r[2] for r in busy) <= out["busy"].s_upper
+    assert abs(out["busy"].d / len({r[3] for r in busy}) - 1) < 0.1
+    assert out["quiet"].n == 0 and out["quiet"].n_upper == 0 and out["quiet"].d == pytest.approx(0, abs=0.5)
+    assert "d_lower" not in out["busy"].asDict()
+
+
+def test_two_phase_now_must_match_the_time_column(df):
+    from udaf import Count, aggregate
+
+    with pytest.raises(ValueError, match="now is a datetime but the time column is integral"):
+        aggregate(df, "k", "ts", now=dt.datetime(2026, 1, 1), c=Count(window=10))
+    with pytest.raises(TypeError, match="now must be"):
+        aggregate(df, "k", "ts", now="soon", c=Count(window=10))

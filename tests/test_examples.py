@@ -1,0 +1,40 @@
+"""The examples run as a new user runs them (a fresh process each), on
+small inputs; their own asserts check the guarantees on what they print."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(script: str, *args: str, timeout: int = 600) -> str:
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+def test_core_sliding_counts():
+    out = run("core_sliding_counts.py")
+    assert "commits" in out
+
+
+@pytest.mark.spark
+def test_network_monitor(tmp_path):
+    pytest.importorskip("pyspark")
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plot.png"
+    out = run("network_monitor.py", "--rows", "40000", "--top", "5", "--out", str(png))
+    assert "Top 5 sources by bytes" in out and "a scan shows here" in out
+    lines = out.splitlines()
+    scan = lines[lines.index(next(x for x in lines if "a scan shows here" in x)) + 1]
+    # the generator's fixed address map puts the scanner at 10.1.225.99: it leads
+    assert scan.split()[0] == "10.1.225.99"
+    assert png.stat().st_size > 10_000

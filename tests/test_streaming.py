@@ -1,0 +1,226 @@
+"""udaf.streaming: per-key sliding-window state on a file-source stream."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyspark")
+pytest.importorskip("google.protobuf")
+
+from pyspark.errors import StreamingQueryException  # noqa: E402
+from pyspark.sql import types as T  # noqa: E402
+
+from udaf import Count, Distinct, Sum, aggregate  # noqa: E402
+from udaf.streaming import ROCKSDB_PROVIDER, ConfigurationError, sliding_window_state  # noqa: E402
+
+pytestmark = pytest.mark.spark
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+SCHEMA = T.StructType([T.StructField("k", T.StringType()), T.StructField("ts", T.LongType()),
+                       T.StructField("b", T.LongType()), T.StructField("dst", T.LongType())])
+WINDOW, EPS = 3_000, 0.05
+
+
+@pytest.fixture(scope="module")
+def sspark(spark):
+    before = spark.conf.get(PROVIDER, None)
+    spark.conf.set(PROVIDER, ROCKSDB_PROVIDER)
+    yield spark
+    if before is None:
+        spark.conf.unset(PROVIDER)
+    else:
+        spark.conf.set(PROVIDER, before)
+
+
+def write_batch(directory, rows) -> None:
+    """One JSON-lines file, written aside and renamed in (atomic for the source)."""
+    os.makedirs(directory, exist_ok=True)
+    name = f"{time.time_ns()}-{uuid.uuid4().hex}.json"
+    tmp = os.path.join(os.path.dirname(directory), "." + name)
+    with open(tmp, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    os.replace(tmp, os.path.join(directory, name))
+
+
+def batches(seed=1, n=4, size=3000):
+    """Per-key in-order batches: a heavy key, a light key, nulls."""
+    rng = np.random.default_rng(seed)
+    out, t0 = [], 0
+    for _ in range(n):
+        ts = t0 + np.sort(rng.integers(0, 2000, size))
+        t0 = int(ts[-1]) + 1
+        ks = rng.choice(["a", "a", "a", "b"], size)
+        b = rng.integers(0, 1500, size)
+        dst = rng.zipf(1.3, size) % 700
+        rows = [{"k": k, "ts": int(t), "b": None if i % 37 == 0 else int(v), "dst": None if i % 41 == 0 else int(d)}
+                for i, (k, t, v, d) in enumerate(zip(ks, ts, b, dst))]
+        out.append(rows)
+    return out
+
+
+def run_stream(spark, src, checkpoint, *, stop_after=None, **kw):
+    """Run until the source is drained; return the output rows (dicts)."""
+    got = []
+
+    def sink(df, _):
+        got.extend(r.asDict() for r in df.collect())
+
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(src)
+    out = sliding_window_state(stream, "k", "ts", WINDOW, eps=EPS, **kw)
+    q = out.writeStream.outputMode(kw.get("output_mode", "update")).foreachBatch(sink) \
+        .option("checkpointLocation", checkpoint).start()
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    return got
+
+
+def exact(all_rows, key, now):
+    sel = [r for r in all_rows if r["k"] == key and now - WINDOW < r["ts"] <= now]
+    return (len(sel), sum(r["b"] for r in sel if r["b"] is not None),
+            len({r["dst"] for r in sel if r["dst"] is not None}))
+
+
+def check_against_exact(out, all_rows):
+    for r in out:
+        n, s, d = exact(all_rows, r["k"], r["as_of"])
+        assert r["count_lower"] <= n <= r["count_upper"]
+        assert abs(r["count"] - n) <= EPS * n
+        assert r["sum_lower"] <= s <= r["sum_upper"]
+        assert abs(r["sum"] - s) <= EPS * s
+        assert abs(r["distinct"] / d - 1) <= 5 * 1.04 / 64
+        assert r["late_events"] == 0
+
+
+def test_stream_matches_exact_and_batch(sspark, tmp_path):
+    data = batches()
+    for rows in data:
+        write_batch(str(tmp_path / "in"), rows)
+    out = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck"), value="b", distinct="dst")
+    all_rows = [r for rows in data for r in rows]
+    assert len(out) == 2 * len(data)  # one row per key per micro-batch
+    check_against_exact(out, all_rows)
+    # the batch function on the same data answers within the same bound
+    last = {r["k"]: r for r in out if r["as_of"] == max(x["as_of"] for x in out if x["k"] == r["k"])}
+    batch = {r.k: r for r in aggregate(sspark.createDataFrame(all_rows, SCHEMA), "k", "ts", bounds=True,
+                                       n=Count(window=WINDOW, eps=EPS), s=Sum("b", window=WINDOW, eps=EPS),
+                                       d=Distinct("dst", window=WINDOW)).collect()}
+    for k, r in last.items():
+        n, s, _ = exact(all_rows, k, r["as_of"])
+        assert batch[k].n_lower <= n <= batch[k].n_upper and r["count_lower"] <= n <= r["count_upper"]
+        assert abs(batch[k].d / r["distinct"] - 1) <= 5 * 1.04 / 64
+
+
+def test_restart_from_checkpoint_equals_uninterrupted(sspark, tmp_path):
+    data = batches(seed=2)
+    for rows in data:
+        write_batch(str(tmp_path / "whole"), rows)
+    whole = run_stream(sspark, str(tmp_path / "whole"), str(tmp_path / "ck1"), value="b", distinct="dst")
+    for rows in data[:2]:
+        write_batch(str(tmp_path / "parts"), rows)
+    first = run_stream(sspark, str(tmp_path / "parts"), str(tmp_path / "ck2"), value="b", distinct="dst")
+    for rows in data[2:]:
+        write_batch(str(tmp_path / "parts"), rows)
+    second = run_stream(sspark, str(tmp_path / "parts"), str(tmp_path / "ck2"), value="b", distinct="dst")
+    key = lambda r: (r["k"], r["as_of"])  # noqa: E731
+    assert sorted(first + second, key=key) == sorted(whole, key=key)
+
+
+def test_late_events_dropped_and_counted(sspark, tmp_path):
+    src = str(tmp_path / "in")
+    write_batch(src, [{"k": "a", "ts": t, "b": 1, "dst": t} for t in range(100, 200)])
+    write_batch(src, [{"k": "a", "ts": 50, "b": 1, "dst": 1}, {"k": "a", "ts": 150, "b": 1, "dst": 1},
+                      {"k": "a", "ts": 250, "b": 1, "dst": 1}])
+    out = run_stream(sspark, src, str(tmp_path / "ck"), value="b")
+    last = max(out, key=lambda r: r["as_of"])
+    assert last["late_events"] == 2  # 50 and 150 are older than 199, already summarized
+    assert last["count_lower"] <= 101 <= last["count_upper"]  # 100..199 and 250, nothing folded wrongly
+
+
+def test_late_events_raise(sspark, tmp_path):
+    src = str(tmp_path / "in")
+    write_batch(src, [{"k": "a", "ts": t, "b": 1, "dst": t} for t in range(100, 200)])
+    write_batch(src, [{"k": "a", "ts": 50, "b": 1, "dst": 1}])
+    with pytest.raises(StreamingQueryException, match="late data: timestamp 50"):
+        run_stream(sspark, src, str(tmp_path / "ck"), late="raise")
+
+
+def test_watermark_sets_the_allowed_lateness(sspark, tmp_path):
+    """Events out of order across micro-batches but within the watermark
+    delay wait in the state and are folded in order: none is late."""
+    src = str(tmp_path / "in")
+    base = dt.datetime(2026, 11, 22, 10, 0)
+    rng = np.random.default_rng(4)
+    minutes = rng.permutation(np.arange(0, 120))  # two hours, shuffled within ~all
+    chunks = [np.sort(minutes[i:i + 30]) for i in range(0, 120, 30)]
+    rows_all = []
+    for c in chunks:
+        rows = [{"k": "a", "t": (base + dt.timedelta(minutes=int(m))).isoformat(), "v": 1} for m in c]
+        rows_all += rows
+        write_batch(src, rows)
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+                           T.StructField("v", T.LongType())])
+    got = []
+    stream = sspark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
+    out = sliding_window_state(stream, "k", "t", "1 hour", eps=EPS, watermark="3 hours")
+    q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
+        .option("checkpointLocation", str(tmp_path / "ck")).start()
+    q.processAllAvailable()
+    q.stop()
+    assert all(r.late_events == 0 for r in got)
+    last = max(got, key=lambda r: r.as_of)
+    assert last.as_of == base + dt.timedelta(minutes=119)
+    assert last.count_lower <= 60 <= last.count_upper  # minutes 60..119
+
+
+def test_ttl_evicts_idle_keys(sspark, tmp_path):
+    src = str(tmp_path / "in")
+    got = []
+    stream = sspark.readStream.schema(SCHEMA).json(src)
+    out = sliding_window_state(stream, "k", "ts", 10_000, ttl="2 seconds")
+    q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
+        .option("checkpointLocation", str(tmp_path / "ck")).start()
+    try:
+        write_batch(src, [{"k": k, "ts": t, "b": 1, "dst": 1} for k in "ab" for t in range(10)])
+        q.processAllAvailable()
+        time.sleep(3)
+        write_batch(src, [{"k": "a", "ts": 10, "b": 1, "dst": 1}, {"k": "b", "ts": 10, "b": 1, "dst": 1}])
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    final = {r.k: r for r in got if r.as_of == 10}
+    assert final["a"].count_upper == 1 and final["b"].count_upper == 1  # both idle > ttl: evicted
+
+
+def test_configuration_is_checked_on_the_driver(spark, tmp_path):
+    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    before = spark.conf.get(PROVIDER, None)
+    spark.conf.set(PROVIDER, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
+    try:
+        with pytest.raises(ConfigurationError, match="RocksDB.*Fix"):
+            sliding_window_state(stream, "k", "ts", 100)
+    finally:
+        spark.conf.unset(PROVIDER) if before is None else spark.conf.set(PROVIDER, before)
+
+
+def test_bad_parameters(sspark, tmp_path):
+    stream = sspark.readStream.schema(SCHEMA).json(str(tmp_path))
+    with pytest.raises(ValueError, match="late must be"):
+        sliding_window_state(stream, "k", "ts", 100, late="keep")
+    with pytest.raises(ValueError, match="not in the DataFrame"):
+        sliding_window_state(stream, "k", "nope", 100)
+    with pytest.raises(ValueError, match="watermark needs a TimestampType"):
+        sliding_window_state(stream, "k", "ts", 100, watermark="1 minute")
+    with pytest.raises(ValueError, match="interval but column ts is integral"):
+        sliding_window_state(stream, "k", "ts", "1 hour")
+    with pytest.raises(ValueError, match="eps"):
+        sliding_window_state(stream, "k", "ts", 100, eps=2)
