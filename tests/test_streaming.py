@@ -39,14 +39,22 @@ def sspark(spark):
         spark.conf.set(PROVIDER, before)
 
 
+_LAST_MTIME = [0.0]
+
+
 def write_batch(directory, rows) -> None:
-    """One JSON-lines file, written aside and renamed in (atomic for the source)."""
+    """One JSON-lines file, written aside and renamed in (atomic for the
+    source), with a modification time after every earlier file's: the file
+    source takes files in modification-time order, one per micro-batch."""
     os.makedirs(directory, exist_ok=True)
     name = f"{time.time_ns()}-{uuid.uuid4().hex}.json"
     tmp = os.path.join(os.path.dirname(directory), "." + name)
     with open(tmp, "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
+    mtime = max(time.time(), _LAST_MTIME[0] + 1.0)
+    _LAST_MTIME[0] = mtime
+    os.utime(tmp, (mtime, mtime))
     os.replace(tmp, os.path.join(directory, name))
 
 
@@ -66,21 +74,25 @@ def batches(seed=1, n=4, size=3000):
     return out
 
 
-def run_stream(spark, src, checkpoint, *, stop_after=None, **kw):
-    """Run until the source is drained; return the output rows (dicts)."""
+def run_stream(spark, src, checkpoint, *, schema=SCHEMA, ts="ts", window=WINDOW, **kw):
+    """Process every file of ``src`` (one per micro-batch, trigger
+    availableNow) and stop; return the output rows (dicts).  Started again
+    on the same checkpoint, it processes only the files added since."""
     got = []
 
     def sink(df, _):
         got.extend(r.asDict() for r in df.collect())
 
-    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(src)
-    out = sliding_window_state(stream, "k", "ts", WINDOW, eps=EPS, **kw)
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
+    out = sliding_window_state(stream, "k", ts, window, **{"eps": EPS, **kw})
     q = out.writeStream.outputMode(kw.get("output_mode", "update")).foreachBatch(sink) \
-        .option("checkpointLocation", checkpoint).start()
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     try:
-        q.processAllAvailable()
+        q.awaitTermination(300)
     finally:
         q.stop()
+    if q.exception() is not None:
+        raise q.exception()
     return got
 
 
@@ -160,45 +172,53 @@ def test_watermark_sets_the_allowed_lateness(sspark, tmp_path):
     src = str(tmp_path / "in")
     base = dt.datetime(2026, 11, 22, 10, 0)
     rng = np.random.default_rng(4)
-    minutes = rng.permutation(np.arange(0, 120))  # two hours, shuffled within ~all
-    chunks = [np.sort(minutes[i:i + 30]) for i in range(0, 120, 30)]
-    rows_all = []
-    for c in chunks:
-        rows = [{"k": "a", "t": (base + dt.timedelta(minutes=int(m))).isoformat(), "v": 1} for m in c]
-        rows_all += rows
-        write_batch(src, rows)
+    minutes = rng.permutation(np.arange(0, 120))  # two hours, in random order
+    for i in range(0, 120, 30):
+        write_batch(src, [{"k": "a", "t": (base + dt.timedelta(minutes=int(m))).isoformat(), "v": 1}
+                          for m in np.sort(minutes[i:i + 30])])
     schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
                            T.StructField("v", T.LongType())])
-    got = []
-    stream = sspark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
-    out = sliding_window_state(stream, "k", "t", "1 hour", eps=EPS, watermark="3 hours")
-    q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
-        .option("checkpointLocation", str(tmp_path / "ck")).start()
-    q.processAllAvailable()
-    q.stop()
-    assert all(r.late_events == 0 for r in got)
-    last = max(got, key=lambda r: r.as_of)
-    assert last.as_of == base + dt.timedelta(minutes=119)
-    assert last.count_lower <= 60 <= last.count_upper  # minutes 60..119
+    got = run_stream(sspark, src, str(tmp_path / "ck"), schema=schema, ts="t", window="1 hour",
+                     watermark="3 hours", value="v")
+    assert all(r["late_events"] == 0 for r in got)
+    last = got[-1]  # the last micro-batch's answer
+    assert last["as_of"] == base + dt.timedelta(minutes=119)
+    assert last["count_lower"] <= 60 <= last["count_upper"]  # minutes 60..119
+    assert last["sum_lower"] <= 60 <= last["sum_upper"]
 
 
 def test_ttl_evicts_idle_keys(sspark, tmp_path):
+    """Processing-time TTL: a key idle for longer than the TTL starts afresh.
+
+    With a TTL the query runs in processing-time mode, where Spark runs a
+    micro-batch every trigger even without input (to expire state): the
+    query runs on a processing-time trigger and the test polls its output
+    (processAllAvailable() would not return)."""
     src = str(tmp_path / "in")
+    write_batch(src, [{"k": k, "ts": t, "b": 1, "dst": 1} for k in "ab" for t in range(10)])
     got = []
-    stream = sspark.readStream.schema(SCHEMA).json(src)
-    out = sliding_window_state(stream, "k", "ts", 10_000, ttl="2 seconds")
-    q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
-        .option("checkpointLocation", str(tmp_path / "ck")).start()
+    out = sliding_window_state(sspark.readStream.schema(SCHEMA).json(src), "k", "ts", 10_000, ttl="15 seconds")
+    q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(r.asDict() for r in df.collect())) \
+        .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="500 milliseconds").start()
+
+    def wait_for(n):
+        deadline = time.monotonic() + 120
+        while len(got) < n and time.monotonic() < deadline and q.isActive:
+            time.sleep(0.1)
+        assert len(got) >= n, q.exception()
+
     try:
-        write_batch(src, [{"k": k, "ts": t, "b": 1, "dst": 1} for k in "ab" for t in range(10)])
-        q.processAllAvailable()
-        time.sleep(3)
-        write_batch(src, [{"k": "a", "ts": 10, "b": 1, "dst": 1}, {"k": "b", "ts": 10, "b": 1, "dst": 1}])
-        q.processAllAvailable()
+        wait_for(2)
+        write_batch(src, [{"k": "a", "ts": 10, "b": 1, "dst": 1}])  # "a" within the TTL
+        wait_for(3)
+        time.sleep(17)  # both idle past the TTL (measured from each batch's start)
+        write_batch(src, [{"k": k, "ts": 11, "b": 1, "dst": 1} for k in "ab"])
+        wait_for(5)
     finally:
         q.stop()
-    final = {r.k: r for r in got if r.as_of == 10}
-    assert final["a"].count_upper == 1 and final["b"].count_upper == 1  # both idle > ttl: evicted
+    assert [(r["k"], r["count_upper"]) for r in got[:2]] in ([("a", 10), ("b", 10)], [("b", 10), ("a", 10)])
+    assert got[2]["count_upper"] == 11  # kept: updated within the TTL
+    assert sorted((r["k"], r["count_upper"]) for r in got[3:]) == [("a", 1), ("b", 1)]  # evicted
 
 
 def test_configuration_is_checked_on_the_driver(spark, tmp_path):

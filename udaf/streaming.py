@@ -31,7 +31,16 @@ Configuration
 ``transformWithStateInPandas`` needs the RocksDB state store provider and
 protobuf >= 6 (which pyspark does not declare); :func:`check_configuration`
 verifies both on the driver and :func:`local_session` builds a correctly
-configured local session.  TTL is processing time (Spark's only kind).
+configured local session.
+
+TTL is processing time (Spark's only kind) and needs Spark's
+processing-time mode, where a micro-batch runs every trigger even without
+input (that is what expires idle keys).  In PySpark 4.3 such a query never
+settles: ``processAllAvailable()`` does not return and
+``trigger(availableNow=True)`` does not terminate (it loops on empty
+batches).  Run it on a processing-time trigger
+(``trigger(processingTime='10 seconds')``).  Without ``ttl`` the query runs
+without a time mode and both work.
 
 Examples
 --------
@@ -158,7 +167,8 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
         passes them (the allowed lateness; see the module notes).
     ttl : str or int (milliseconds), optional
         Processing-time TTL: a key's state is evicted when it has not been
-        updated for this long.
+        updated for this long, measured from the start of the micro-batch
+        that last updated it (see the module notes on triggers).
     late : {'drop', 'raise'}
         What to do with an event older than what its key's state has
         summarized.
@@ -225,9 +235,9 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     else:
         time_mode = "ProcessingTime" if ttl_ms is not None else "None"
 
-    columns = [F.col(k) for k in keys] + [time_expr.alias("__ts")]
-    columns += [F.col(value).alias("__value")] if value is not None else []
-    columns += [F.col(distinct).alias("__item")] if distinct is not None else []
+    columns = [F.col(k) for k in keys] + [time_expr.alias("ehist_ts")]
+    columns += [F.col(value).alias("ehist_value")] if value is not None else []
+    columns += [F.col(distinct).alias("ehist_item")] if distinct is not None else []
     if watermark is not None:
         columns.append(F.col(event_time))  # keeps the watermark on the grouped plan
     out_fields = [df.schema[k] for k in keys] + [
@@ -293,13 +303,13 @@ class _SlidingProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues):
         pdf = pd.concat(list(rows), ignore_index=True)
-        if pdf["__ts"].isna().any():
+        if pdf["ehist_ts"].isna().any():
             raise ValueError(f"null event time in column {self.event_time} (key {key}): event times must not be null")
         count, total, items, (p_ts, p_val, p_hash), late_total = self._load()
-        t = pdf["__ts"].to_numpy(dtype=np.int64)
+        t = pdf["ehist_ts"].to_numpy(dtype=np.int64)
         vals = np.zeros(t.size, dtype=np.int64)
         if self.with_sum:
-            v = pdf["__value"]
+            v = pdf["ehist_value"]
             present = v.notna().to_numpy()
             vals[present] = v[present].to_numpy(dtype=np.int64)
             if np.any(vals < 0):
@@ -308,7 +318,7 @@ class _SlidingProcessor(StatefulProcessor):
         hashes = np.zeros(t.size, dtype=np.uint64)
         has_item = np.zeros(t.size, dtype=bool)
         if self.with_distinct:
-            mask, item_values = items_of(pdf["__item"], "distinct")
+            mask, item_values = items_of(pdf["ehist_item"], "distinct")
             hashes[mask] = hash64(item_values, self.seed)
             has_item = mask
         folded = count.newest
