@@ -64,6 +64,7 @@ _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
 _PREAMBLE = struct.Struct("<2sBBH")
 _CRC = struct.Struct("<I")
 _MAX_VARINT_BYTES = 10
+_SMALL = 24  # arrays up to this size are varint-encoded in plain Python
 
 
 def encode_varints(values: np.ndarray) -> bytes:
@@ -71,6 +72,14 @@ def encode_varints(values: np.ndarray) -> bytes:
     v = np.asarray(values).astype(np.uint64, copy=False).ravel()
     if v.size == 0:
         return b""
+    if v.size <= _SMALL:  # numpy's per-call cost dominates: encode in Python
+        out = bytearray()
+        for x in v.tolist():
+            while x >= 0x80:
+                out.append((x & 0x7F) | 0x80)
+                x >>= 7
+            out.append(x)
+        return bytes(out)
     nbytes = np.ones(v.size, dtype=np.int64)
     for i in range(1, _MAX_VARINT_BYTES):
         nbytes += v >= np.uint64(1 << (7 * i))

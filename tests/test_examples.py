@@ -38,3 +38,17 @@ def test_network_monitor(tmp_path):
     # the generator's fixed address map puts the scanner at 10.1.225.99: it leads
     assert scan.split()[0] == "10.1.225.99"
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.spark
+def test_live_counts():
+    pytest.importorskip("pyspark")
+    pytest.importorskip("google.protobuf")
+    out = run("live_counts.py", "--seconds", "14", "--rate", "500")
+    batches = [x for x in out.splitlines() if x.startswith("batch ")]
+    assert len(batches) >= 2, out
+    rows = [x.split() for x in out.splitlines() if x.strip().startswith("sensor-")]
+    assert rows and all(int(r[-1]) == 0 for r in rows)  # no late events
+    for r in rows:  # estimate within [lower, upper]
+        est, lower, upper = (float(v.strip("[],").replace(",", "")) for v in r[2:5])
+        assert lower <= est <= upper

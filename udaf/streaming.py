@@ -8,8 +8,9 @@ serialized synopses (an exponential histogram of the count, optionally of
 a value's sum, and a sliding HyperLogLog of distinct items), a few hundred
 bytes, answering for the last ``window`` as of each key's newest event.
 
-Built on ``transformWithStateInPandas`` (PySpark >= 4.0): each micro-batch,
-a key's new rows are sorted by event time and inserted in one batch.
+Built on ``transformWithState`` (the Row API; ``transformWithStateInPandas``
+where PySpark lacks it): each micro-batch, a key's new rows are sorted by
+event time and inserted in one batch.
 
 Late data and the watermark
 ---------------------------
@@ -59,7 +60,7 @@ import struct
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
@@ -252,9 +253,12 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
 
     processor = _SlidingProcessor(keys, event_time, w, eps, value is not None, distinct is not None,
                                   precision, seed, watermark is not None, ttl_ms, late)
-    out = df.select(*columns).groupBy(*keys).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=T.StructType(out_fields),
-        outputMode=mode.capitalize(), timeMode=time_mode)
+    grouped = df.select(*columns).groupBy(*keys)
+    # the Row API (where PySpark has it) skips a pandas frame per key and batch
+    processor.row_api = hasattr(grouped, "transformWithState")
+    transform = grouped.transformWithState if processor.row_api else grouped.transformWithStateInPandas
+    out = transform(statefulProcessor=processor, outputStructType=T.StructType(out_fields),
+                    outputMode=mode.capitalize(), timeMode=time_mode)
     as_of = F.timestamp_micros("as_of_us") if unit == "us" else F.col("as_of_us")
     rest = [f.name for f in out_fields[len(keys) + 1:]]
     return out.select(*[F.col(k) for k in keys], as_of.alias("as_of"), *rest)
@@ -285,13 +289,14 @@ class _SlidingProcessor(StatefulProcessor):
         self.with_sum, self.with_distinct = with_sum, with_distinct
         self.precision, self.seed = precision, seed
         self.event_mode, self.ttl_ms, self.late = event_mode, ttl_ms, late
+        self.row_api = False
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("synopses", _STATE_SCHEMA, self.ttl_ms)
 
     def _load(self):
-        if self.state.exists():
-            row = self.state.get()
+        row = self.state.get()  # None when the key has no state (one round trip, not two)
+        if row is not None:
             count = ExponentialHistogram.from_bytes(row[0])
             total = ExponentialHistogram.from_bytes(row[1]) if row[1] is not None else None
             items = SlidingHyperLogLog.from_bytes(row[2]) if row[2] is not None else None
@@ -302,25 +307,8 @@ class _SlidingProcessor(StatefulProcessor):
         return count, total, items, _unpack_pending(None), 0
 
     def handleInputRows(self, key, rows, timerValues):
-        pdf = pd.concat(list(rows), ignore_index=True)
-        if pdf["ehist_ts"].isna().any():
-            raise ValueError(f"null event time in column {self.event_time} (key {key}): event times must not be null")
+        t, vals, hashes, has_item = self._arrays(key, rows)
         count, total, items, (p_ts, p_val, p_hash), late_total = self._load()
-        t = pdf["ehist_ts"].to_numpy(dtype=np.int64)
-        vals = np.zeros(t.size, dtype=np.int64)
-        if self.with_sum:
-            v = pdf["ehist_value"]
-            present = v.notna().to_numpy()
-            vals[present] = v[present].to_numpy(dtype=np.int64)
-            if np.any(vals < 0):
-                raise ValueError(f"key {key}: the summed column holds a negative value")
-            vals[~present] = -1  # marks "no value": counted, not summed
-        hashes = np.zeros(t.size, dtype=np.uint64)
-        has_item = np.zeros(t.size, dtype=bool)
-        if self.with_distinct:
-            mask, item_values = items_of(pdf["ehist_item"], "distinct")
-            hashes[mask] = hash64(item_values, self.seed)
-            has_item = mask
         folded = count.newest
         if folded is not None:
             is_late = t < folded
@@ -355,7 +343,43 @@ class _SlidingProcessor(StatefulProcessor):
                            _pack_pending(wait_t, wait_v, wait_h), late_total))
         if newest is None:
             return
-        yield pd.DataFrame([self._answer(key, newest, count, total, items, wait_t, wait_v, wait_h, late_total)])
+        row = self._answer(key, newest, count, total, items, wait_t, wait_v, wait_h, late_total)
+        if self.row_api:
+            yield Row(**row)
+        else:
+            yield pd.DataFrame({name: [v] for name, v in row.items()})
+
+    def _arrays(self, key, rows):
+        """(event times, values with -1 for none, item hashes, has-item
+        mask) of a key's input: pandas frames or Rows (the Row API skips
+        pandas, cheaper for the few rows a key gets per micro-batch)."""
+        rows = list(rows)
+        if rows and isinstance(rows[0], pd.DataFrame):
+            pdf = rows[0] if len(rows) == 1 else pd.concat(rows, ignore_index=True)
+            ts_col = pdf["ehist_ts"]
+            value_col = pdf["ehist_value"] if self.with_sum else None
+            item_col = pdf["ehist_item"] if self.with_distinct else None
+        else:
+            ts_col = pd.Series([r["ehist_ts"] for r in rows], dtype=object)
+            value_col = pd.Series([r["ehist_value"] for r in rows], dtype=object) if self.with_sum else None
+            item_col = pd.Series([r["ehist_item"] for r in rows]) if self.with_distinct else None
+        if ts_col.isna().any():
+            raise ValueError(f"null event time in column {self.event_time} (key {tuple(key)}): "
+                             "event times must not be null")
+        t = ts_col.to_numpy(dtype=np.int64)
+        vals = np.zeros(t.size, dtype=np.int64)
+        if value_col is not None:
+            present = value_col.notna().to_numpy()
+            vals[present] = value_col[present].to_numpy(dtype=np.int64)
+            if np.any(vals < 0):
+                raise ValueError(f"key {tuple(key)}: the summed column holds a negative value")
+            vals[~present] = -1  # "no value": counted, not summed
+        hashes = np.zeros(t.size, dtype=np.uint64)
+        has_item = np.zeros(t.size, dtype=bool)
+        if item_col is not None:
+            has_item, item_values = items_of(item_col, "distinct")
+            hashes[has_item] = hash64(item_values, self.seed)
+        return t, vals, hashes, has_item
 
     def _fold(self, count, total, items, t, v, h):
         count.update(t)

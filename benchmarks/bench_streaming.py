@@ -1,0 +1,153 @@
+"""Streaming state per key: udaf.streaming against Spark's native sliding windows.
+
+Run:  python -m pytest benchmarks/bench_streaming.py -s
+      (EHIST_BENCH_STREAM_ROWS, default 1,000,000; EHIST_BENCH_STREAM_KEYS, default 1,000)
+
+One stream of (key, event time) rows over two hours, as Parquet files read
+one per micro-batch (trigger availableNow), a 1-hour window:
+
+* ``sliding_window_state(stream, "k", "ts", "1 hour", eps=0.05)``
+  (RocksDB state store, as transformWithStateInPandas requires);
+* ``groupBy("k", window("ts", "1 hour", slide)).count()`` with a
+  10-minute watermark, slides of 1 minute and 10 seconds, on the same
+  RocksDB store, and at a 1-minute slide on Spark's default (HDFS-backed,
+  in-memory) store.
+
+State bytes per key, three ways: the state values themselves (ours: the
+stored bytes, read back with Spark's ``statestore`` data source; native:
+state rows x the 32 bytes of their fields, key, window start and end,
+count), and from the last micro-batch's progress the state store's
+``memoryUsedBytes`` and, for RocksDB, ``rocksdbSstFileSize`` (the state as
+written at commit), each divided by the number of keys.  Input
+rows per second: rows over the summed ``triggerExecution`` time of the
+batches after the first (which pays for start-up).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from benchmarks.conftest import RESULTS
+
+pytest.importorskip("pyspark")
+pd = pytest.importorskip("pandas")
+pytest.importorskip("google.protobuf")
+
+ROWS = int(os.environ.get("EHIST_BENCH_STREAM_ROWS", "1000000"))
+KEYS = int(os.environ.get("EHIST_BENCH_STREAM_KEYS", "1000"))
+FILES = 8
+PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from udaf.streaming import local_session
+
+    s = local_session("ehist-bench-streaming", cores="2", **{"spark.driver.memory": "4g"})
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """FILES Parquet files of 15 minutes each: Zipf-ish keys, in time order."""
+    d = tmp_path_factory.mktemp("stream") / "in"
+    d.mkdir()
+    rng = np.random.default_rng(0)
+    base = np.datetime64("2026-11-22T00:00:00", "us")
+    span = 2 * 3600 // FILES
+    for i in range(FILES):
+        n = ROWS // FILES
+        secs = np.sort(rng.uniform(i * span, (i + 1) * span, n))
+        pd.DataFrame({
+            "k": (rng.zipf(1.2, n) - 1) % KEYS,
+            "ts": base + (secs * 1e6).astype("timedelta64[us]"),
+        }).to_parquet(d / f"part-{i:03d}.parquet")
+    return str(d)
+
+
+def run(spark, name, build, source, tmp, provider):
+    from pyspark.sql import functions as F
+
+    spark.conf.set(PROVIDER, provider)
+    checkpoint = str(tmp / re.sub(r"\W+", "_", name))
+    schema = spark.read.parquet(source).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(source) \
+        .withColumn("ts", F.col("ts").cast("timestamp"))
+    q = build(stream).writeStream.outputMode("update").format("noop") \
+        .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    t0 = time.perf_counter()
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    progress = [p for p in q.recentProgress if p["numInputRows"] > 0]
+    state = progress[-1]["stateOperators"][0]
+    keys = spark.read.parquet(source).select("k").distinct().count()
+    steady = progress[1:]
+    rows = sum(p["numInputRows"] for p in steady)
+    ms = sum(p["durationMs"]["triggerExecution"] for p in steady)
+    if name.startswith("ehist"):
+        # the stored state values themselves (Spark's state data source)
+        v = spark.read.format("statestore").option("stateVarName", "synopses").load(checkpoint)
+        size = sum(F.coalesce(F.octet_length(f"value.{c}"), F.lit(0)) for c in ("count", "sum", "distinct", "pending"))
+        value_bytes = v.select(F.avg(size + 8)).first()[0]
+    else:
+        # key (k, window start, end) and value (count): 32 bytes of fields per row
+        value_bytes = state["numRowsTotal"] / keys * 32
+    RESULTS[f"streaming: {name}"] = {
+        "value_bytes_per_key": value_bytes,
+        "state_rows": state["numRowsTotal"], "keys": keys,
+        "memory_bytes_per_key": state["memoryUsedBytes"] / keys,
+        "sst_bytes_per_key": state.get("customMetrics", {}).get("rocksdbSstFileSize", 0) / keys,
+        "rows_per_second": rows / (ms / 1000), "wall_seconds": wall, "rows": ROWS,
+    }
+    r = RESULTS[f"streaming: {name}"]
+    print(f"\n  {name}: {r['state_rows']:,} state rows, values {value_bytes:,.0f} B/key, "
+          f"memory {r['memory_bytes_per_key']:,.0f} B/key, "
+          f"sst {r['sst_bytes_per_key']:,.0f} B/key, {r['rows_per_second']:,.0f} rows/s, {wall:.1f} s wall",
+          flush=True)
+
+
+@pytest.mark.parametrize("name", ["ehist eps=0.05 (rocksdb)", "native 1-minute slide (rocksdb)",
+                                  "native 10-second slide (rocksdb)", "native 1-minute slide (hdfs, default)"])
+def test_state_and_throughput(spark, source, tmp_path, name):
+    from pyspark.sql import functions as F
+
+    from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+
+    if name.startswith("ehist"):
+        run(spark, name, lambda s: sliding_window_state(s, "k", "ts", "1 hour", eps=0.05), source, tmp_path,
+            ROCKSDB_PROVIDER)
+        return
+    slide = "1 minute" if "1-minute" in name else "10 seconds"
+    provider = HDFS if "hdfs" in name else ROCKSDB_PROVIDER
+    run(spark, name, lambda s: s.withWatermark("ts", "10 minutes").groupBy("k", F.window("ts", "1 hour", slide))
+        .count(), source, tmp_path, provider)
+    spark.conf.set(PROVIDER, ROCKSDB_PROVIDER)
+
+
+def test_summary():
+    names = [k for k in RESULTS if k.startswith("streaming: ")]
+    if len(names) < 4:
+        pytest.skip("run the whole file")
+    ours = RESULTS["streaming: ehist eps=0.05 (rocksdb)"]
+    lines = ["", f"{ROWS:,} rows, {ours['keys']:,} keys, 1-hour window, {FILES} micro-batches, local[2]",
+             f"{'query':40s} {'state rows':>11s} {'values B/key':>13s} {'memory B/key':>13s} {'SST B/key':>10s} "
+             f"{'rows/s':>9s}"]
+    for k in names:
+        r = RESULTS[k]
+        lines.append(f"{k[11:]:40s} {r['state_rows']:11,d} {r['value_bytes_per_key']:13,.0f} "
+                     f"{r['memory_bytes_per_key']:13,.0f} {r['sst_bytes_per_key']:10,.0f} {r['rows_per_second']:9,.0f}")
+    one = RESULTS["streaming: native 1-minute slide (rocksdb)"]
+    lines.append(f"state per key, native 1-minute / ours: memory {one['memory_bytes_per_key'] / ours['memory_bytes_per_key']:.0f}x, "
+                 f"SST {one['sst_bytes_per_key'] / max(ours['sst_bytes_per_key'], 1):.0f}x; "
+                 f"throughput ours / native 1-minute: {ours['rows_per_second'] / one['rows_per_second']:.2f}")
+    print("\n".join(lines))
