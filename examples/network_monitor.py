@@ -106,7 +106,6 @@ def main(argv=None) -> None:
     from pyspark.sql import functions as F
 
     from udaf import Distinct, Sum, aggregate, sliding_over
-    from udaf import functions as U
 
     spark = session()
     t0 = time.perf_counter()

@@ -4,6 +4,7 @@ small inputs; their own asserts check the guarantees on what they print."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +48,9 @@ def test_live_counts():
     out = run("live_counts.py", "--seconds", "14", "--rate", "500")
     batches = [x for x in out.splitlines() if x.startswith("batch ")]
     assert len(batches) >= 2, out
-    rows = [x.split() for x in out.splitlines() if x.strip().startswith("sensor-")]
-    assert rows and all(int(r[-1]) == 0 for r in rows)  # no late events
-    for r in rows:  # estimate within [lower, upper]
-        est, lower, upper = (float(v.strip("[],").replace(",", "")) for v in r[2:5])
-        assert lower <= est <= upper
+    line = re.compile(r"\s*sensor-\d+\s+\S+\s+([\d,]+)\s+\[\s*([\d,]+),\s*([\d,]+)\]\s+[\d,]+\s+(\d+)$")
+    rows = [line.match(x) for x in out.splitlines() if x.strip().startswith("sensor-")]
+    assert rows and all(rows), out
+    for m in rows:
+        est, lower, upper, late = (int(g.replace(",", "")) for g in m.groups())
+        assert lower <= est <= upper and late == 0
