@@ -54,3 +54,15 @@ def test_live_counts():
     for m in rows:
         est, lower, upper, late = (int(g.replace(",", "")) for g in m.groups())
         assert lower <= est <= upper and late == 0
+
+
+def test_loss_alarms():
+    out = run("loss_alarms.py")
+    assert "0 extra, 0 missed" in out  # the same alarms as the exact computation
+
+
+@pytest.mark.spark
+def test_rollups():
+    pytest.importorskip("pyspark")
+    out = run("rollups.py", "--rows", "30000")  # asserts the eps guarantee on every group itself
+    assert "per (source, destination)" in out and "total" in out

@@ -6,9 +6,9 @@ pyspark, pandas or pyarrow; ``import udaf`` itself does not, so the core
 packages stay usable without Spark.
 """
 
-__all__ = ["functions", "aggregate", "sliding_over", "Count", "Sum", "Distinct", "LpNorm"]
+__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "Count", "Sum", "Distinct", "LpNorm"]
 
-_TWO_PHASE = {"aggregate", "Count", "Sum", "Distinct", "LpNorm"}
+_TWO_PHASE = {"aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"}
 
 
 def __getattr__(name):

@@ -36,7 +36,7 @@ from lp_norms import SlidingLpNorm, median_abs_stable
 from . import functions as U
 from ._convert import Window, items_of
 
-__all__ = ["aggregate", "Count", "Sum", "Distinct", "LpNorm"]
+__all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
 
 
 class _Spec:
@@ -161,7 +161,7 @@ def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed
         for c in (getattr(spec, "column", None), getattr(spec, "value", None)):
             if c is not None and c not in names:
                 raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
-            if c is not None and (c in keys or c == ts):
+            if c is not None and (c == ts or (c in keys and spec.kind != "distinct")):
                 raise ValueError(f"spec {name}: column {c!r} is a grouping or the time column")
         if spec.kind == "sum":
             dtype = df.schema[spec.column].dataType
@@ -231,35 +231,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     key_fields = [df.schema[k] for k in keys]
     out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
 
-    value_columns = needed
-
-    def partial(batches):
-        frames = [b for b in batches if len(b)]
-        if not frames:
-            return
-        part = pd.concat(frames, ignore_index=True)
-        # one vectorized pass: group codes, one sort by (code, time), then
-        # numpy slices per key (no sort on the JVM side)
-        codes = part.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
-        order = np.lexsort((part["__ts"].to_numpy(), codes))
-        codes = codes[order]
-        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
-        ends = np.concatenate([starts[1:], [codes.size]])
-        ts_all = part["__ts"].to_numpy(dtype=np.int64)[order]
-        columns = {c: part[c].to_numpy()[order] for c in value_columns}
-        key_rows = part[keys].iloc[order[starts]].itertuples(index=False, name=None)
-        rows = []
-        for (a, b), key in zip(zip(starts.tolist(), ends.tolist()), key_rows):
-            row = list(key)
-            t = ts_all[a:b]
-            for name, spec in specs.items():
-                row.append(_build(spec, windows[name], t, columns, a, b).to_bytes())
-            rows.append(row)
-            if len(rows) >= 10_000:
-                yield pd.DataFrame(rows, columns=keys + list(specs))
-                rows = []
-        if rows:
-            yield pd.DataFrame(rows, columns=keys + list(specs))
+    partial = _partial_builder(keys, specs, windows, needed)
 
     if strategy not in ("auto", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'two_phase' or 'shuffle', got {strategy!r}")
@@ -322,6 +294,84 @@ def _now_in_unit(now, unit: str):
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _partial_builder(keys, specs, windows, value_columns, at=None, with_bounds=()):
+    """mapInPandas function: one sketch per key of each partition, from one
+    numpy sort by (key, time) and slices; ``with_bounds`` names also get
+    ``<name>_lower`` and ``<name>_upper`` as of ``at`` (default: the key's
+    newest row)."""
+    names = list(specs)
+    for name in with_bounds:
+        names += [f"{name}_lower", f"{name}_upper"]
+
+    def partial(batches):
+        frames = [b for b in batches if len(b)]
+        if not frames:
+            return
+        part = pd.concat(frames, ignore_index=True)
+        # one vectorized pass: group codes, one sort by (code, time), then
+        # numpy slices per key (no sort on the JVM side)
+        codes = part.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+        order = np.lexsort((part["__ts"].to_numpy(), codes))
+        codes = codes[order]
+        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+        ends = np.concatenate([starts[1:], [codes.size]])
+        ts_all = part["__ts"].to_numpy(dtype=np.int64)[order]
+        used = set(value_columns) | {getattr(x, "column", None) for x in specs.values()} - {None}
+        columns = {c: part[c].to_numpy()[order] for c in used}
+        key_rows = part[keys].iloc[order[starts]].itertuples(index=False, name=None)
+        rows = []
+        for (a, b), key in zip(zip(starts.tolist(), ends.tolist()), key_rows):
+            row = list(key)
+            t = ts_all[a:b]
+            extra = []
+            for name, spec in specs.items():
+                synopsis = _build(spec, windows[name], t, columns, a, b)
+                row.append(synopsis.to_bytes())
+                if name in with_bounds:
+                    extra += synopsis.bounds(now=int(t[-1]) if at is None else at)
+            rows.append(row + extra)
+            if len(rows) >= 10_000:
+                yield pd.DataFrame(rows, columns=keys + names)
+                rows = []
+        if rows:
+            yield pd.DataFrame(rows, columns=keys + names)
+
+    return partial
+
+
+def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, **specs) -> DataFrame:
+    """One row per key with each spec's binary sketch, built without
+    grouped-aggregate UDFs: the rows are repartitioned by key and every
+    partition builds its keys' sketches in one numpy pass (``mapInPandas``).
+
+    For many small keys this is far cheaper than ``groupBy(...).agg(
+    eh_sketch(...))``, which pays a Python call per key and sketch.  The
+    table is what :mod:`udaf.functions` reads and merges (``eh_merge``,
+    ``eh_bounds``, ``hll_sliding_merge``...): a fine-grained sketch table
+    (a Gigascope *phantom*) from which coarser groupings are answered
+    without the rows (``examples/rollups.py``).
+
+    Parameters
+    ----------
+    by, ts, specs
+        As for :func:`aggregate`: column ``<name>`` holds the spec's sketch.
+    now, bounds
+        With ``bounds=True``, Count and Sum specs also get ``<name>_lower``
+        and ``<name>_upper`` (bigint) as of ``now`` (default: each key's
+        newest row), computed while the histogram is at hand.
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    time_expr, windows, needed = _check(df, keys, ts, specs, "sketch_table")
+    at = _now_in_unit(now, _time_expression(df, ts)[1])
+    with_bounds = [n for n, s in specs.items() if bounds and s.kind in ("count", "sum")]
+    prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
+    fields = [df.schema[k] for k in keys] + [T.StructField(n, T.BinaryType()) for n in specs]
+    for name in with_bounds:
+        fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
+    return prepared.repartition(*[F.col(k) for k in keys]).mapInPandas(
+        _partial_builder(keys, specs, windows, needed, at, with_bounds), T.StructType(fields))
 
 
 def _union_estimate(spec, at=None, with_bounds=False):
