@@ -1,0 +1,238 @@
+"""Run every benchmark and write benchmarks/REPORT.md with PNG plots.
+
+    python -m benchmarks.report            # full sizes (about 30 minutes on 2 cores)
+    python -m benchmarks.report --quick    # smaller Spark benchmarks (about 10 minutes)
+    python -m benchmarks.report --render   # only redraw from benchmarks/results/latest.json
+
+Every figure and table comes from the measured run (results/latest.json,
+written by the benchmarks' conftest); the report states the machine, the
+library versions and each benchmark's parameters.  Progress: the pytest
+output of the benchmarks streams to the terminal as they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "latest.json"
+FIGS = HERE / "report"
+QUICK = {"EHIST_BENCH_ROWS": "2000000", "EHIST_BENCH_PER_ROW_LARGE": "300000",
+         "EHIST_BENCH_STREAM_ROWS": "300000"}
+
+
+def run_benchmarks(quick: bool) -> None:
+    env = dict(os.environ, **(QUICK if quick else {}))
+    cmd = [sys.executable, "-m", "pytest", str(HERE), "-s", "-p", "no:cacheprovider", "-q"]
+    print("running:", " ".join(cmd), "(quick sizes)" if quick else "", flush=True)
+    done = subprocess.run(cmd, env=env, cwd=HERE.parent)
+    if done.returncode != 0:
+        sys.exit(f"benchmarks failed (exit {done.returncode}); the report was not written")
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for mod in ("numpy", "pandas", "pyarrow", "pyspark", "dgim", "hyperloglog", "matplotlib"):
+        try:
+            from importlib.metadata import version
+
+            out[mod] = version(mod)
+        except Exception:  # noqa: BLE001 - absent packages are reported as such
+            out[mod] = "not installed"
+    try:
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30).stderr
+        out["java"] = java.splitlines()[0] if java else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        out["java"] = "not found"
+    return out
+
+
+def render(quick: bool | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = json.loads(RESULTS.read_text())
+    r = data["results"]
+    FIGS.mkdir(exist_ok=True)
+    when = datetime.fromtimestamp(RESULTS.stat().st_mtime, tz=timezone.utc)
+    v = versions()
+    md = [
+        "# ehist benchmark report",
+        "",
+        f"Measured {when:%Y-%m-%d %H:%M} UTC by `python -m benchmarks.report`; every number and figure below "
+        "comes from that run (`benchmarks/results/latest.json`).",
+        "",
+        ("Sizes: `--quick` (" + ", ".join(f"{k}={val}" for k, val in QUICK.items()) + ")." if quick
+         else "Sizes: the benchmarks' defaults." if quick is False else "Sizes: as stated per section."),
+        "",
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, {data['machine'].get('processor', '')}. "
+        + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
+        "",
+    ]
+
+    # ---------------------------------------------------------- throughput
+    bars = [(k, r[k]["per_second"]) for k in ("ehist", "numpy.cumsum", "dgim", "SlidingHyperLogLog (ehist)",
+                                               "SlidingFM (ehist)", "hyperloglog.SlidingHyperLogLog",
+                                               "SlidingLpNorm p=1 update", "SlidingLpNorm p=2 update") if k in r]
+    if bars:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        ax.barh([b[0] for b in bars][::-1], [b[1] for b in bars][::-1], color="tab:blue")
+        ax.set_xscale("log")
+        ax.set_xlabel("elements per second (log)")
+        ax.set_title("Insertion throughput against the peers")
+        _save(plt, fig, "throughput.png")
+        md += ["## Throughput against the peers", "",
+               "Core synopses (`bench_ehist.py`: 10M-element 0/1 stream, window 1M, eps 0.01, 100k batches; "
+               "`bench_distinct.py`: 1M items, window 50k; `bench_lp_norms.py`: 200k updates, eps 0.1, "
+               "delta 0.05). Peers fed one element at a time, their only mode.", "",
+               "![throughput](report/throughput.png)", "",
+               "| contender | elements/s |", "| --- | --- |"]
+        md += [f"| {k} | {val:,.0f} |" for k, val in bars]
+        if "ehist" in r and "dgim" in r:
+            md += ["", f"ehist / dgim: **{r['ehist']['per_second'] / r['dgim']['per_second']:.0f}x**; "
+                   f"ehist time / one numpy cumsum: **{r['ehist']['seconds'] / r['numpy.cumsum']['seconds']:.1f}x**."]
+        md.append("")
+
+    # ------------------------------------------------------ error vs memory
+    panels = [k for k in ("eh-error-memory", "distinct-error-memory", "lp-error-memory") if k in r]
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
+        for ax, key in zip(axes[0], panels):
+            rows = r[key]["rows"]
+            if key == "eh-error-memory":
+                eps = [x["eps"] for x in rows]
+                ax.plot([x["bytes"] for x in rows], [x["max_error"] for x in rows], "o-", label="measured max error")
+                ax.plot([x["bound_bits"] / 8 for x in rows], eps, "--", label="eps at the paper's upper bound")
+                ax.plot([x["lower_bound_bits"] / 8 for x in rows], eps, ":",
+                        label="DGIM lower bound (k/16) log2(N/k)^2 bits")
+                ax.set_title(f"Exponential histogram, window {r[key]['window']:,}")
+            elif key == "distinct-error-memory":
+                ax.plot([x[1] for x in rows], [x[2] for x in rows], "o-", label="ours: sliding HLL")
+                ax.plot([x[3] for x in rows], [x[4] for x in rows], "s--", label="hyperloglog package")
+                if "fm-error-memory" in r:
+                    fm = r["fm-error-memory"]["rows"]
+                    ax.plot([x["bytes"] for x in fm], [x["mean_error"] for x in fm], "^-", label="ours: sliding FM")
+                    ax.plot([x["bytes"] for x in fm], [x["theory"] for x in fm], ":", color="grey",
+                            label="FM: 0.78/sqrt(bitmaps)")
+                ax.set_title("Distinct counts: mean |error| against bytes")
+            else:
+                for p in sorted({x["p"] for x in rows}):
+                    sel = [x for x in rows if x["p"] == p]
+                    ax.plot([x["bytes"] for x in sel], [x["max_error"] for x in sel], "o-", label=f"p = {p:g}")
+                    ax.plot([x["bytes"] for x in sel], [x["eps"] for x in sel], ":", color="grey")
+                ax.set_title("Sliding L_p norm (dotted: eps)")
+            _log_axes(ax, "bytes", "relative error")
+        _save(plt, fig, "error_memory.png")
+        md += ["## Error against memory", "",
+               "Exponential histogram (`bench_error_memory.py`): bursty 0/1 stream, largest relative error over "
+               "400 queries per eps against exact counts, serialized bytes; the dashed line is the eps whose "
+               "bucket bound (k/2+1)(log2(2N/k)+2) x (log2 N + log2 log2 N) bits is drawn at that size, the "
+               "dotted one the lower bound of Datar et al. Distinct counts: mean |error| per HLL precision "
+               "(`bench_distinct.py`) and per number of FM bitmaps (`bench_error_memory.py`). L_p: largest error over 20 queries per eps (delta 0.05).", "",
+               "![error against memory](report/error_memory.png)", ""]
+        if "eh-error-memory" in r:
+            md += ["| eps | max error | bytes | upper bound, bytes | lower bound, bytes |",
+                   "| --- | --- | --- | --- | --- |"]
+            md += [f"| {x['eps']:g} | {x['max_error']:.4f} | {x['bytes']:,} | {x['bound_bits'] / 8:,.0f} | "
+                   f"{x['lower_bound_bits'] / 8:,.0f} |" for x in r["eh-error-memory"]["rows"]]
+            md.append("")
+
+    # ------------------------------------------------------------- per row
+    frames = sorted({v2["frame"] for k, v2 in r.items() if k.startswith("count, sliding_over")})
+    if frames:
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for label, key in (("count: built-in frame", "count, built-in frame"),
+                           ("count: pandas UDF .over", "count, pandas UDF .over"),
+                           ("count: sliding_over", "count, sliding_over"),
+                           ("distinct: size(collect_set)", "distinct, built-in frame"),
+                           ("distinct: pandas UDF .over", "distinct, pandas UDF .over"),
+                           ("distinct: sliding_over", "distinct, sliding_over")):
+            pts = [(f, r[f"{key}, {f}"]["per_row_us"]) for f in frames if f"{key}, {f}" in r]
+            if pts:
+                ax.plot(*zip(*pts), "o-" if "sliding_over" in key else "s--", label=label)
+        ax.set_title("Per-row sliding answers")
+        _log_axes(ax, "frame length (rows)", "microseconds per row (log)")
+        _save(plt, fig, "per_row.png")
+        rows = next(v2["rows"] for k, v2 in r.items() if k.startswith("count, sliding_over"))
+        md += ["## Per-row cost against frame length", "",
+               f"`bench_per_row.py`: {rows:,} rows, 2 keys, one event per time unit per key, every row written "
+               "to the noop sink, one timed run each, local[2].", "", "![per row](report/per_row.png)", ""]
+
+    # ----------------------------------------------------------- streaming
+    stream = {k[len("streaming: "):]: v2 for k, v2 in r.items() if k.startswith("streaming: ")}
+    if stream:
+        names = list(stream)
+        fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4))
+        y = range(len(names))
+        a.barh([n - 0.2 for n in y], [stream[n]["value_bytes_per_key"] for n in names], 0.4, label="stored values")
+        a.barh([n + 0.2 for n in y], [stream[n]["memory_bytes_per_key"] for n in names], 0.4,
+               label="memoryUsedBytes")
+        a.set_yticks(list(y), names, fontsize=8)
+        a.set_xscale("log")
+        a.set_xlabel("state bytes per key (log)")
+        a.legend(fontsize=8)
+        b.barh(list(y), [stream[n]["rows_per_second"] for n in names])
+        b.set_yticks(list(y), [""] * len(names))
+        b.set_xlabel("input rows per second")
+        fig.suptitle("Streaming state per key: 1-hour window")
+        _save(plt, fig, "streaming.png")
+        first = next(iter(stream.values()))
+        md += ["## Streaming state per key against native windows", "",
+               f"`bench_streaming.py`: {first['rows']:,} events, {first['keys']:,} keys, two hours in 8 "
+               "micro-batches, 1-hour window, eps 0.05; native queries with a 10-minute watermark.", "",
+               "![streaming](report/streaming.png)", "",
+               "| query | state rows | stored values, B/key | memoryUsedBytes, B/key | SST, B/key | rows/s |",
+               "| --- | --- | --- | --- | --- | --- |"]
+        md += [f"| {n} | {s['state_rows']:,} | {s['value_bytes_per_key']:,.0f} | {s['memory_bytes_per_key']:,.0f} | "
+               f"{s['sst_bytes_per_key']:,.0f} | {s['rows_per_second']:,.0f} |" for n, s in stream.items()]
+        md.append("")
+
+    # ----------------------------------------------------------- two-phase
+    two = {k: v2 for k, v2 in r.items() if "keys" in k and "shuffle_bytes" in v2}
+    if two:
+        rows = next(iter(two.values()))["rows"]
+        md += ["## Two-phase aggregation against the plain grouped-aggregate path", "",
+               f"`bench_udaf.py`: {rows:,} rows, windowed count and sum per key, local[2].", "",
+               "| path | seconds | shuffle bytes |", "| --- | --- | --- |"]
+        md += [f"| {k} | {v2['seconds']:.1f} | {v2['shuffle_bytes']:,} |" for k, v2 in two.items()]
+        md.append("")
+    out = HERE / "REPORT.md"
+    out.write_text("\n".join(md) + "\n")
+    return out
+
+
+def _log_axes(ax, xlabel: str, ylabel: str) -> None:
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
+def _save(plt, fig, name: str) -> None:
+    fig.tight_layout()
+    fig.savefig(FIGS / name, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller Spark benchmarks")
+    ap.add_argument("--render", action="store_true", help="only redraw from the last results")
+    args = ap.parse_args(argv)
+    if not args.render:
+        run_benchmarks(args.quick)
+    print(f"report written to {render(None if args.render else args.quick)}")
+
+
+if __name__ == "__main__":
+    main()
