@@ -22,12 +22,11 @@ the 10k frame (it takes minutes beyond).
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import pytest
 
-from benchmarks.conftest import RESULTS
+from benchmarks.conftest import RESULTS, spark_fixture
 
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
@@ -39,24 +38,7 @@ FRAMES = [100, 1_000, 10_000, 30_000]
 PANDAS_UDF_MAX_FRAME = 10_000
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
+spark = spark_fixture("ehist-bench-per-row", **{"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "4g"})
 
 
 @pytest.fixture(scope="module")

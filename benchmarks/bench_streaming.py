@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import time
 
 import numpy as np
 import pytest
 
-from benchmarks.conftest import RESULTS
+from benchmarks.conftest import RESULTS, spark_fixture
 
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
@@ -46,15 +45,7 @@ PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 HDFS = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from udaf.streaming import local_session
-
-    s = local_session("ehist-bench-streaming", cores="2", **{"spark.driver.memory": "4g"})
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
+spark = spark_fixture("ehist-bench-streaming", **{"spark.driver.memory": "4g"})
 
 
 @pytest.fixture(scope="module")

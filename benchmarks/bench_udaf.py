@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import urllib.request
 
 import pytest
 
-from benchmarks.conftest import RESULTS
+from benchmarks.conftest import RESULTS, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -30,24 +29,8 @@ ROWS = int(os.environ.get("EHIST_BENCH_ROWS", "10000000"))
 WINDOW = ROWS // 4
 
 
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.ui.enabled", "true")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.memory", "6g")
-        .getOrCreate()
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
+spark = spark_fixture("ehist-bench-udaf", **{"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "true",
+                                             "spark.driver.memory": "6g"})  # the UI serves shuffle bytes
 
 
 def shuffle_bytes(spark) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,3 +44,22 @@ def pytest_sessionfinish(session, exitstatus):
         return
     OUT.mkdir(exist_ok=True)
     (OUT / "latest.json").write_text(json.dumps({"machine": machine(), "results": RESULTS}, indent=2))
+
+
+def spark_fixture(app: str, **conf):
+    """A module-scoped fixture: a local[2] session (udaf.streaming's
+    local_session: loopback driver, UI off, UTC, workers on this Python)
+    with ``conf`` on top, stopped after the module."""
+
+    @pytest.fixture(scope="module")
+    def spark():
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        from udaf.streaming import local_session
+
+        session = local_session(app, cores="2", **conf)
+        session.sparkContext.setLogLevel("ERROR")
+        yield session
+        session.stop()
+
+    return spark
