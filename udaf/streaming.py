@@ -10,7 +10,11 @@ bytes, answering for the last ``window`` as of each key's newest event.
 
 Built on ``transformWithState`` (the Row API; ``transformWithStateInPandas``
 where PySpark lacks it): each micro-batch, a key's new rows are sorted by
-event time and inserted in one batch.
+event time and inserted in one batch.  Before the state, a stateless
+``mapInArrow`` packs each partition's events into one row per key (event
+times, values and item hashes as bytes): the stateful operator's Python
+side costs about as much per row as the synopses cost per key; packing
+raised the throughput by a third to a half here (benchmarks/REPORT.md).
 
 Late data and the watermark
 ---------------------------
@@ -24,8 +28,8 @@ events exactly.  Late events are never folded in wrongly: ``late='drop'``
 drops and counts them (column ``late_events``, cumulative per key),
 ``late='raise'`` fails the query naming the key and the times.  (Spark
 itself may drop events older than the watermark before they reach the
-state; those are counted by Spark in the query progress,
-``numRowsDroppedByWatermark``.)
+state; the query progress counts them in ``numRowsDroppedByWatermark``,
+in packs of a key's events rather than events.)
 
 Configuration
 -------------
@@ -231,16 +235,24 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
         if unit != "us":
             raise ValueError("a watermark needs a TimestampType event-time column")
         Window(watermark, "watermark")
-        df = df.withWatermark(event_time, watermark)
         time_mode = "EventTime"
     else:
         time_mode = "ProcessingTime" if ttl_ms is not None else "None"
 
     columns = [F.col(k) for k in keys] + [time_expr.alias("ehist_ts")]
-    columns += [F.col(value).alias("ehist_value")] if value is not None else []
+    columns += [F.col(value).cast("long").alias("ehist_value")] if value is not None else []
     columns += [F.col(distinct).alias("ehist_item")] if distinct is not None else []
+    pack_fields = [df.schema[k] for k in keys] + [T.StructField("ehist_ts", T.BinaryType(), False)]
+    pack_fields += [T.StructField("ehist_value", T.BinaryType(), False)] if value is not None else []
+    pack_fields += [T.StructField("ehist_hash", T.BinaryType(), False)] if distinct is not None else []
     if watermark is not None:
-        columns.append(F.col(event_time))  # keeps the watermark on the grouped plan
+        pack_fields.append(T.StructField("ehist_event_time", T.TimestampType(), False))
+    packer = _Packer(keys, event_time, value is not None, distinct is not None, seed, watermark is not None)
+    packed = df.select(*columns).mapInArrow(packer, T.StructType(pack_fields))
+    if watermark is not None:
+        # the watermark on each pack's newest event: the same maximum event
+        # time, hence the same watermark, as on the events themselves
+        packed = packed.withWatermark("ehist_event_time", watermark)
     out_fields = [df.schema[k] for k in keys] + [
         T.StructField("as_of_us", T.LongType()), T.StructField("count", T.DoubleType()),
         T.StructField("count_lower", T.LongType()), T.StructField("count_upper", T.LongType())]
@@ -253,7 +265,7 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
 
     processor = _SlidingProcessor(keys, event_time, w, eps, value is not None, distinct is not None,
                                   precision, seed, watermark is not None, ttl_ms, late)
-    grouped = df.select(*columns).groupBy(*keys)
+    grouped = packed.groupBy(*keys)
     # the Row API (where PySpark has it) skips a pandas frame per key and batch
     processor.row_api = hasattr(grouped, "transformWithState")
     transform = grouped.transformWithState if processor.row_api else grouped.transformWithStateInPandas
@@ -351,35 +363,24 @@ class _SlidingProcessor(StatefulProcessor):
 
     def _arrays(self, key, rows):
         """(event times, values with -1 for none, item hashes, has-item
-        mask) of a key's input: pandas frames or Rows (the Row API skips
-        pandas, cheaper for the few rows a key gets per micro-batch)."""
-        rows = list(rows)
-        if rows and isinstance(rows[0], pd.DataFrame):
-            pdf = rows[0] if len(rows) == 1 else pd.concat(rows, ignore_index=True)
-            ts_col = pdf["ehist_ts"]
-            value_col = pdf["ehist_value"] if self.with_sum else None
-            item_col = pdf["ehist_item"] if self.with_distinct else None
-        else:
-            ts_col = pd.Series([r["ehist_ts"] for r in rows], dtype=object)
-            value_col = pd.Series([r["ehist_value"] for r in rows], dtype=object) if self.with_sum else None
-            item_col = pd.Series([r["ehist_item"] for r in rows]) if self.with_distinct else None
-        if ts_col.isna().any():
-            raise ValueError(f"null event time in column {self.event_time} (key {tuple(key)}): "
-                             "event times must not be null")
-        t = ts_col.to_numpy(dtype=np.int64)
-        vals = np.zeros(t.size, dtype=np.int64)
-        if value_col is not None:
-            present = value_col.notna().to_numpy()
-            vals[present] = value_col[present].to_numpy(dtype=np.int64)
-            if np.any(vals < 0):
-                raise ValueError(f"key {tuple(key)}: the summed column holds a negative value")
-            vals[~present] = -1  # "no value": counted, not summed
-        hashes = np.zeros(t.size, dtype=np.uint64)
-        has_item = np.zeros(t.size, dtype=bool)
-        if item_col is not None:
-            has_item, item_values = items_of(item_col, "distinct")
-            hashes[has_item] = hash64(item_values, self.seed)
-        return t, vals, hashes, has_item
+        mask) of a key's packs (see :class:`_Packer`): Rows or pandas
+        frames, a few per key and micro-batch whatever its event count."""
+        fields = ["ehist_ts"] + (["ehist_value"] if self.with_sum else []) + \
+            (["ehist_hash"] if self.with_distinct else [])
+        cells = {f: [] for f in fields}
+        for chunk in rows:
+            if isinstance(chunk, pd.DataFrame):
+                for f in fields:
+                    cells[f].extend(chunk[f].tolist())
+            else:
+                for f in fields:
+                    cells[f].append(chunk[f])
+        t = np.frombuffer(b"".join(cells["ehist_ts"]), dtype=np.int64)
+        vals = np.frombuffer(b"".join(cells["ehist_value"]), dtype=np.int64) if self.with_sum \
+            else np.zeros(t.size, dtype=np.int64)
+        hashes = np.frombuffer(b"".join(cells["ehist_hash"]), dtype=np.uint64) if self.with_distinct \
+            else np.zeros(t.size, dtype=np.uint64)
+        return t, vals, hashes, hashes != _NO_ITEM
 
     def _fold(self, count, total, items, t, v, h):
         count.update(t)
@@ -412,6 +413,97 @@ class _SlidingProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
+
+
+class _Packer:
+    """``mapInArrow`` before the state: a partition's events become one
+    row per key (its event times, values and item hashes as little-endian
+    int64 / uint64 bytes), so the stateful operator's Python side handles a
+    few rows per key and micro-batch instead of one per event (its per-row
+    cost, not the synopses, bounded the throughput).  Checks null event
+    times and negative values, and hashes items, vectorized over the whole
+    partition.  A key may get several packs (one per partition and
+    ``_PACK_ROWS`` events); the state sorts them together."""
+
+    def __init__(self, keys, event_time, with_value, with_item, seed, with_event_time):
+        self.keys, self.event_time = keys, event_time
+        self.with_value, self.with_item, self.seed = with_value, with_item, seed
+        self.with_event_time = with_event_time
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        held, n = [], 0
+        for batch in batches:
+            if batch.num_rows:
+                held.append(batch)
+                n += batch.num_rows
+            if n >= _PACK_ROWS:
+                yield from self._pack(pa.Table.from_batches(held)).to_batches()
+                held, n = [], 0
+        if held:
+            yield from self._pack(pa.Table.from_batches(held)).to_batches()
+
+    def _pack(self, table):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if table["ehist_ts"].null_count:
+            raise ValueError(f"null event time in column {self.event_time}: event times must not be null")
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] +
+                                [("ehist_ts", "ascending")])
+        table = table.take(order).combine_chunks()
+        n = table.num_rows
+        starts = _group_starts([table[k] for k in self.keys], n)
+        ends = np.append(starts[1:], n)
+        ts = table["ehist_ts"].to_numpy()
+        out = {k: table[k].take(pa.array(starts)) for k in self.keys}
+        out["ehist_ts"] = _binary(ts, starts, n)
+        if self.with_value:
+            v = table["ehist_value"]
+            if pc.min(v).as_py() is not None and pc.min(v).as_py() < 0:
+                raise ValueError("the summed column holds a negative value: sums need values >= 0")
+            out["ehist_value"] = _binary(pc.fill_null(v, -1).to_numpy(), starts, n)
+        if self.with_item:
+            has_item, items = items_of(table["ehist_item"].to_pandas(), "distinct")
+            hashes = np.zeros(n, dtype=np.uint64)  # _NO_ITEM: counted, not hashed
+            hashes[has_item] = hash64(items, self.seed)
+            out["ehist_hash"] = _binary(hashes, starts, n)
+        if self.with_event_time:
+            out["ehist_event_time"] = pa.array(ts[ends - 1], type=pa.timestamp("us", tz="UTC"))
+        return pa.Table.from_pydict(out)
+
+
+_PACK_ROWS = 1 << 20  # events per pack at most: bounds a map task's memory
+
+
+def _group_starts(columns, n: int) -> np.ndarray:
+    """Start rows of the runs of equal keys in sorted key ``columns``
+    (nulls equal to nulls).  A key type without comparisons ends a run at
+    every row: still correct (a key's packs are grouped by Spark), only
+    less packed."""
+    import pyarrow.compute as pc
+
+    change = np.zeros(n, dtype=bool)
+    change[0:1] = True
+    for col in columns:
+        a, b = col.slice(1), col.slice(0, n - 1)
+        try:
+            ne = pc.fill_null(pc.not_equal(a, b), False)
+        except Exception:  # noqa: BLE001 - pyarrow has no comparison for this type
+            return np.arange(n)
+        nulls = pc.xor(pc.is_null(a), pc.is_null(b))
+        change[1:] |= pc.or_(ne, nulls).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(change)
+
+
+def _binary(values: np.ndarray, starts: np.ndarray, n: int):
+    """One binary cell per run: the run's ``values`` as 8-byte words."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
+    offsets = (np.append(starts, n) * 8).astype(np.int32)
+    return pa.Array.from_buffers(pa.binary(), starts.size, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
 
 
 # A reserved hash for "this row has no item" (nulls are skipped by the HLL);

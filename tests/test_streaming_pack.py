@@ -1,0 +1,72 @@
+"""udaf.streaming's packing stage (pure Arrow and numpy, no JVM): every
+event reaches its key's state exactly once, whatever the batching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pa = pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+pd = pytest.importorskip("pandas")
+
+from ehist.hashing import hash64  # noqa: E402
+from tests.conftest import examples  # noqa: E402
+from udaf.streaming import _NO_ITEM, _Packer, _SlidingProcessor  # noqa: E402
+
+events = st.lists(st.tuples(st.sampled_from(["a", "b", None, "é"]), st.integers(-2, 2),
+                            st.integers(0, 10**12), st.one_of(st.none(), st.integers(0, 50)),
+                            st.one_of(st.none(), st.integers(0, 9))), min_size=1, max_size=60)
+
+
+def unpack(packs, with_value=True, with_item=True):
+    """key -> sorted (ts, value, hash) of the events in ``packs``, read the
+    way the state reads them."""
+    proc = _SlidingProcessor(["k1", "k2"], "ts", 10, 0.1, with_value, with_item, 4, 0, False, None, "drop")
+    out = {}
+    for table in packs:
+        for row in table.to_pylist():
+            t, v, h, _ = proc._arrays(None, [row])
+            out.setdefault((row["k1"], row["k2"]), []).extend(zip(t.tolist(), v.tolist(), h.tolist()))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(rows=events, cut=st.integers(1, 60))
+def test_every_event_reaches_its_key_once(rows, cut):
+    k1, k2, ts, val, item = (list(c) for c in zip(*rows))
+    table = pa.table({"k1": pa.array(k1, pa.string()), "k2": pa.array(k2, pa.int64()),
+                      "ehist_ts": pa.array(ts, pa.int64()), "ehist_value": pa.array(val, pa.int64()),
+                      "ehist_item": pa.array(item, pa.int64())})
+    packer = _Packer(["k1", "k2"], "ts", True, True, 0, False)
+    packs = [pa.Table.from_batches([b]) for b in packer(iter(table.to_batches(max_chunksize=cut)))]
+    want = {}
+    for a, b, t, v, i in rows:
+        h = int(hash64(np.array([i], dtype=np.int64), 0)[0]) if i is not None else int(_NO_ITEM)
+        want.setdefault((a, b), []).append((t, -1 if v is None else v, h))
+    assert unpack(packs) == {k: sorted(v) for k, v in want.items()}
+    # one pack per key and packing round (all rows fit one round here)
+    keys = [(r["k1"], r["k2"]) for p in packs for r in p.select(["k1", "k2"]).to_pylist()]
+    assert len(keys) == len(set(keys)) == len(want)
+
+
+def test_null_event_time_and_negative_value_are_named_errors():
+    packer = _Packer(["k"], "ts", True, False, 0, False)
+    bad_ts = pa.record_batch({"k": [1, 2], "ehist_ts": pa.array([5, None], pa.int64()),
+                              "ehist_value": pa.array([1, 1], pa.int64())})
+    with pytest.raises(ValueError, match="null event time in column ts"):
+        list(packer(iter([bad_ts])))
+    bad_value = pa.record_batch({"k": [1, 2], "ehist_ts": pa.array([5, 6], pa.int64()),
+                                 "ehist_value": pa.array([1, -3], pa.int64())})
+    with pytest.raises(ValueError, match="negative value"):
+        list(packer(iter([bad_value])))
+
+
+def test_event_time_column_is_each_packs_newest():
+    packer = _Packer(["k"], "ts", False, False, 0, True)
+    batch = pa.record_batch({"k": ["x", "y", "x"], "ehist_ts": pa.array([30, 10, 20], pa.int64())})
+    (out,) = list(packer(iter([batch])))
+    got = dict(zip(out.column("k").to_pylist(), out.column("ehist_event_time").cast(pa.int64()).to_pylist()))
+    assert got == {"x": 30, "y": 10}
