@@ -180,7 +180,11 @@ def test_non_canonical_sizes_rejected():
         ExponentialHistogram.from_bytes(reseal(head + b"\x03" + runs + deltas))
 
 
-def test_varint_errors():
+@pytest.mark.parametrize("small", [True, False])
+def test_varint_errors(small, monkeypatch):
+    import ehist.serialization as ser
+
+    monkeypatch.setattr(ser, "_SMALL_DECODE", 10**9 if small else 0)
     with pytest.raises(CorruptSketchError, match="expected 2 varints, found 1"):
         Reader(b"\x01\x80").varints(2)
     with pytest.raises(CorruptSketchError, match="non-minimal"):
@@ -189,6 +193,48 @@ def test_varint_errors():
         Reader(b"\xff" * 9 + b"\x02").varints(1)
     with pytest.raises(CorruptSketchError, match="of at most 10 bytes each"):
         Reader(b"\xff" * 10 + b"\x01").varints(1)
+
+
+def _decode(data, count, small):
+    """Decode with the plain-Python path (small) or the numpy one:
+    the values, or the error message."""
+    import ehist.serialization as ser
+
+    saved = ser._SMALL_DECODE
+    ser._SMALL_DECODE = 10**9 if small else 0
+    try:
+        r = Reader(data)
+        return r.varints(count).tolist(), r.pos
+    except CorruptSketchError as exc:
+        return "error", str(exc).split(":")[0]
+    finally:
+        ser._SMALL_DECODE = saved
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(values=st.lists(st.integers(0, 2**64 - 1), max_size=80), junk=st.binary(max_size=40),
+       extra=st.integers(0, 3))
+def test_small_and_numpy_varint_paths_agree(values, junk, extra):
+    """The plain-Python fast paths for short arrays encode the same bytes
+    and decode the same values (or reject the same corrupt bytes) as the
+    numpy paths."""
+    import ehist.serialization as ser
+
+    v = np.array(values, dtype=np.uint64)
+    saved = ser._SMALL_ENCODE
+    try:
+        ser._SMALL_ENCODE = 10**9
+        small = encode_varints(v)
+        ser._SMALL_ENCODE = 0
+        assert encode_varints(v) == small
+    finally:
+        ser._SMALL_ENCODE = saved
+    for data, count in ((small + junk, len(values)), (junk, extra + 1), (small[:-1] + junk, len(values))):
+        if count:
+            a, b = _decode(data, count, True), _decode(data, count, False)
+            assert (a[0] == "error") == (b[0] == "error"), (data, count, a, b)
+            if a[0] != "error":
+                assert a == b
 
 
 @settings(max_examples=examples(200), deadline=None)
