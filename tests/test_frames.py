@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lp_norms import StableSketch, rows_for
-from udaf.frames import frame_bounds, frame_counts, frame_distinct, frame_lp_norms, frame_sums
+from udaf.frames import frame_bounds, frame_bounds_runs, frame_counts, frame_distinct, frame_lp_norms, frame_sums
 
 from .conftest import examples
 
@@ -43,6 +43,25 @@ def test_frames_equal_brute_force(rows):
     assert frame_counts(lo, hi).tolist() == counts
     assert frame_sums(values, lo, hi).tolist() == sums
     assert frame_distinct(codes, lo, hi).tolist() == distinct
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(keyed_rows(), min_size=1, max_size=6), st.booleans())
+def test_several_keys_in_one_pass_equal_each_key_alone(keys, huge):
+    """frame_bounds_runs on the concatenation of several keys' runs, then
+    the engines on the concatenation, answer as each key alone (also on
+    the one-run-at-a-time path, taken when shifted times would overflow)."""
+    window = keys[0][3] if not huge else 2**61
+    t = np.concatenate([k[0] for k in keys])
+    values = np.concatenate([k[1] for k in keys])
+    codes = np.concatenate([k[2] for k in keys])
+    starts = np.cumsum([0] + [k[0].size for k in keys[:-1]])
+    nonempty = np.array([k[0].size > 0 for k in keys])
+    lo, hi = frame_bounds_runs(t, starts[nonempty] if nonempty.any() else starts[:1], window)
+    want = [brute(k[0], k[1], k[2], window) for k in keys]
+    assert frame_counts(lo, hi).tolist() == [x for w in want for x in w[0]]
+    assert frame_sums(values, lo, hi).tolist() == [x for w in want for x in w[1]]
+    assert frame_distinct(codes, lo, hi).tolist() == [x for w in want for x in w[2]]
 
 
 @settings(max_examples=examples(100), deadline=None)

@@ -101,3 +101,42 @@ def test_null_timestamp_names_the_column(spark):
     pdf = pd.DataFrame({"k": [1, 1], "ts": pd.array([1, None], dtype="Int64")})
     with pytest.raises(PythonException, match="null timestamp in column ts"):
         sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5)).collect()
+
+
+def _spark_frames(df, keys, window):
+    frame = Window.partitionBy(*keys).orderBy("ts").rangeBetween(-(window - 1), 0)
+    return df.select("rid", F.count(F.lit(1)).over(frame).alias("n_"), F.sum("b").over(frame).alias("s_"),
+                     F.size(F.collect_set("dst").over(frame)).alias("d_"))
+
+
+@pytest.mark.parametrize("batch_rows", [37, 1000])
+def test_keys_spanning_arrow_batches(spark, sdf, batch_rows):
+    """Keys of two columns (one with nulls) whose runs cross Arrow batch
+    boundaries, many keys per batch and keys longer than a batch: each
+    row still gets its own key's frame."""
+    df = sdf.withColumn("g", F.when(F.col("rid") % 7 == 0, None).otherwise((F.col("rid") % 5).cast("string")))
+    window = 1_500
+    before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(batch_rows))
+    try:
+        got = sliding_over(df, ["k", "g"], "ts", n=Count(window=window), s=Sum("b", window=window),
+                           d=Distinct("dst", window=window)).join(_spark_frames(df, ["k", "g"], window), "rid")
+        joined = got.toPandas()
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+    assert len(joined) == 6000
+    assert (joined.n == joined.n_).all()
+    assert (joined.s.fillna(-1) == joined.s_.fillna(-1)).all()
+    assert (joined.d == joined.d_).all()
+
+
+def test_floating_key_takes_the_pandas_path_with_the_same_answers(sdf):
+    window = 2_000
+    specs = dict(n=Count(window=window), s=Sum("b", window=window), d=Distinct("dst", window=window))
+    by_int = sliding_over(sdf, "k", "ts", **specs).select("rid", "n", "s", "d")
+    by_float = sliding_over(sdf.withColumn("k", F.col("k").cast("double")), "k", "ts", **specs) \
+        .select("rid", F.col("n").alias("n_"), F.col("s").alias("s_"), F.col("d").alias("d_"))
+    joined = by_int.join(by_float, "rid").toPandas()
+    assert len(joined) == 6000
+    assert (joined.n == joined.n_).all() and (joined.d == joined.d_).all()
+    assert (joined.s.fillna(-1) == joined.s_.fillna(-1)).all()

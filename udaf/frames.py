@@ -37,7 +37,7 @@ from ehist._validation import check_window
 from lp_norms.stable import check_p, median_abs_stable, stable_variates
 from lp_norms.stable_sketch import index_hashes
 
-__all__ = ["frame_bounds", "frame_counts", "frame_sums", "frame_distinct", "frame_lp_norms"]
+__all__ = ["frame_bounds", "frame_bounds_runs", "frame_counts", "frame_sums", "frame_distinct", "frame_lp_norms"]
 
 # rows of p-stable contributions generated at once (x sketch rows, float64)
 _BLOCK_CELLS = 1 << 21
@@ -59,6 +59,43 @@ def frame_bounds(t: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     start = np.where(start > t, np.iinfo(np.int64).min, start)
     lo = np.searchsorted(t, start, side="right")
     hi = np.searchsorted(t, t, side="right")
+    return lo, hi
+
+
+def frame_bounds_runs(t: np.ndarray, starts: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`frame_bounds` of several keys at once: rows ``starts[r]`` to
+    ``starts[r + 1]`` are key ``r``'s, each run sorted by time; no frame
+    crosses a run.  Every engine here then works on the concatenation
+    (prefix sums and previous occurrences never reach into a frame from
+    another run), so many small keys cost one vectorized pass.
+
+    >>> t = np.array([5, 6, 9, 1, 2])            # key 0: 5 6 9, key 1: 1 2
+    >>> lo, hi = frame_bounds_runs(t, np.array([0, 3]), window=4)
+    >>> frame_counts(lo, hi).tolist()
+    [1, 2, 2, 1, 2]
+    """
+    t = np.asarray(t, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    window = check_window(window)
+    n = t.size
+    if starts.size <= 1:
+        return frame_bounds(t, window)
+    ends = np.append(starts[1:], n)
+    first, last = t[starts], t[ends - 1]
+    # shift each run so that it begins window + 1 after the previous one
+    # ends: the frames stay the same and never reach across; when the
+    # shifted times would not fit int64, one run at a time instead
+    span = last.astype(np.float64) - first.astype(np.float64) + float(window) + 1.0
+    if float(span.sum()) < 2.0**62:
+        width = last - first + np.int64(window) + 1
+        offset = np.zeros(starts.size, dtype=np.int64)
+        np.cumsum(width[:-1], out=offset[1:])
+        run = np.repeat(np.arange(starts.size), ends - starts)
+        return frame_bounds(t - first[run] + offset[run], window)
+    lo, hi = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        a, b = frame_bounds(t[s:e], window)
+        lo[s:e], hi[s:e] = a + s, b + s
     return lo, hi
 
 

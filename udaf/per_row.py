@@ -4,10 +4,11 @@
 CURRENT ROW)`` re-aggregates the whole frame for every row (Spark's
 aggregates cannot retract a row), so its cost grows with rows x frame; a
 pandas UDF over the same frame calls Python once per row.
-:func:`sliding_over` sends each key's rows to one Python call
-(``applyInPandas``) and answers every row at once with the vectorized
-engines of :mod:`udaf.frames`: exact counts, sums and distinct counts,
-and L_p norm estimates from linear p-stable sketches.
+:func:`sliding_over` shuffles the rows by key, sorts them by key and time
+(in the JVM), and answers every row of each Arrow batch's complete keys at
+once with the vectorized engines of :mod:`udaf.frames` (``mapInArrow``,
+no pandas): exact counts, sums and distinct counts, and L_p norm
+estimates from linear p-stable sketches.
 
 Examples
 --------
@@ -28,7 +29,8 @@ from pyspark.sql import types as T
 from lp_norms import rows_for
 
 from ._convert import items_of
-from .frames import frame_bounds, frame_counts, frame_distinct, frame_lp_norms, frame_sums
+from ._arrow import run_starts, same_row
+from .frames import frame_bounds, frame_bounds_runs, frame_counts, frame_distinct, frame_lp_norms, frame_sums
 from .two_phase import Count, Distinct, LpNorm, Sum, _check
 
 __all__ = ["sliding_over"]
@@ -81,9 +83,11 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
 
     Notes
     -----
-    Each key's rows are shuffled to one Python worker and held in memory
-    there, as with any ``applyInPandas``: fine for millions of rows per key,
-    not for a key larger than a worker's memory.
+    Each key's rows are shuffled to one partition; a Python worker holds
+    one key's rows at a time (plus one Arrow batch): fine for millions of
+    rows per key, not for a key larger than a worker's memory.  Keys with
+    a floating-point or nested column go through ``applyInPandas`` instead
+    (one pandas frame per key; same answers).
 
     Raises
     ------
@@ -100,6 +104,13 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
                               [T.StructField(n, _TYPES[s.kind], s.kind in ("sum", "lp")) for n, s in specs.items()])
     lp_rows = {n: rows_for(s.p, s.eps, s.delta) for n, s in specs.items() if s.kind == "lp"}
     columns = list(df.columns)
+    prepared = df.withColumn("__ts", time_expr)
+    if all(isinstance(df.schema[k].dataType, _RUN_KEY_TYPES) for k in keys):
+        answer = _ArrowRuns(keys, order_by, columns, specs, windows, lp_rows)
+        # an explicit partition count: adaptive execution would otherwise
+        # coalesce small shuffles into fewer tasks than cores
+        parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(answer, out_schema)
 
     def per_key(pdf: pd.DataFrame) -> pd.DataFrame:
         stamps = pdf["__ts"]
@@ -116,35 +127,138 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
             if w not in frames:
                 frames[w] = frame_bounds(t, w)
             lo, hi = frames[w]
-            out[name] = _answer(name, spec, pdf, lo, hi, lp_rows.get(name))
+            out[name] = _answer(name, spec, _PandasColumns(pdf), lo, hi, lp_rows.get(name))
         return out
 
-    return df.withColumn("__ts", time_expr).groupBy(*keys).applyInPandas(per_key, out_schema)
+    return prepared.groupBy(*keys).applyInPandas(per_key, out_schema)
 
 
-def _present(pdf: pd.DataFrame, *cols) -> np.ndarray:
-    mask = np.ones(len(pdf), dtype=bool)
-    for c in cols:
+# Key types whose runs pyarrow finds exactly (equality kernels; Spark's sort
+# puts equal keys together).  Floating keys are left to applyInPandas:
+# Spark groups NaN with NaN and -0.0 with 0.0, which Arrow's equality and a
+# hash repartition need not.
+_RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
+                  T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+
+
+class _ArrowRuns:
+    """``mapInArrow`` over a partition sorted by key and time: each batch's
+    complete key runs are answered at once (one vectorized pass over many
+    keys), the last run waits for the next batch (its key may continue)."""
+
+    def __init__(self, keys, order_by, columns, specs, windows, lp_rows):
+        self.keys, self.order_by, self.columns = keys, order_by, columns
+        self.specs, self.windows, self.lp_rows = specs, windows, lp_rows
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        held = []  # batches (slices) of the one key run that may continue
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            starts = run_starts([batch.column(k) for k in self.keys], n)
+            last = int(starts[-1])
+            continues = bool(held) and same_row([held[-1].column(k) for k in self.keys], held[-1].num_rows - 1,
+                                                [batch.column(k) for k in self.keys], 0)
+            if last == 0 and continues:  # the whole batch is the held key's
+                held.append(batch)
+                continue
+            done = held + ([batch.slice(0, last)] if last else [])
+            if done:
+                yield self._answer(pa.Table.from_batches(done).combine_chunks())
+            held = [batch.slice(last)]
+        if held:
+            yield self._answer(pa.Table.from_batches(held).combine_chunks())
+
+    def _answer(self, table):
+        import pyarrow as pa
+
+        n = table.num_rows
+        stamps = table.column("__ts").chunk(0)
+        if stamps.null_count:
+            raise ValueError(f"null timestamp in column {self.order_by}: timestamps must not be null")
+        t = stamps.to_numpy()
+        starts = run_starts([table.column(k).chunk(0) for k in self.keys], n)
+        cols = _ArrowColumns(table)
+        frames = {}
+        out = {c: table.column(c).chunk(0) for c in self.columns}
+        for name, spec in self.specs.items():
+            w = self.windows[name]
+            if w not in frames:
+                frames[w] = frame_bounds_runs(t, starts, w)
+            lo, hi = frames[w]
+            result = _answer(name, spec, cols, lo, hi, self.lp_rows.get(name))
+            out[name] = pa.array(result, type=pa.int64() if spec.kind != "lp" else pa.float64())
+        return pa.RecordBatch.from_pydict(out)
+
+
+class _PandasColumns:
+    """A pandas frame's columns as _answer reads them."""
+
+    def __init__(self, pdf):
+        self.pdf = pdf
+
+    def present(self, col):
+        return self.pdf[col].notna().to_numpy()
+
+    def numbers(self, col, dtype=None):
+        return self.pdf[col].to_numpy() if dtype is None else self.pdf[col].to_numpy(dtype=dtype)
+
+    def series(self, col, pos):
+        return self.pdf[col].iloc[pos]
+
+
+class _ArrowColumns:
+    """An Arrow table's columns as _answer reads them (no pandas frame)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def present(self, col):
+        return self.table.column(col).chunk(0).is_valid().to_numpy(zero_copy_only=False)
+
+    def numbers(self, col, dtype=None):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        a = self.table.column(col).chunk(0)
+        if pa.types.is_integer(a.type):  # exact int64, nulls as 0 (callers skip them)
+            a = pc.fill_null(a, 0)
+        a = a.to_numpy(zero_copy_only=False)
+        return a if dtype is None else a.astype(dtype)
+
+    def series(self, col, pos):
+        import pyarrow as pa
+
+        return self.table.column(col).chunk(0).take(pa.array(pos)).to_pandas()
+
+
+def _present(cols, *names) -> np.ndarray:
+    mask = None
+    for c in names:
         if c is not None:
-            mask &= pdf[c].notna().to_numpy()
+            m = cols.present(c)
+            mask = m if mask is None else mask & m
     return mask
 
 
-def _answer(name, spec, pdf, lo, hi, lp_rows):
+def _answer(name, spec, cols, lo, hi, lp_rows):
     if spec.kind == "count":
         return frame_counts(lo, hi)
-    keep = _present(pdf, spec.column, getattr(spec, "value", None))
+    keep = _present(cols, spec.column, getattr(spec, "value", None))
     pos = np.flatnonzero(keep)
     sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
     if spec.kind == "sum":
-        values = pdf[spec.column].to_numpy()[pos]
+        values = cols.numbers(spec.column)[pos]
         if values.dtype.kind == "f" and np.any(values != np.floor(values)):
             raise ValueError(f"spec {name}: column {spec.column} must hold integers")
         sums = frame_sums(values.astype(np.int64), sub_lo, sub_hi)
         return pd.arrays.IntegerArray(sums, mask=sub_hi <= sub_lo)  # null: no value in the frame
     if spec.kind == "distinct":
-        codes, _ = pd.factorize(items_of(pdf[spec.column].iloc[pos], spec.column)[1])
+        codes, _ = pd.factorize(items_of(cols.series(spec.column, pos), spec.column)[1])
         return frame_distinct(codes, sub_lo, sub_hi)
-    indices = items_of(pdf[spec.column].iloc[pos], spec.column)[1]
-    values = np.ones(pos.size) if spec.value is None else pdf[spec.value].to_numpy(dtype=np.float64)[pos]
+    indices = items_of(cols.series(spec.column, pos), spec.column)[1]
+    values = np.ones(pos.size) if spec.value is None else cols.numbers(spec.value, np.float64)[pos]
     return frame_lp_norms(spec.p, lp_rows, spec.seed, indices, values, sub_lo, sub_hi)

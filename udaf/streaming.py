@@ -75,6 +75,7 @@ from ehist._validation import check_eps
 from ehist.errors import EhistError, LateDataError
 from ehist.hashing import hash64
 
+from ._arrow import run_starts
 from ._convert import Window, items_of
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
@@ -454,7 +455,9 @@ class _Packer:
                                 [("ehist_ts", "ascending")])
         table = table.take(order).combine_chunks()
         n = table.num_rows
-        starts = _group_starts([table[k] for k in self.keys], n)
+        starts = run_starts([table[k].chunk(0) if table[k].num_chunks else table[k] for k in self.keys], n)
+        if starts is None:  # a key type without comparisons: a pack per event, still correct
+            starts = np.arange(n)
         ends = np.append(starts[1:], n)
         ts = table["ehist_ts"].to_numpy()
         out = {k: table[k].take(pa.array(starts)) for k in self.keys}
@@ -475,26 +478,6 @@ class _Packer:
 
 
 _PACK_ROWS = 1 << 20  # events per pack at most: bounds a map task's memory
-
-
-def _group_starts(columns, n: int) -> np.ndarray:
-    """Start rows of the runs of equal keys in sorted key ``columns``
-    (nulls equal to nulls).  A key type without comparisons ends a run at
-    every row: still correct (a key's packs are grouped by Spark), only
-    less packed."""
-    import pyarrow.compute as pc
-
-    change = np.zeros(n, dtype=bool)
-    change[0:1] = True
-    for col in columns:
-        a, b = col.slice(1), col.slice(0, n - 1)
-        try:
-            ne = pc.fill_null(pc.not_equal(a, b), False)
-        except Exception:  # noqa: BLE001 - pyarrow has no comparison for this type
-            return np.arange(n)
-        nulls = pc.xor(pc.is_null(a), pc.is_null(b))
-        change[1:] |= pc.or_(ne, nulls).to_numpy(zero_copy_only=False)
-    return np.flatnonzero(change)
 
 
 def _binary(values: np.ndarray, starts: np.ndarray, n: int):

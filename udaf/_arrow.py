@@ -1,0 +1,40 @@
+"""Runs of equal keys in Arrow columns sorted by key."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["run_starts", "same_row"]
+
+
+def run_starts(columns, n: int) -> np.ndarray | None:
+    """Start rows of the runs of equal key tuples in ``columns`` (Arrow
+    arrays of ``n`` rows, sorted by key so equal tuples are adjacent;
+    nulls equal nulls).  ``None`` when a column's type has no equality
+    kernel in pyarrow (nested types).
+
+    >>> import pyarrow as pa
+    >>> run_starts([pa.array(["a", "a", None, None, "b"]), pa.array([1, 1, 1, 1, 2])], 5).tolist()
+    [0, 2, 4]
+    """
+    import pyarrow.compute as pc
+
+    change = np.zeros(n, dtype=bool)
+    change[0:1] = True
+    for col in columns:
+        if n < 2:
+            break
+        a, b = col.slice(1), col.slice(0, n - 1)
+        try:
+            differ = pc.fill_null(pc.not_equal(a, b), False)
+        except Exception:  # noqa: BLE001 - pyarrow has no comparison for this type
+            return None
+        one_null = pc.xor(pc.is_null(a), pc.is_null(b))
+        change[1:] |= pc.or_(differ, one_null).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(change)
+
+
+def same_row(columns_a, i: int, columns_b, j: int) -> bool:
+    """Whether row ``i`` of ``columns_a`` and row ``j`` of ``columns_b``
+    hold the same key tuple (nulls equal nulls)."""
+    return all(a[i].as_py() == b[j].as_py() for a, b in zip(columns_a, columns_b, strict=True))
