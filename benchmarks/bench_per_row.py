@@ -14,9 +14,16 @@ units, on rows with one event per time unit per key (so a frame holds
 * ``udaf.sliding_over(df, "k", "ts", n=Count(window=frame))``.
 
 Plus the per-row distinct count: ``size(collect_set(item)) OVER frame`` and
-a pandas UDF (``Series.nunique``) over the frame, against ``Distinct``.  Each is one timed run writing to the ``noop`` sink
-(every row computed, nothing collected); the pandas UDF runs only up to
-the 10k frame (it takes minutes beyond).
+a pandas UDF (``Series.nunique``) over the frame, against ``Distinct``.
+Each is one timed run writing to the ``noop`` sink (every row computed,
+nothing collected); the pandas UDF runs only up to the 10k frame (it takes
+minutes beyond).
+
+At scale (EHIST_BENCH_PER_ROW_LARGE rows, default 1,000,000): 10k-row
+frames on 2 keys against the pandas UDFs, with the bare shuffle of the
+rows by key (the floor of any per-key method); and the same rows over
+EHIST_BENCH_PER_ROW_KEYS keys (default 100,000) with 100-unit frames,
+the shape of per-source counts.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ pd = pytest.importorskip("pandas")
 ROWS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROWS", "100000"))
 LARGE = int(os.environ.get("EHIST_BENCH_PER_ROW_LARGE", "1000000"))
 KEYS = 2
+MANY_KEYS = int(os.environ.get("EHIST_BENCH_PER_ROW_KEYS", "100000"))
 FRAMES = [100, 1_000, 10_000, 30_000]
 PANDAS_UDF_MAX_FRAME = 10_000
 
@@ -120,7 +128,31 @@ def test_per_row_at_scale(spark):
           lambda: sliding_over(big, "k", "ts", d=Distinct("item", window=frame)), LARGE)
     timed("large: distinct, pandas UDF .over (nunique)", frame,
           lambda: big.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)), LARGE)
+    # the floor of any per-key method: moving the rows to their key's partition
+    timed("large: shuffle by key only", frame, lambda: big.repartition(2, "k"), LARGE)
     big.unpersist()
+
+
+def test_per_row_many_keys(spark):
+    """LARGE rows over MANY_KEYS keys (sources), 100-unit frames: the
+    usual shape of per-source sliding counts."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import pandas_udf
+
+    from udaf import Count, sliding_over
+
+    frame = 100
+    many = spark.range(LARGE).select((F.col("id") % MANY_KEYS).alias("k"),
+                                     (F.col("id") / MANY_KEYS * 10).cast("long").alias("ts")).cache()
+    many.count()
+    w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
+    timed("many keys: count, built-in frame", frame, lambda: many.withColumn("n", F.count(F.lit(1)).over(w)), LARGE)
+    timed("many keys: count, sliding_over", frame, lambda: sliding_over(many, "k", "ts", n=Count(window=frame)),
+          LARGE)
+    timed("many keys: count, pandas UDF .over (len)", frame,
+          lambda: many.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
+    many.unpersist()
 
 
 def test_summary():
@@ -148,6 +180,16 @@ def test_summary():
                      f"{r['distinct, sliding_over']:.2f} s vs pandas nunique "
                      f"{r['distinct, pandas UDF .over (nunique)']:.2f} s "
                      f"({r['distinct, pandas UDF .over (nunique)'] / r['distinct, sliding_over']:.0f}x)")
+        if "shuffle by key only" in r:
+            lines.append(f"  shuffling the rows by key alone takes {r['shuffle by key only']:.2f} s: the pandas len UDF "
+                         f"is {r['count, pandas UDF .over (len)'] / r['shuffle by key only']:.0f}x that, the most any "
+                         "per-key method could gain on it")
+    if "many keys: count, sliding_over" in RESULTS:
+        r = {k[len("many keys: "):]: v["seconds"] for k, v in RESULTS.items() if k.startswith("many keys: ")}
+        o = r["count, sliding_over"]
+        lines.append(f"{LARGE:,} rows, {MANY_KEYS:,} keys, frame 100: count {o:.2f} s vs built-in "
+                     f"{r['count, built-in frame']:.2f} s ({r['count, built-in frame'] / o:.1f}x) and pandas len "
+                     f"{r['count, pandas UDF .over (len)']:.2f} s ({r['count, pandas UDF .over (len)'] / o:.1f}x)")
     print("\n".join(lines))
 
 
