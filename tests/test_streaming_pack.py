@@ -70,3 +70,18 @@ def test_event_time_column_is_each_packs_newest():
     (out,) = list(packer(iter([batch])))
     got = dict(zip(out.column("k").to_pylist(), out.column("ehist_event_time").cast(pa.int64()).to_pylist()))
     assert got == {"x": 30, "y": 10}
+
+
+def test_struct_keys_fall_back_to_a_pack_per_event():
+    """Where pyarrow cannot sort or compare a key type (structs: sorting
+    depends on the pyarrow version, equality is missing), every event
+    becomes its own pack, which Spark still groups by key (correct, only
+    less packed)."""
+    packer = _Packer(["s"], "ts", False, False, 0, False)
+    keys = pa.array([{"a": 1, "b": "x"}, {"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
+    batch = pa.record_batch({"s": keys, "ehist_ts": pa.array([3, 1, 2], pa.int64())})
+    (out,) = list(packer(iter([batch])))
+    assert out.num_rows == 3
+    got = sorted((str(k), np.frombuffer(b, np.int64).tolist())
+                 for k, b in zip(out.column("s").to_pylist(), out.column("ehist_ts").to_pylist(), strict=True))
+    assert got == sorted((str(k), [t]) for k, t in zip(keys.to_pylist(), [3, 1, 2], strict=True))

@@ -451,12 +451,15 @@ class _Packer:
 
         if table["ehist_ts"].null_count:
             raise ValueError(f"null event time in column {self.event_time}: event times must not be null")
-        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] +
-                                [("ehist_ts", "ascending")])
-        table = table.take(order).combine_chunks()
         n = table.num_rows
-        starts = run_starts([table[k].chunk(0) if table[k].num_chunks else table[k] for k in self.keys], n)
-        if starts is None:  # a key type without comparisons: a pack per event, still correct
+        try:
+            order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] +
+                                    [("ehist_ts", "ascending")])
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            order = None  # a key type pyarrow cannot sort (a struct): a pack per event
+        table = (table.take(order) if order is not None else table).combine_chunks()
+        starts = run_starts([table[k].chunk(0) for k in self.keys], n) if order is not None else None
+        if starts is None:  # a pack per event: still correct (Spark groups the packs), only less packed
             starts = np.arange(n)
         ends = np.append(starts[1:], n)
         ts = table["ehist_ts"].to_numpy()
