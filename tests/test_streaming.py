@@ -238,9 +238,23 @@ def test_bad_parameters(sspark, tmp_path):
         sliding_window_state(stream, "k", "ts", 100, late="keep")
     with pytest.raises(ValueError, match="not in the DataFrame"):
         sliding_window_state(stream, "k", "nope", 100)
-    with pytest.raises(ValueError, match="watermark needs a TimestampType"):
+    with pytest.raises(ValueError, match="watermark needs a timestamp"):
         sliding_window_state(stream, "k", "ts", 100, watermark="1 minute")
     with pytest.raises(ValueError, match="interval but column ts is integral"):
         sliding_window_state(stream, "k", "ts", "1 hour")
     with pytest.raises(ValueError, match="eps"):
         sliding_window_state(stream, "k", "ts", 100, eps=2)
+
+
+def test_timestamp_ntz_event_time(sspark, tmp_path):
+    """A TimestampNTZ event time (wall clock): windows and the watermark in
+    its units, as_of returned as TimestampNTZ."""
+    src = str(tmp_path / "in")
+    base = dt.datetime(2026, 11, 22, 10, 0)
+    for lo in (0, 60):
+        write_batch(src, [{"k": "a", "t": (base + dt.timedelta(minutes=m)).isoformat()} for m in range(lo, lo + 60)])
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampNTZType())])
+    got = run_stream(sspark, src, str(tmp_path / "ck"), schema=schema, ts="t", window="1 hour", watermark="1 minute")
+    last = max(got, key=lambda r: r["as_of"])
+    assert last["as_of"] == base + dt.timedelta(minutes=119)  # naive datetime: TimestampNTZ
+    assert last["count_lower"] <= 60 <= last["count_upper"]

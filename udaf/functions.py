@@ -99,7 +99,7 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
     Parameters
     ----------
     ts : str or Column
-        TimestampType, DateType or integral.
+        TimestampType, TimestampNTZType, DateType or integral.
     value : str or Column, optional
         Non-negative integers to sum (default: count rows); nulls skipped.
     window : int or str
@@ -114,6 +114,8 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
     """
     w = Window(window)
     eps = check_eps(eps)
+    ts_col = _col(ts, "ts")  # argument errors before any Spark call
+    value_col = _col(value, "value") if value is not None else None
     build = _eh_builder(_name(ts), _name(value) if value is not None else None, w, eps)
     if value is None:
 
@@ -121,13 +123,13 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
         def eh_sketch_udf(t: pd.Series) -> bytes:
             return build(t)[0].to_bytes()
 
-        return eh_sketch_udf(_col(ts, "ts"))
+        return eh_sketch_udf(ts_col)
 
     @pandas_udf("binary")
     def eh_sketch_value_udf(t: pd.Series, v: pd.Series) -> bytes:
         return build(t, v)[0].to_bytes()
 
-    return eh_sketch_value_udf(_col(ts, "ts"), _col(value, "value"))
+    return eh_sketch_value_udf(ts_col, value_col)
 
 
 def _merge_udf(cls, name: str):

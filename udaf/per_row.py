@@ -54,7 +54,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
     partition_by : str or list of str
         The key columns (``PARTITION BY``).
     order_by : str
-        The event-time column (TimestampType, DateType or integral).
+        The event-time column (TimestampType, TimestampNTZType, DateType or integral).
     **specs : Count, Sum, Distinct or LpNorm
         New column name -> what to compute over each row's frame:
 

@@ -77,6 +77,7 @@ from ehist.hashing import hash64
 
 from ._arrow import run_starts
 from ._convert import Window, items_of
+from .two_phase import micros_to_ntz, ntz_micros
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
 
@@ -211,10 +212,13 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     ts_type = df.schema[event_time].dataType
     if isinstance(ts_type, T.TimestampType):
         unit, time_expr = "us", F.unix_micros(F.col(event_time))
+    elif isinstance(ts_type, T.TimestampNTZType):
+        unit, time_expr = "us", ntz_micros(F.col(event_time))
     elif isinstance(ts_type, _INT_TYPES):
         unit, time_expr = "int", F.col(event_time).cast("long")
     else:
-        raise TypeError(f"column {event_time} must be a timestamp or integral column, got {ts_type.simpleString()}")
+        raise TypeError(f"column {event_time} must be a timestamp (with or without time zone) or integral column, "
+                        f"got {ts_type.simpleString()}")
     if value is not None and not isinstance(df.schema[value].dataType, _INT_TYPES):
         raise TypeError(f"column {value} must be integral, got {df.schema[value].dataType.simpleString()}")
     w = Window(window).resolve(unit, event_time)
@@ -234,7 +238,7 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
             raise ValueError(f"ttl must be a positive interval or milliseconds, got {ttl!r}")
     if watermark is not None:
         if unit != "us":
-            raise ValueError("a watermark needs a TimestampType event-time column")
+            raise ValueError("a watermark needs a timestamp event-time column")
         Window(watermark, "watermark")
         time_mode = "EventTime"
     else:
@@ -272,7 +276,10 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     transform = grouped.transformWithState if processor.row_api else grouped.transformWithStateInPandas
     out = transform(statefulProcessor=processor, outputStructType=T.StructType(out_fields),
                     outputMode=mode.capitalize(), timeMode=time_mode)
-    as_of = F.timestamp_micros("as_of_us") if unit == "us" else F.col("as_of_us")
+    if isinstance(ts_type, T.TimestampNTZType):
+        as_of = micros_to_ntz(F.col("as_of_us"))
+    else:
+        as_of = F.timestamp_micros("as_of_us") if unit == "us" else F.col("as_of_us")
     rest = [f.name for f in out_fields[len(keys) + 1:]]
     return out.select(*[F.col(k) for k in keys], as_of.alias("as_of"), *rest)
 

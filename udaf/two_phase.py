@@ -122,15 +122,33 @@ _ESTIMATES = {"count": U.eh_estimate, "sum": U.eh_estimate, "distinct": U.distin
               "lp": U.lp_estimate}
 
 
+def ntz_micros(column):
+    """Microseconds since 1970-01-01 00:00 of a TimestampNTZ column's
+    wall-clock values (no time zone involved)."""
+    return F.timestamp_diff("MICROSECOND", _NTZ_EPOCH(), column)
+
+
+def micros_to_ntz(column):
+    """The inverse of :func:`ntz_micros`: TimestampNTZ values."""
+    return F.timestamp_add("MICROSECOND", column, _NTZ_EPOCH())
+
+
+def _NTZ_EPOCH():  # noqa: N802 - a constant, built lazily (needs an active session)
+    return F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+
+
 def _time_expression(df: DataFrame, ts: str):
     dtype = df.schema[ts].dataType
     if isinstance(dtype, T.TimestampType):
         return F.unix_micros(F.col(ts)), "us"
+    if isinstance(dtype, T.TimestampNTZType):
+        return ntz_micros(F.col(ts)), "us"
     if isinstance(dtype, T.DateType):
         return F.unix_date(F.col(ts)).cast("long"), "day"
     if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
         return F.col(ts).cast("long"), "int"
-    raise TypeError(f"column {ts} must be a timestamp, date or integral column, got {dtype.simpleString()}")
+    raise TypeError(f"column {ts} must be a timestamp (with or without time zone), date or integral column, "
+                    f"got {dtype.simpleString()}")
 
 
 def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed=None,
@@ -226,7 +244,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     """
     keys = [by] if isinstance(by, str) else list(by)
     time_expr, windows, needed = _check(df, keys, ts, specs, "aggregate")
-    at = _now_in_unit(now, _time_expression(df, ts)[1])
+    at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
     key_fields = [df.schema[k] for k in keys]
     out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
@@ -273,13 +291,17 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     return merged.select(*columns)
 
 
-def _now_in_unit(now, unit: str):
-    """A literal ``now`` in the time column's unit (epoch micros, days or as is)."""
+def _now_in_unit(now, unit: str, ntz: bool = False):
+    """A literal ``now`` in the time column's unit (epoch micros, days or as
+    is); against a TimestampNTZ column (``ntz``) a datetime is wall-clock
+    time, its time zone if any dropped."""
     if now is None:
         return None
     if isinstance(now, _dt.datetime):
         if unit != "us":
             raise ValueError(f"now is a datetime but the time column is {'a date' if unit == 'day' else 'integral'}")
+        if ntz:
+            return (now.replace(tzinfo=None) - _EPOCH.replace(tzinfo=None)) // _dt.timedelta(microseconds=1)
         aware = now if now.tzinfo is not None else now.astimezone()  # naive: local, as PySpark reads it
         return (aware - _EPOCH) // _dt.timedelta(microseconds=1)
     if isinstance(now, _dt.date):
@@ -364,7 +386,7 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
     """
     keys = [by] if isinstance(by, str) else list(by)
     time_expr, windows, needed = _check(df, keys, ts, specs, "sketch_table")
-    at = _now_in_unit(now, _time_expression(df, ts)[1])
+    at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     with_bounds = [n for n, s in specs.items() if bounds and s.kind in ("count", "sum")]
     prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
     fields = [df.schema[k] for k in keys] + [T.StructField(n, T.BinaryType()) for n in specs]
