@@ -344,3 +344,35 @@ def test_timestamp_ntz_columns(spark, strategy):
     last = per_row[per_row.t == per_row.t.max()].iloc[0]
     assert last.n == sum(1 for key, t in rows if key == last.k and last.t - dt.timedelta(hours=1) < t <= last.t)
     assert dict(sliding_over(sdf, "k", "t", n=Count(window=10)).dtypes)["t"] == "timestamp_ntz"
+
+
+def test_shuffle_strategy_is_exact_over_many_keys(spark):
+    """strategy='shuffle' answers from each key's rows: exact counts, sums,
+    distinct counts and L_p norms, bounds equal to them, for keys of two
+    columns (one with nulls) crossing Arrow batches."""
+    from udaf import Count, Distinct, LpNorm, Sum, aggregate
+
+    rng = np.random.default_rng(9)
+    n = 5000
+    pdf = pd.DataFrame({"a": rng.integers(0, 40, n), "g": pd.array(rng.choice(["x", "y", None], n), dtype=object),
+                        "ts": rng.integers(0, 10_000, n),
+                        "b": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 100, n)), dtype="Int64"),
+                        "d": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 30, n)), dtype="Int64")})
+    sdf = spark.createDataFrame(pdf).repartition(3)
+    before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "97")
+    try:
+        got = aggregate(sdf, ["a", "g"], "ts", strategy="shuffle", bounds=True,
+                        n=Count(window=3000), s=Sum("b", window=3000), u=Distinct("d", window=3000),
+                        l1=LpNorm("d", window=3000, value="b", p=1.0)).collect()
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+    assert len(got) == pdf.groupby(["a", "g"], dropna=False).ngroups
+    for r in got:
+        g = pdf[(pdf.a == r.a) & (pdf.g.isna() if r.g is None else pdf.g == r.g)]
+        w = g[g.ts > g.ts.max() - 3000]
+        assert r.n == r.n_lower == r.n_upper == len(w)
+        assert r.s == r.s_lower == r.s_upper == int(w.b.dropna().sum())
+        assert r.u == w.d.dropna().nunique()
+        both = w.dropna(subset=["b", "d"])
+        assert r.l1 == pytest.approx(both.groupby("d").b.sum().abs().sum())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["run_starts", "same_row"]
+__all__ = ["run_starts", "same_row", "complete_runs"]
 
 
 def run_starts(columns, n: int) -> np.ndarray | None:
@@ -38,3 +38,30 @@ def same_row(columns_a, i: int, columns_b, j: int) -> bool:
     """Whether row ``i`` of ``columns_a`` and row ``j`` of ``columns_b``
     hold the same key tuple (nulls equal nulls)."""
     return all(a[i].as_py() == b[j].as_py() for a, b in zip(columns_a, columns_b, strict=True))
+
+
+def complete_runs(batches, keys):
+    """Tables of complete key runs from Arrow ``batches`` sorted by the
+    ``keys`` columns: each batch's runs but its last are yielded with what
+    was held, the last is held (its key may continue in the next batch).
+    Memory: one key's rows plus one batch.  Key types must have equality
+    kernels (:func:`run_starts` not None)."""
+    import pyarrow as pa
+
+    held = []  # batches (slices) of the one key run that may continue
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        cols = [batch.column(k) for k in keys]
+        last = int(run_starts(cols, n)[-1])
+        continues = bool(held) and same_row([held[-1].column(k) for k in keys], held[-1].num_rows - 1, cols, 0)
+        if last == 0 and continues:  # the whole batch is the held key's
+            held.append(batch)
+            continue
+        done = held + ([batch.slice(0, last)] if last else [])
+        if done:
+            yield pa.Table.from_batches(done).combine_chunks()
+        held = [batch.slice(last)]
+    if held:
+        yield pa.Table.from_batches(held).combine_chunks()

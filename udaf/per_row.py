@@ -29,9 +29,9 @@ from pyspark.sql import types as T
 from lp_norms import rows_for
 
 from ._convert import items_of
-from ._arrow import run_starts, same_row
+from ._arrow import complete_runs, run_starts
 from .frames import frame_bounds, frame_bounds_runs, frame_counts, frame_distinct, frame_lp_norms, frame_sums
-from .two_phase import Count, Distinct, LpNorm, Sum, _check
+from .two_phase import RUN_KEY_TYPES, Count, Distinct, LpNorm, Sum, _check
 
 __all__ = ["sliding_over"]
 
@@ -105,7 +105,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
     lp_rows = {n: rows_for(s.p, s.eps, s.delta) for n, s in specs.items() if s.kind == "lp"}
     columns = list(df.columns)
     prepared = df.withColumn("__ts", time_expr)
-    if all(isinstance(df.schema[k].dataType, _RUN_KEY_TYPES) for k in keys):
+    if all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
         answer = _ArrowRuns(keys, order_by, columns, specs, windows, lp_rows)
         # an explicit partition count: adaptive execution would otherwise
         # coalesce small shuffles into fewer tasks than cores
@@ -133,14 +133,6 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
     return prepared.groupBy(*keys).applyInPandas(per_key, out_schema)
 
 
-# Key types whose runs pyarrow finds exactly (equality kernels; Spark's sort
-# puts equal keys together).  Floating keys are left to applyInPandas:
-# Spark groups NaN with NaN and -0.0 with 0.0, which Arrow's equality and a
-# hash repartition need not.
-_RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
-                  T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
-
-
 class _ArrowRuns:
     """``mapInArrow`` over a partition sorted by key and time: each batch's
     complete key runs are answered at once (one vectorized pass over many
@@ -151,26 +143,8 @@ class _ArrowRuns:
         self.specs, self.windows, self.lp_rows = specs, windows, lp_rows
 
     def __call__(self, batches):
-        import pyarrow as pa
-
-        held = []  # batches (slices) of the one key run that may continue
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            starts = run_starts([batch.column(k) for k in self.keys], n)
-            last = int(starts[-1])
-            continues = bool(held) and same_row([held[-1].column(k) for k in self.keys], held[-1].num_rows - 1,
-                                                [batch.column(k) for k in self.keys], 0)
-            if last == 0 and continues:  # the whole batch is the held key's
-                held.append(batch)
-                continue
-            done = held + ([batch.slice(0, last)] if last else [])
-            if done:
-                yield self._answer(pa.Table.from_batches(done).combine_chunks())
-            held = [batch.slice(last)]
-        if held:
-            yield self._answer(pa.Table.from_batches(held).combine_chunks())
+        for table in complete_runs(batches, self.keys):
+            yield self._answer(table)
 
     def _answer(self, table):
         import pyarrow as pa

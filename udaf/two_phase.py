@@ -34,6 +34,7 @@ from ehist._validation import check_eps
 from lp_norms import SlidingLpNorm, median_abs_stable
 
 from . import functions as U
+from .exact import ExactAnswers
 from ._convert import Window, items_of
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
@@ -190,6 +191,15 @@ def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed
     return time_expr, windows, [c for c in needed if c not in keys and c != ts]
 
 
+# Key types whose runs pyarrow finds exactly (equality kernels; Spark's sort
+# puts equal keys together): these keys take the mapInArrow paths (exact
+# answers here, sliding_over).  Floating keys keep the grouped paths: Spark
+# groups NaN with NaN and -0.0 with 0.0, which Arrow's equality and a hash
+# repartition need not.
+RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
+                 T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
+
+
 # Below this many rows per key per partition, partial sketches cost more
 # than the rows they summarize (measured: benchmarks/bench_udaf.py).
 _MIN_ROWS_PER_PARTIAL = 64
@@ -223,8 +233,11 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         in Python, so prefer the default when only estimates are needed).
     strategy : {"auto", "two_phase", "shuffle"}
         ``two_phase`` builds partial sketches per partition and shuffles
-        only them; ``shuffle`` sends the rows to one grouped-aggregate UDF
-        per key (Spark's plain path, with the same exact timestamps).
+        only them; ``shuffle`` sends the rows by key and, with a key's rows
+        at hand, answers exactly (counts, sums, distinct counts, L_p norms;
+        bounds equal to the answer), all keys of an Arrow batch in one
+        numpy pass (:mod:`udaf.exact`; floating-point keys: one
+        grouped-aggregate UDF per key, Spark's plain path).
         ``auto`` (default) counts rows and approximate keys first (one
         cheap JVM-side pass) and picks two-phase when partitions hold at
         least 64 rows per key on average, where it shuffles far fewer bytes.
@@ -261,6 +274,18 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     with_bounds = {n for n, s in specs.items() if bounds and s.kind in ("count", "sum")}
     columns = [F.col(k) for k in keys]
     if not sketches:
+        if strategy == "shuffle" and all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
+            # every row of a key meets in one place: exact answers, all keys
+            # of an Arrow batch in one numpy pass (udaf/exact.py)
+            fields = list(key_fields)
+            for name in specs:
+                fields.append(T.StructField(name, T.DoubleType()))
+                if name in with_bounds:
+                    fields += [T.StructField(f"{name}_lower", T.LongType()),
+                               T.StructField(f"{name}_upper", T.LongType())]
+            parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+            return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(
+                ExactAnswers(keys, ts, specs, windows, at, with_bounds), T.StructType(fields))
         if strategy == "shuffle":
             answers = prepared.groupBy(*keys).agg(*[
                 (_rows_interval(spec, windows[name], at) if name in with_bounds
