@@ -40,12 +40,24 @@ def same_row(columns_a, i: int, columns_b, j: int) -> bool:
     return all(a[i].as_py() == b[j].as_py() for a, b in zip(columns_a, columns_b, strict=True))
 
 
-def complete_runs(batches, keys):
-    """Tables of complete key runs from Arrow ``batches`` sorted by the
-    ``keys`` columns: each batch's runs but its last are yielded with what
-    was held, the last is held (its key may continue in the next batch).
-    Memory: one key's rows plus one batch.  Key types must have equality
-    kernels (:func:`run_starts` not None)."""
+def complete_runs(batches, keys, column: str):
+    """Complete key runs from Arrow ``batches`` sorted by the ``keys``
+    columns, then by the int64 time column ``__ts`` (the user's ``column``):
+    each batch's runs but its last are yielded with what was held, the last
+    is held (its key may continue in the next batch).  Memory: one key's
+    rows plus one batch.  Key types must have equality kernels
+    (:func:`run_starts` not None).
+
+    Yields
+    ------
+    (table, t, starts): the runs' rows (one chunk per column), their times
+    (int64) and the start row of each run.
+
+    Raises
+    ------
+    ValueError
+        A null time, naming ``column``.
+    """
     import pyarrow as pa
 
     held = []  # batches (slices) of the one key run that may continue
@@ -61,7 +73,14 @@ def complete_runs(batches, keys):
             continue
         done = held + ([batch.slice(0, last)] if last else [])
         if done:
-            yield pa.Table.from_batches(done).combine_chunks()
+            yield _runs(pa.Table.from_batches(done).combine_chunks(), keys, column)
         held = [batch.slice(last)]
     if held:
-        yield pa.Table.from_batches(held).combine_chunks()
+        yield _runs(pa.Table.from_batches(held).combine_chunks(), keys, column)
+
+
+def _runs(table, keys, column: str):
+    stamps = table.column("__ts").chunk(0)
+    if stamps.null_count:
+        raise ValueError(f"null timestamp in column {column}: timestamps must not be null")
+    return table, stamps.to_numpy(), run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)

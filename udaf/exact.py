@@ -78,20 +78,13 @@ class ExactAnswers:
     def __call__(self, batches):
         from ._arrow import complete_runs
 
-        for table in complete_runs(batches, self.keys):
-            yield self._answer(table)
+        for table, t, starts in complete_runs(batches, self.keys, self.ts):
+            yield self._answer(table, t, starts)
 
-    def _answer(self, table):
+    def _answer(self, table, t, starts):
         import pyarrow as pa
 
-        from ._arrow import run_starts
-
         n = table.num_rows
-        stamps = table.column("__ts").chunk(0)
-        if stamps.null_count:
-            raise ValueError(f"null timestamp in column {self.ts}: timestamps must not be null")
-        t = stamps.to_numpy()
-        starts = run_starts([table.column(k).chunk(0) for k in self.keys], n)
         keys = starts.size
         run = np.repeat(np.arange(keys), np.diff(np.append(starts, n)))
         ends = np.append(starts[1:], n)

@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 from lp_norms import rows_for
 
 from ._convert import items_of
-from ._arrow import complete_runs, run_starts
+from ._arrow import complete_runs
 from .frames import frame_bounds, frame_bounds_runs, frame_counts, frame_distinct, frame_lp_norms, frame_sums
 from .two_phase import RUN_KEY_TYPES, Count, Distinct, LpNorm, Sum, _check
 
@@ -143,18 +143,12 @@ class _ArrowRuns:
         self.specs, self.windows, self.lp_rows = specs, windows, lp_rows
 
     def __call__(self, batches):
-        for table in complete_runs(batches, self.keys):
-            yield self._answer(table)
+        for table, t, starts in complete_runs(batches, self.keys, self.order_by):
+            yield self._answer(table, t, starts)
 
-    def _answer(self, table):
+    def _answer(self, table, t, starts):
         import pyarrow as pa
 
-        n = table.num_rows
-        stamps = table.column("__ts").chunk(0)
-        if stamps.null_count:
-            raise ValueError(f"null timestamp in column {self.order_by}: timestamps must not be null")
-        t = stamps.to_numpy()
-        starts = run_starts([table.column(k).chunk(0) for k in self.keys], n)
         cols = _ArrowColumns(table)
         frames = {}
         out = {c: table.column(c).chunk(0) for c in self.columns}
