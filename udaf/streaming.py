@@ -474,7 +474,8 @@ class _Packer:
         out["ehist_ts"] = _binary(ts, starts, n)
         if self.with_value:
             v = table["ehist_value"]
-            if pc.min(v).as_py() is not None and pc.min(v).as_py() < 0:
+            smallest = pc.min(v).as_py()  # None when every value is null
+            if smallest is not None and smallest < 0:
                 raise ValueError("the summed column holds a negative value: sums need values >= 0")
             out["ehist_value"] = _binary(pc.fill_null(v, -1).to_numpy(), starts, n)
         if self.with_item:
