@@ -45,6 +45,8 @@ __all__ = [
     "MAGIC",
     "FAMILIES",
     "encode_varints",
+    "encode_varints_sized",
+    "varint_lengths",
     "Writer",
     "Reader",
     "seal",
@@ -85,17 +87,36 @@ def encode_varints(values: np.ndarray) -> bytes:
                 x >>= 7
             out.append(x)
         return bytes(out)
+    return encode_varints_sized(v, varint_lengths(v))
+
+
+def varint_lengths(values: np.ndarray) -> np.ndarray:
+    """Bytes each uint64 value takes as a varint (int64 array)."""
+    v = np.asarray(values, dtype=np.uint64)
     nbytes = np.ones(v.size, dtype=np.int64)
     for i in range(1, _MAX_VARINT_BYTES):
         nbytes += v >= np.uint64(1 << (7 * i))
+    return nbytes
+
+
+def encode_varints_sized(v: np.ndarray, nbytes: np.ndarray) -> bytes:
+    """:func:`encode_varints` of uint64 ``v`` given ``varint_lengths(v)``
+    (a caller that slices the output per synopsis needs those anyway)."""
+    if v.size == 0:
+        return b""
     ends = np.cumsum(nbytes)
-    starts = ends - nbytes
+    at = ends - nbytes  # where each value's next byte goes
     out = np.empty(int(ends[-1]), dtype=np.uint8)
-    for i in range(int(nbytes.max())):
-        sel = nbytes > i
-        chunk = (v[sel] >> np.uint64(7 * i)) & np.uint64(0x7F)
-        more = (nbytes[sel] - 1 > i).astype(np.uint64) << np.uint64(7)
-        out[starts[sel] + i] = (chunk | more).astype(np.uint8)
+    more = nbytes > 1
+    out[at] = (v & np.uint64(0x7F)).astype(np.uint8) | (more.astype(np.uint8) << 7)
+    # only the values with more bytes go round again: a shrinking subset
+    sel = np.flatnonzero(more)
+    rest, left, at = v[sel] >> np.uint64(7), nbytes[sel] - 1, at[sel] + 1
+    while rest.size:
+        more = left > 1
+        out[at] = (rest & np.uint64(0x7F)).astype(np.uint8) | (more.astype(np.uint8) << 7)
+        sel = np.flatnonzero(more)
+        rest, left, at = rest[sel] >> np.uint64(7), left[sel] - 1, at[sel] + 1
     return out.tobytes()
 
 

@@ -370,9 +370,49 @@ def test_shuffle_strategy_is_exact_over_many_keys(spark):
     assert len(got) == pdf.groupby(["a", "g"], dropna=False).ngroups
     for r in got:
         g = pdf[(pdf.a == r.a) & (pdf.g.isna() if r.g is None else pdf.g == r.g)]
-        w = g[g.ts > g.ts.max() - 3000]
-        assert r.n == r.n_lower == r.n_upper == len(w)
-        assert r.s == r.s_lower == r.s_upper == int(w.b.dropna().sum())
-        assert r.u == w.d.dropna().nunique()
-        both = w.dropna(subset=["b", "d"])
+        def last(rows):  # each spec: as of the newest row its synopsis holds
+            return rows[rows.ts > rows.ts.max() - 3000]
+
+        assert r.n == r.n_lower == r.n_upper == len(last(g))
+        assert r.s == r.s_lower == r.s_upper == int(last(g.dropna(subset=["b"])).b.sum())
+        assert r.u == last(g.dropna(subset=["d"])).d.nunique()
+        both = last(g.dropna(subset=["b", "d"]))
         assert r.l1 == pytest.approx(both.groupby("d").b.sum().abs().sum())
+
+
+def test_two_phase_union_path_equals_grouped_union(spark):
+    """Integral keys take the mapInArrow union of partials (udaf/union.py,
+    vectorized histograms); floating keys the grouped-aggregate UDF per
+    key.  Same partials, same unions: identical answers and bounds, with
+    null values, keys in a few partitions only, and many keys per batch."""
+    from udaf import Count, Distinct, Sum, aggregate
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    k = rng.zipf(1.5, n) % 700
+    v = rng.integers(0, 5000, n).astype(object)
+    v[rng.random(n) < 0.2] = None
+    pdf = pd.DataFrame({"k": k.astype(np.int64), "ts": rng.integers(0, 10**6, n),
+                        "v": pd.array(v, dtype="Int64"), "d": rng.integers(0, 50, n)})
+    sdf = spark.createDataFrame(pdf).repartition(3)
+    specs = dict(c=Count(window=200_000, eps=0.05), s=Sum("v", window=200_000, eps=0.05),
+                 u=Distinct("d", window=200_000))
+    for now in (None, 2 * 10**6):
+        ints = {r.k: r.asDict() for r in aggregate(sdf, "k", "ts", now=now, bounds=True, strategy="two_phase",
+                                                    **specs).collect()}
+        floats = {int(r.k): r.asDict() for r in aggregate(sdf.withColumn("k", F.col("k").cast("double")), "k", "ts",
+                                                          now=now, bounds=True, strategy="two_phase",
+                                                          **specs).collect()}
+        assert ints.keys() == floats.keys() == set(k.tolist())
+        for key, row in ints.items():
+            assert {c: row[c] for c in row if c != "k"} == {c: floats[key][c] for c in row if c != "k"}
+        # the exact strategy answers each spec as of the key's newest row
+        # with a value (as the synopses do): within the two-phase bounds
+        exact = {r.k: r for r in aggregate(sdf, "k", "ts", now=now, bounds=True, strategy="shuffle",
+                                           **specs).collect()}
+        for key, row in ints.items():
+            for name in ("c", "s"):
+                assert row[f"{name}_lower"] <= exact[key][name] <= row[f"{name}_upper"], (key, name)
+            with_v = pdf[(pdf.k == key) & pdf.v.notna()]
+            at = (int(with_v.ts.max()) if len(with_v) else 0) if now is None else now
+            assert exact[key].s == int(with_v[(with_v.ts > at - 200_000) & (with_v.ts <= at)].v.sum())

@@ -40,9 +40,10 @@ def same_row(columns_a, i: int, columns_b, j: int) -> bool:
     return all(a[i].as_py() == b[j].as_py() for a, b in zip(columns_a, columns_b, strict=True))
 
 
-def complete_runs(batches, keys, column: str):
+def complete_runs(batches, keys, column: str | None):
     """Complete key runs from Arrow ``batches`` sorted by the ``keys``
-    columns, then by the int64 time column ``__ts`` (the user's ``column``):
+    columns, then by the int64 time column ``__ts`` (the user's ``column``;
+    None: no time column, ``t`` is None):
     each batch's runs but its last are yielded with what was held, the last
     is held (its key may continue in the next batch).  Memory: one key's
     rows plus one batch.  Key types must have equality kernels
@@ -79,8 +80,11 @@ def complete_runs(batches, keys, column: str):
         yield _runs(pa.Table.from_batches(held).combine_chunks(), keys, column)
 
 
-def _runs(table, keys, column: str):
+def _runs(table, keys, column: str | None):
+    starts = run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)
+    if column is None:
+        return table, None, starts
     stamps = table.column("__ts").chunk(0)
     if stamps.null_count:
         raise ValueError(f"null timestamp in column {column}: timestamps must not be null")
-    return table, stamps.to_numpy(), run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)
+    return table, stamps.to_numpy(), starts

@@ -87,20 +87,28 @@ class ExactAnswers:
         n = table.num_rows
         keys = starts.size
         run = np.repeat(np.arange(keys), np.diff(np.append(starts, n)))
-        ends = np.append(starts[1:], n)
-        now = t[ends - 1] if self.at is None else np.full(keys, self.at, dtype=np.int64)
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
         for name, spec in self.specs.items():
-            inside = in_window(t, run, now, self.windows[name])
-            exact = self._exact(spec, table, inside, run, keys)
+            exact = self._exact(spec, name, table, t, run, keys)
             out[name] = pa.array(exact.astype(np.float64))
             if name in self.with_bounds:
                 out[f"{name}_lower"] = pa.array(exact.astype(np.int64))
                 out[f"{name}_upper"] = pa.array(exact.astype(np.int64))
         return pa.RecordBatch.from_pydict(out)
 
-    def _exact(self, spec, table, inside, run, keys):
+    def _now(self, t, present, run, keys):
+        """Each key's query time: ``at``, or its newest row with a value
+        (what the synopsis of those rows calls its newest)."""
+        if self.at is not None:
+            return np.full(keys, self.at, dtype=np.int64)
+        now = np.full(keys, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(now, run[present], t[present])
+        return now
+
+    def _exact(self, spec, name, table, t, run, keys):
+        window = self.windows[name]
         if spec.kind == "count":
+            inside = in_window(t, run, self._now(t, np.ones(t.size, dtype=bool), run, keys), window)
             return np.bincount(run[inside], minlength=keys).astype(np.int64)
         column = table.column(spec.column).chunk(0)
         present = column.is_valid().to_numpy(zero_copy_only=False)
@@ -108,16 +116,19 @@ class ExactAnswers:
             values = _integers(column)
             if np.any(values[present] < 0):
                 raise ValueError(f"column {spec.column} holds a negative value: sums need values >= 0")
+            inside = in_window(t, run, self._now(t, present, run, keys), window)
             return per_key_sums(values, inside & present, run, keys)
         codes = np.full(len(column), -1, dtype=np.int64)
         codes[present] = pd.factorize(items_of(column.filter(pa_mask(present)).to_pandas(), spec.column)[1])[0]
         if spec.kind == "distinct":
+            inside = in_window(t, run, self._now(t, present, run, keys), window)
             return per_key_distinct(codes, inside & present, run, keys)
         values = np.ones(len(column))
         if spec.value is not None:
             v = table.column(spec.value).chunk(0)
             present &= v.is_valid().to_numpy(zero_copy_only=False)
             values = v.to_numpy(zero_copy_only=False).astype(np.float64)
+        inside = in_window(t, run, self._now(t, present, run, keys), window)
         return per_key_lp_norms(spec.p, codes, values, inside & present, run, keys)
 
 

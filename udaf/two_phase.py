@@ -30,11 +30,13 @@ from pyspark.sql import types as T
 
 from distinct import SlidingHyperLogLog
 from ehist import ExponentialHistogram
+from ehist.columnar import histogram_bytes
 from ehist._validation import check_eps
 from lp_norms import SlidingLpNorm, median_abs_stable
 
 from . import functions as U
 from .exact import ExactAnswers
+from .union import UnionAnswers
 from ._convert import Window, items_of
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
@@ -243,7 +245,9 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         least 64 rows per key on average, where it shuffles far fewer bytes.
     **specs : Count, Sum, Distinct or LpNorm
         Output column name -> what to compute.  Estimates are as of each
-        key's newest timestamp, over the spec's window.
+        key's newest timestamp (for a spec reading a column: the newest
+        row where that column is not null, the rows its synopsis holds;
+        every strategy answers so), over the spec's window.
 
     Returns
     -------
@@ -274,9 +278,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     with_bounds = {n for n, s in specs.items() if bounds and s.kind in ("count", "sum")}
     columns = [F.col(k) for k in keys]
     if not sketches:
-        if strategy == "shuffle" and all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
-            # every row of a key meets in one place: exact answers, all keys
-            # of an Arrow batch in one numpy pass (udaf/exact.py)
+        if all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
             fields = list(key_fields)
             for name in specs:
                 fields.append(T.StructField(name, T.DoubleType()))
@@ -284,8 +286,15 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
                     fields += [T.StructField(f"{name}_lower", T.LongType()),
                                T.StructField(f"{name}_upper", T.LongType())]
             parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-            return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(
-                ExactAnswers(keys, ts, specs, windows, at, with_bounds), T.StructType(fields))
+            if strategy == "shuffle":
+                # every row of a key meets in one place: exact answers, all
+                # keys of an Arrow batch in one numpy pass (udaf/exact.py)
+                return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(
+                    ExactAnswers(keys, ts, specs, windows, at, with_bounds), T.StructType(fields))
+            # the partials meet by key: unions of all keys of an Arrow
+            # batch at once (udaf/union.py)
+            return prepared.mapInPandas(partial, out_schema).repartition(parts, *keys).sortWithinPartitions(
+                *keys).mapInArrow(UnionAnswers(keys, specs, windows, at, with_bounds), T.StructType(fields))
         if strategy == "shuffle":
             answers = prepared.groupBy(*keys).agg(*[
                 (_rows_interval(spec, windows[name], at) if name in with_bounds
@@ -367,23 +376,33 @@ def _partial_builder(keys, specs, windows, value_columns, at=None, with_bounds=(
         ts_all = part["__ts"].to_numpy(dtype=np.int64)[order]
         used = set(value_columns) | {getattr(x, "column", None) for x in specs.values()} - {None}
         columns = {c: part[c].to_numpy()[order] for c in used}
-        key_rows = part[keys].iloc[order[starts]].itertuples(index=False, name=None)
-        rows = []
-        for (a, b), key in zip(zip(starts.tolist(), ends.tolist()), key_rows):
-            row = list(key)
-            t = ts_all[a:b]
-            extra = []
-            for name, spec in specs.items():
-                synopsis = _build(spec, windows[name], t, columns, a, b)
-                row.append(synopsis.to_bytes())
+        key_frame = part[keys].iloc[order[starts]].reset_index(drop=True)
+        key_newest = ts_all[ends - 1]
+        out = {}
+        for name, spec in specs.items():
+            if spec.kind in ("count", "sum"):
+                # every key's histogram in a few numpy passes (ehist.columnar)
+                t, vals, runs = ts_all, None, starts
+                if spec.kind == "sum":
+                    vals = columns[spec.column]
+                    keep = ~pd.isna(vals)
+                    if not keep.all():
+                        t, vals = t[keep], vals[keep]
+                        runs = np.concatenate([[0], np.cumsum(keep)])[starts]
+                    vals = vals.astype(np.int64)
+                blobs, lower, upper = histogram_bytes(t, runs, vals, window=windows[name], eps=spec.eps,
+                                                      now=key_newest if at is None else at)
+                out[name] = blobs
                 if name in with_bounds:
-                    extra += synopsis.bounds(now=int(t[-1]) if at is None else at)
-            rows.append(row + extra)
-            if len(rows) >= 10_000:
-                yield pd.DataFrame(rows, columns=keys + names)
-                rows = []
-        if rows:
-            yield pd.DataFrame(rows, columns=keys + names)
+                    out[f"{name}_lower"], out[f"{name}_upper"] = lower, upper
+            else:
+                out[name] = [_build(spec, windows[name], ts_all[a:b], columns, a, b).to_bytes()
+                             for a, b in zip(starts.tolist(), ends.tolist())]
+        for a in range(0, len(key_frame), 10_000):
+            chunk = key_frame.iloc[a:a + 10_000].reset_index(drop=True)
+            for name in names:
+                chunk[name] = out[name][a:a + 10_000]
+            yield chunk
 
     return partial
 

@@ -1,0 +1,667 @@
+"""Many exponential histograms at once, in flat numpy arrays.
+
+A Spark partition holds thousands of keys; building, serializing, decoding
+and querying one :class:`~ehist.ExponentialHistogram` per key costs tens of
+microseconds of Python each.  :class:`HistogramColumn` holds many
+histograms of one ``(window, eps)`` as flat arrays (every histogram's
+buckets newest first, one after the other) and does each of those steps for
+all of them in a few numpy passes:
+
+* :meth:`HistogramColumn.build` from sorted runs of timestamps (one run
+  per key): the l-canonical batch rebuild of DGIM Section 4, vectorized
+  across runs (canonical sizes from each run's total, bucket boundaries by
+  one ``searchsorted`` over the concatenated cumulative sums);
+* :meth:`HistogramColumn.to_bytes` and :meth:`HistogramColumn.from_bytes`:
+  the :meth:`~ehist.ExponentialHistogram.to_bytes` format, byte for byte,
+  with every varint of the column encoded or decoded in one pass;
+* :meth:`HistogramColumn.bounds` and :meth:`HistogramColumn.union_bounds`:
+  the bounds of each histogram, or of groups of histograms of one stream's
+  parts (Spark partitions of one key), per-bucket contributions summed.
+
+Contract: ``HistogramColumn.build(ts, starts, values, window=w, eps=e)[i]``
+equals ``ExponentialHistogram(w, e).update(run_i, values_i)``;
+``to_bytes()`` equals ``[h.to_bytes() for h in ...]``; ``from_bytes(blobs)``
+decodes what :meth:`ExponentialHistogram.from_bytes` decodes and raises the
+error it raises, for the first blob (in order) it rejects.  Each of these is
+a property test (``tests/test_columnar.py``).
+
+Examples
+--------
+>>> import numpy as np
+>>> ts = np.array([1, 2, 3, 10, 11, 5, 6])      # three keys' runs
+>>> col = HistogramColumn.build(ts, starts=[0, 3, 5], window=8, eps=0.1)
+>>> len(col), col[1]
+(3, ExponentialHistogram(window=8, eps=0.1, buckets=2, total=2, newest=11))
+>>> lower, upper = col.bounds(now=13)              # window (5, 13]
+>>> lower.tolist(), upper.tolist()
+([0, 2, 1], [0, 2, 1])
+>>> [HistogramColumn.from_bytes(col.to_bytes())[i] == col[i] for i in range(3)]
+[True, True, True]
+>>> lo, up = col.union_bounds([0, 2])   # runs 0 and 1 as parts of one stream
+>>> lo.tolist(), up.tolist()            # as of each group's newest (11 and 6)
+([2, 2], [2, 2])
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from ._validation import INT64_MAX, INT64_MIN, check_eps, check_window, coerce_timestamps, coerce_values, k_of_eps
+from .errors import IncompatibleSketchError
+from .exponential_histogram import (
+    _FLAG_HAS_NEWEST,
+    _FLAG_MERGED,
+    _FORMAT_VERSION,
+    _MAX_EXPONENT,
+    ExponentialHistogram,
+)
+from .serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
+
+__all__ = ["HistogramColumn", "histogram_bytes"]
+
+_FAMILY = FAMILIES["ExponentialHistogram"]
+_HEAD = struct.Struct("<2sBBHqd")  # preamble, window, eps
+_NEWEST = struct.Struct("<q")
+_CRC = struct.Struct("<I")
+_HEAD_BYTES = _HEAD.size + _NEWEST.size  # every non-empty histogram has a newest
+_U64 = np.uint64
+
+
+class HistogramColumn:
+    """Exponential histograms of one ``(window, eps)``, stored flat.
+
+    Histogram ``i`` has buckets ``offsets[i]:offsets[i + 1]`` of the flat
+    ``exps`` (bucket size ``2**exps``), ``hi`` and ``lo`` arrays (newest
+    bucket first, as :meth:`ExponentialHistogram.buckets` lists them),
+    newest timestamp ``newest[i]`` when ``has_newest[i]``, and ``merged[i]``
+    when it came out of a merge.  Build one with :meth:`build`,
+    :meth:`from_bytes` or :meth:`from_histograms`; ``col[i]`` is histogram
+    ``i`` as an :class:`ExponentialHistogram`.
+    """
+
+    __slots__ = ("window", "eps", "_l", "offsets", "exps", "hi", "lo", "newest", "has_newest", "merged")
+
+    def __init__(self, window: int, eps: float, offsets, exps, hi, lo, newest, has_newest, merged):
+        self.window = check_window(window)
+        self.eps = check_eps(eps)
+        self._l = (k_of_eps(self.eps) + 1) // 2
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.exps = np.asarray(exps, dtype=np.int8)
+        self.hi = np.asarray(hi, dtype=np.int64)
+        self.lo = np.asarray(lo, dtype=np.int64)
+        self.newest = np.asarray(newest, dtype=np.int64)
+        self.has_newest = np.asarray(has_newest, dtype=bool)
+        self.merged = np.asarray(merged, dtype=bool)
+
+    def __len__(self) -> int:
+        return int(self.newest.size)
+
+    def __repr__(self) -> str:
+        return (f"HistogramColumn(window={self.window}, eps={self.eps:g}, histograms={len(self)}, "
+                f"buckets={self.exps.size})")
+
+    def __getitem__(self, i: int) -> ExponentialHistogram:
+        i = range(len(self))[i]
+        h = ExponentialHistogram(self.window, self.eps)
+        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+        if self.has_newest[i]:
+            h._newest = int(self.newest[i])
+        h._exps, h._hi, h._lo = self.exps[a:b].copy(), self.hi[a:b].copy(), self.lo[a:b].copy()
+        h._merged = bool(self.merged[i])
+        h._total = int(np.sum(np.left_shift(np.int64(1), h._exps.astype(np.int64))))
+        return h
+
+    # ------------------------------------------------------------- building
+    @classmethod
+    def from_histograms(cls, histograms, window: int | None = None, eps: float | None = None) -> "HistogramColumn":
+        """A column of existing histograms, which must share ``window`` and
+        ``eps`` (give them for an empty list)."""
+        hs = list(histograms)
+        if hs:
+            window = hs[0].window if window is None else window
+            eps = hs[0].eps if eps is None else eps
+        if window is None or eps is None:
+            raise ValueError("from_histograms needs window and eps for an empty list")
+        for h in hs:
+            if not isinstance(h, ExponentialHistogram):
+                raise TypeError(f"expected ExponentialHistogram, got {type(h).__name__}")
+            if (h.window, h.eps) != (window, eps):
+                raise IncompatibleSketchError(
+                    f"a column holds histograms of one window and eps: ({window}, {eps}) and ({h.window}, {h.eps})")
+        sizes = np.array([len(h) for h in hs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+        def flat(attr, dtype):
+            return np.concatenate([getattr(h, attr) for h in hs]).astype(dtype) if hs else np.zeros(0, dtype)
+
+        return cls(window, eps, offsets, flat("_exps", np.int8), flat("_hi", np.int64), flat("_lo", np.int64),
+                   [h.newest or 0 for h in hs], [h.newest is not None for h in hs], [h.merged for h in hs])
+
+    @classmethod
+    def build(cls, timestamps, starts, values=None, *, window: int, eps: float = 0.01) -> "HistogramColumn":
+        """One histogram per run of ``timestamps``, as :meth:`ExponentialHistogram.update` builds it.
+
+        Parameters
+        ----------
+        timestamps : array-like of int
+            The runs one after the other; each run is sorted here if it is
+            not (stably, as ``update`` does).
+        starts : array-like of int
+            Where each run starts: ``starts[0] == 0``, non-decreasing, at
+            most ``len(timestamps)``.  An empty run gives an empty histogram.
+        values : array-like of non-negative int, optional
+            As for ``update`` (default: all ones, a count).
+        window, eps
+            As for :class:`ExponentialHistogram`.
+
+        Raises
+        ------
+        ValueError
+            Bad runs, or what ``update`` raises for the values and
+            timestamps (the message is ``update``'s).
+        """
+        window, eps = check_window(window), check_eps(eps)
+        ts = coerce_timestamps(timestamps)
+        v = coerce_values(values, ts.shape[0])
+        n = ts.size
+        starts = _check_starts(starts, n)
+        runs = starts.size
+        ends = np.append(starts[1:], n).astype(np.int64)
+        lengths = ends - starts
+        run_of = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+        if n > 1:
+            step_back = ts[1:] < ts[:-1]
+            if step_back.any() and (run_of[1:] == run_of[:-1])[step_back].any():
+                order = np.lexsort((ts, run_of))  # stable within equal timestamps
+                ts = ts[order]
+                if v is not None:
+                    v = v[order]
+        if n and int(ts.min()) == INT64_MIN:
+            raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
+        if v is not None and v.dtype.kind == "b":
+            v = v.astype(np.int64)
+        if v is not None and n and int(v.max()) * n > INT64_MAX:
+            # cumulative sums over the whole column could wrap: one run at a time
+            return cls.from_histograms(
+                [ExponentialHistogram(window, eps).update(ts[a:b], v[a:b])
+                 for a, b in zip(starts.tolist(), ends.tolist())], window, eps)
+        nonempty = lengths > 0
+        newest = np.zeros(runs, dtype=np.int64)
+        newest[nonempty] = ts[ends[nonempty] - 1]
+        # expired: newest - ts >= window (uint64: the difference cannot wrap)
+        age = newest[run_of].view(_U64) - ts.view(_U64)
+        expired = np.concatenate([[0], np.cumsum(age >= _U64(window))])
+        first = starts + (expired[ends] - expired[starts])  # runs stay sorted: a prefix expires
+        if v is None:
+            cum = None
+            base = first
+            totals = ends - first
+        else:
+            cum = np.cumsum(v, dtype=np.int64)
+            cum0 = np.concatenate([[0], cum])
+            base = cum0[first]
+            totals = cum0[ends] - base
+        l = (k_of_eps(eps) + 1) // 2
+        exps, owner = _canonical_exps(totals, l)
+        counts = np.bincount(owner, minlength=runs)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        sizes = np.left_shift(np.int64(1), exps.astype(np.int64))
+        within = np.cumsum(sizes)
+        within -= np.concatenate([[0], within])[offsets[:-1]][owner]
+        newest_pos = totals[owner] - within + sizes  # 1-based unit, from the run's oldest kept unit
+        if cum is None:
+            idx = first[owner] + newest_pos - 1
+            oldest = first
+        else:
+            # targets ascend when each run's buckets are taken oldest first:
+            # numpy's searchsorted is much faster on sorted needles
+            target = (base[owner] + newest_pos)[::-1]
+            idx = np.searchsorted(cum, target, side="left")[::-1]
+            oldest = np.searchsorted(cum, base + 1, side="left")
+        hi = ts[idx] if n else np.zeros(0, dtype=np.int64)
+        lo = np.empty_like(hi)
+        if hi.size:
+            lo[:-1] = hi[1:]
+            has = counts > 0
+            lo[offsets[1:][has] - 1] = ts[oldest[has]]
+            unit = exps == 0
+            lo[unit] = hi[unit]
+        return cls(window, eps, offsets, exps, hi, lo, newest, nonempty, np.zeros(runs, dtype=bool))
+
+    # ---------------------------------------------------------------- query
+    def _cutoffs(self, now, window) -> np.ndarray:
+        if window is None:
+            window = self.window
+        elif isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)) \
+                or not 1 <= int(window) <= self.window:
+            raise ValueError(f"window must be an integer in [1, {self.window}] (the synopsis's window), "
+                             f"got {window!r}")
+        if now is None:
+            now = self.newest
+        else:
+            now = np.broadcast_to(coerce_timestamps(now), self.newest.shape)
+            late = self.has_newest & (now < self.newest)
+            if late.any():
+                i = int(np.flatnonzero(late)[0])
+                raise ValueError(f"now ({int(now[i])}) is earlier than the newest timestamp "
+                                 f"({int(self.newest[i])}) of histogram {i}; queries must look at now >= newest")
+        return np.maximum(now, np.int64(INT64_MIN + int(window))) - np.int64(window)
+
+    def _bucket_bounds(self, cutoffs: np.ndarray):
+        """Per-histogram (lower, upper) for units with timestamp > cutoff."""
+        owner = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+        cut = cutoffs[owner]
+        sizes = np.left_shift(np.int64(1), self.exps.astype(np.int64))
+        in_hi = self.hi > cut
+        in_lo = self.lo > cut
+        upper = np.where(in_hi, sizes, 0)
+        lower = np.where(in_lo, sizes, 0) + (in_hi & ~in_lo)  # a straddling bucket: its newest unit
+        return _segment_sums(lower, self.offsets), _segment_sums(upper, self.offsets)
+
+    def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every histogram's :meth:`~ExponentialHistogram.bounds`: int64 arrays.
+
+        ``now`` is None (each histogram's newest), one time or one per
+        histogram, never earlier than the histogram's newest timestamp.
+        """
+        return self._bucket_bounds(self._cutoffs(now, window))
+
+    def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Bounds of groups of histograms, each group the parts of one stream.
+
+        Group ``g`` is histograms ``group_starts[g]:group_starts[g + 1]``.
+        Its bounds are the sums of its parts' bounds at one cutoff, as of
+        ``now`` (default: the group's newest timestamp): what the
+        :meth:`~ExponentialHistogram.merge_all` of the group would bracket,
+        without merging.  The parts' errors add up, so the midpoint is
+        within ``eps`` of the exact union (every part is within budget).
+        """
+        starts = _check_starts(group_starts, len(self))
+        owner = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(self))))
+        if now is None:
+            stamp = np.where(self.has_newest, self.newest, INT64_MIN)
+            group_now = np.full(starts.size, INT64_MIN, dtype=np.int64)
+            np.maximum.at(group_now, owner, stamp)
+            per_hist = group_now[owner]
+        else:
+            per_hist = np.broadcast_to(coerce_timestamps(now), starts.shape)[owner]
+        lower, upper = self._bucket_bounds(self._cutoffs(per_hist, window))
+        bounds = np.concatenate([[0], np.append(starts, len(self))[1:]]).astype(np.int64)
+        return _segment_sums(lower, bounds), _segment_sums(upper, bounds)
+
+    # --------------------------------------------------------- serialization
+    def to_bytes(self) -> list:
+        """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
+        hists = len(self)
+        if hists == 0:
+            return []
+        counts = np.diff(self.offsets)
+        owner = np.repeat(np.arange(hists, dtype=np.int64), counts)
+        # runs of equal exponents inside each histogram
+        run_start = np.ones(self.exps.size, dtype=bool)
+        if self.exps.size > 1:
+            run_start[1:] = (self.exps[1:] != self.exps[:-1]) | (owner[1:] != owner[:-1])
+        run_pos = np.flatnonzero(run_start)
+        run_owner = owner[run_pos]
+        run_len = np.diff(np.append(run_pos, self.exps.size))
+        n_runs = np.bincount(run_owner, minlength=hists)
+        widths = np.where(self.merged, counts, np.minimum(counts, 1))
+        n_values = 1 + np.where(counts > 0, 1 + 2 * n_runs + counts + widths, 0)
+        first = np.concatenate([[0], np.cumsum(n_values)[:-1]])
+        flat = np.zeros(int(n_values.sum()), dtype=_U64)
+        flat[first] = counts.astype(_U64)
+        has = counts > 0
+        flat[first[has] + 1] = n_runs[has].astype(_U64)
+        run_offsets = np.concatenate([[0], np.cumsum(n_runs)])
+        local_run = np.arange(run_pos.size) - run_offsets[run_owner]
+        at = first[run_owner] + 2 + 2 * local_run
+        flat[at] = self.exps[run_pos].astype(_U64)
+        flat[at + 1] = run_len.astype(_U64)
+        local = np.arange(self.exps.size) - self.offsets[owner]
+        delta_at = first[owner] + 2 + 2 * n_runs[owner] + local
+        prev = np.where(local == 0, self.newest[owner], np.roll(self.hi, 1))
+        flat[delta_at] = prev.view(_U64) - self.hi.view(_U64)
+        gap = self.hi.view(_U64) - self.lo.view(_U64)
+        merged_b = self.merged[owner]
+        flat[(delta_at + counts[owner])[merged_b]] = gap[merged_b]
+        last = self.offsets[1:][has & ~self.merged] - 1
+        flat[first[has & ~self.merged] + 2 + 2 * n_runs[has & ~self.merged] + counts[has & ~self.merged]] = gap[last]
+        nbytes = varint_lengths(flat)
+        payload = encode_varints_sized(flat, nbytes)
+        byte_ends = np.cumsum(nbytes)[first + n_values - 1].tolist()
+        byte_starts = [0] + byte_ends[:-1]
+        flags = (np.where(self.has_newest, _FLAG_HAS_NEWEST, 0) | np.where(self.merged, _FLAG_MERGED, 0)).tolist()
+        head = _HEAD.pack(MAGIC, _FAMILY, _FORMAT_VERSION, 0, self.window, self.eps)
+        heads = {f: head[:4] + struct.pack("<H", f) + head[6:] for f in set(flags)}
+        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
+        out = []
+        for f, stamp, has_n, a, b in zip(flags, self.newest.tolist(), self.has_newest.tolist(), byte_starts,
+                                         byte_ends):
+            body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
+            out.append(body + pack_crc(crc32(body)))
+        return out
+
+    @classmethod
+    def from_bytes(cls, blobs, window: int | None = None, eps: float | None = None) -> "HistogramColumn":
+        """Decode many :meth:`ExponentialHistogram.to_bytes` outputs at once.
+
+        All must share one ``(window, eps)`` (the first blob's, unless
+        given).  Ordered histograms are decoded with numpy; merged ones,
+        and any blob the vectorized checks do not pass, go through
+        :meth:`ExponentialHistogram.from_bytes`, which raises its
+        CorruptSketchError for the first bad blob.
+
+        Raises
+        ------
+        CorruptSketchError
+            As ``ExponentialHistogram.from_bytes`` would, for the first
+            blob (in order) it rejects.
+        IncompatibleSketchError
+            Histograms of different windows or eps.
+        TypeError
+            A blob that is not bytes.
+        """
+        blobs = list(blobs)
+        for b in blobs:
+            if not isinstance(b, (bytes, bytearray, memoryview)):
+                raise TypeError(f"expected bytes, bytearray or memoryview, got {type(b).__name__}")
+        blobs = [bytes(b) for b in blobs]
+        fast, parsed = _decode_fast(blobs)
+        slow = [i for i in range(len(blobs)) if not fast[i]]
+        slow_hists = [ExponentialHistogram.from_bytes(blobs[i]) for i in slow]  # raises for corrupt bytes
+        if window is None or eps is None:
+            if not blobs:
+                raise ValueError("from_bytes needs window and eps for an empty list")
+            first = (int(parsed.window[0]), float(parsed.eps[0])) if fast[0] else \
+                (slow_hists[0].window, slow_hists[0].eps)
+            window = first[0] if window is None else window
+            eps = first[1] if eps is None else eps
+        fast_col = _assemble(parsed, window, eps)
+        if not slow:
+            return fast_col
+        slow_col = cls.from_histograms(slow_hists, window, eps)
+        order = np.empty(len(blobs), dtype=np.int64)
+        order[np.flatnonzero(fast)] = np.arange(len(fast_col))
+        order[slow] = len(fast_col) + np.arange(len(slow))
+        return _concat(fast_col, slow_col).take(order)
+
+    def take(self, indices) -> "HistogramColumn":
+        """The histograms at ``indices``, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        counts = np.diff(self.offsets)[idx]
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        owner = np.repeat(np.arange(idx.size, dtype=np.int64), counts)
+        src = self.offsets[idx][owner] + (np.arange(offsets[-1]) - offsets[:-1][owner])
+        return HistogramColumn(self.window, self.eps, offsets, self.exps[src], self.hi[src], self.lo[src],
+                               self.newest[idx], self.has_newest[idx], self.merged[idx])
+
+
+def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float = 0.01, now=None,
+                    chunk: int = 1024):
+    """``HistogramColumn.build(...).to_bytes()``, ``chunk`` runs at a time
+    (a histogram of sums has up to ``l log2(sum)`` buckets whatever its
+    run's length: chunks keep the flat arrays in cache), with each
+    histogram's bounds as of ``now`` (None: its newest; or one per run).
+
+    Returns
+    -------
+    (blobs, lower, upper): a list of bytes and two int64 arrays.
+    """
+    ts = coerce_timestamps(timestamps)
+    v = None if values is None else np.asarray(values)
+    starts = _check_starts(starts, ts.size)
+    bounds = np.append(starts, ts.size)
+    blobs, lower, upper = [], [], []
+    for a in range(0, starts.size, chunk):
+        b = min(a + chunk, starts.size)
+        lo_row, hi_row = int(bounds[a]), int(bounds[b])
+        col = HistogramColumn.build(ts[lo_row:hi_row], starts[a:b] - lo_row,
+                                    None if v is None else v[lo_row:hi_row], window=window, eps=eps)
+        blobs += col.to_bytes()
+        at = None if now is None or np.ndim(now) == 0 else np.asarray(now)[a:b]
+        lo, up = col.bounds(now=now if at is None else at)
+        lower.append(lo)
+        upper.append(up)
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
+    return blobs, cat(lower), cat(upper)
+
+
+def _check_starts(starts, n: int) -> np.ndarray:
+    s = np.asarray(starts)
+    if s.ndim != 1 or (s.size and s.dtype.kind not in "iu"):
+        raise ValueError(f"starts must be a one-dimensional array of integers, got {s!r}")
+    s = s.astype(np.int64)
+    if s.size == 0:
+        if n:
+            raise ValueError(f"starts is empty but there are {n} timestamps (starts[0] must be 0)")
+        return s
+    if s[0] != 0 or np.any(np.diff(s) < 0) or s[-1] > n:
+        raise ValueError(f"starts must begin at 0 and be non-decreasing up to {n}, got {s.tolist()[:10]}")
+    return s
+
+
+def _segment_sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sums of ``x[offsets[i]:offsets[i + 1]]`` (empty segments: 0).
+
+    int64 cumulative sums may wrap around over many segments; each
+    segment's sum fits in int64, and differences modulo 2**64 are exact.
+    """
+    with np.errstate(over="ignore"):
+        c = np.concatenate([[0], np.cumsum(x, dtype=np.int64)])
+        return c[offsets[1:]] - c[offsets[:-1]]
+
+
+def _canonical_exps(totals: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat :func:`~ehist.canonical.canonical_exponents` of many totals,
+    each histogram's exponents ascending (newest bucket first), and the
+    index of the total each belongs to."""
+    t = totals.astype(_U64)
+    live = np.flatnonzero(t > 0)
+    if live.size == 0:
+        return np.zeros(0, dtype=np.int8), np.zeros(0, dtype=np.int64)
+    t = t[live]
+    q = t // _U64(l) + _U64(1)  # largest j with 2**j <= q (exact: see canonical.py)
+    j = np.frexp(q.astype(np.float64))[1].astype(np.int64) - 1
+    j -= (np.left_shift(_U64(1), j.astype(_U64)) > q).astype(np.int64)
+    bump = j < 63
+    bump[bump] = np.left_shift(_U64(1), (j[bump] + 1).astype(_U64)) <= q[bump]
+    j += bump
+    rest = t - _U64(l) * (np.left_shift(_U64(1), j.astype(_U64)) - _U64(1))
+    m = rest >> j.astype(_U64)
+    low = rest & (np.left_shift(_U64(1), j.astype(_U64)) - _U64(1))
+    width = int(j.max()) + 1
+    levels = np.arange(width, dtype=np.int64)
+    bits = ((low[:, None] >> levels.astype(_U64)[None, :]) & _U64(1)).astype(np.int64)
+    counts = np.where(levels[None, :] < j[:, None], l + bits, 0)
+    counts[np.arange(live.size), j] = m.astype(np.int64)
+    exps = np.repeat(np.tile(levels.astype(np.int8), live.size), counts.ravel())
+    owner = np.repeat(live.astype(np.int64), counts.sum(axis=1))
+    return exps, owner
+
+
+class _Parsed:
+    """What the vectorized decoder read from the blobs it accepted, in order."""
+
+    def __init__(self, window, eps, newest, counts, exps, hi, lo):
+        self.window, self.eps, self.newest = window, eps, newest
+        self.counts, self.exps, self.hi, self.lo = counts, exps, hi, lo
+
+    @property
+    def size(self) -> int:
+        return int(self.newest.size)
+
+
+def _decode_varints(payload: np.ndarray, owner_byte: np.ndarray, blobs: int):
+    """Every varint of the concatenated payloads: (values, owning blob,
+    per-blob 'malformed' mask).  Malformed: longer than 10 bytes, not
+    minimal, above 64 bits, or running across the end of its payload."""
+    stop = payload < 0x80
+    stops = np.flatnonzero(stop)
+    bad = np.zeros(blobs, dtype=bool)
+    if stops.size == 0:
+        bad[:] = True
+        return np.zeros(0, dtype=_U64), np.zeros(0, dtype=np.int64), bad
+    v_start = np.concatenate([[0], stops[:-1] + 1])
+    v_len = stops - v_start + 1
+    v_owner = owner_byte[stops]
+    malformed = ((v_len > 10) | ((v_len > 1) & (payload[stops] == 0)) | ((v_len == 10) & (payload[stops] > 1))
+                 | (owner_byte[v_start] != v_owner))
+    bad[v_owner[malformed]] = True
+    bad[owner_byte[stops[-1] + 1:]] = True  # bytes after the last stop: an unfinished varint
+    bad[owner_byte[v_start[malformed]]] = True
+    used = np.minimum(v_len, 10)
+    first = np.concatenate([[0], np.cumsum(used)[:-1]])
+    byte_at = np.repeat(v_start - first, used) + np.arange(int(used.sum()))
+    shift = ((byte_at - np.repeat(v_start, used)) * 7).astype(_U64)
+    values = np.add.reduceat((payload[byte_at] & 0x7F).astype(_U64) << shift, first)
+    return values, v_owner, bad
+
+
+def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
+    """Vectorized decode of the ordered histograms among ``blobs``.
+
+    Returns (accepted mask, fields of the accepted blobs in order).  A blob
+    is accepted only when every check of ``ExponentialHistogram.from_bytes``
+    passes on it, with the same result; the others (merged histograms,
+    histograms never updated, anything suspicious) are left to it.
+    """
+    count = len(blobs)
+    ok = np.zeros(count, dtype=bool)
+    if count == 0:
+        return ok, None
+    joined = b"".join(blobs)
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    # preamble: magic, family, version, flags == has_newest (merged: from_bytes)
+    ok = lengths >= _HEAD_BYTES + 1 + _CRC.size
+    head = buf[starts[ok][:, None] + np.arange(6)]
+    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
+              & (head[:, 3] == _FORMAT_VERSION) & (head[:, 4] == _FLAG_HAS_NEWEST) & (head[:, 5] == 0))
+    mv = memoryview(joined)
+    crc32 = zlib.crc32
+    for i in np.flatnonzero(ok).tolist():
+        a, n = int(starts[i]), int(lengths[i])
+        if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
+            ok[i] = False
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return ok, None
+    fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(6, _HEAD_BYTES)]).view(
+        np.dtype([("window", "<i8"), ("eps", "<f8"), ("newest", "<i8")])).ravel()
+    window, eps, newest = (fields["window"].astype(np.int64), fields["eps"].astype(np.float64),
+                           fields["newest"].astype(np.int64))
+    bad = (window != window[0]) | (eps != eps[0])
+    try:
+        w0, l = check_window(int(window[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
+    except ValueError:
+        ok[:] = False  # from_bytes names the bad parameter
+        return ok, None
+    # payloads [start + 30, end - 4), concatenated
+    p_len = lengths[idx] - _HEAD_BYTES - _CRC.size
+    owner_byte = np.repeat(np.arange(idx.size, dtype=np.int64), p_len)
+    p_off = np.concatenate([[0], np.cumsum(p_len)])
+    payload = buf[np.repeat(starts[idx] + _HEAD_BYTES - p_off[:-1], p_len) + np.arange(p_off[-1])]
+    values, v_owner, malformed = _decode_varints(payload, owner_byte, idx.size)
+    bad |= malformed
+    n_vals = np.bincount(v_owner, minlength=idx.size)
+    v_first = np.concatenate([[0], np.cumsum(n_vals)[:-1]])
+    last_value = max(values.size - 1, 0)
+
+    def value(at, where):
+        if values.size == 0:
+            return np.zeros(np.shape(at), dtype=_U64)
+        return np.where(where, values[np.minimum(at, last_value)], _U64(0))
+
+    n = value(v_first, n_vals >= 1)
+    n_runs = value(v_first + 1, n_vals >= 2)
+    empty = n == 0
+    big = _U64(1 << 40)
+    sane = (n < big) & (n_runs < big)
+    n_i = np.where(sane, n, 0).astype(np.int64)
+    r_i = np.where(sane & ~empty, n_runs, 0).astype(np.int64)
+    bad |= ~sane | (n_vals < 1)
+    bad |= empty & (n_vals != 1)
+    bad |= ~empty & ((r_i < 1) | (r_i > n_i) | (n_vals != 2 + 2 * r_i + n_i + 1))
+    n_i, r_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i)
+    # size runs: (exponent, length) pairs
+    run_owner = np.repeat(np.arange(idx.size, dtype=np.int64), r_i)
+    run_at = v_first[run_owner] + 2 + 2 * (np.arange(run_owner.size) - np.repeat(np.cumsum(r_i) - r_i, r_i))
+    run_exp, run_len = values[run_at], values[run_at + 1]
+    bad_run = (run_exp > _U64(_MAX_EXPONENT)) | (run_len < _U64(1)) | (run_len > big)
+    bad[run_owner[bad_run]] = True
+    run_len_i = np.where(bad_run, 0, run_len).astype(np.int64)
+    bad |= _segment_sums(run_len_i, np.concatenate([[0], np.cumsum(r_i)])) != n_i
+    keep = ~bad[run_owner]
+    n_i, r_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i)
+    exps = np.repeat(run_exp[keep].astype(np.int8), run_len_i[keep])
+    offsets = np.concatenate([[0], np.cumsum(n_i)]).astype(np.int64)
+    owner = np.repeat(np.arange(idx.size, dtype=np.int64), n_i)
+    local = np.arange(exps.size) - offsets[:-1][owner]
+    deltas = values[v_first[owner] + 2 + 2 * r_i[owner] + local]
+    # hi = newest - cumulative deltas; anything near the int64 edges: from_bytes
+    with np.errstate(over="ignore"):
+        approx = np.cumsum(deltas.astype(np.float64))
+    approx -= np.concatenate([[0.0], approx])[offsets[:-1]][owner]
+    far = approx >= 2.0**61
+    bad[owner[far]] = True
+    cum = np.where(far, 0, deltas).astype(np.int64)
+    cum = np.cumsum(cum)
+    cum -= np.concatenate([[0], cum])[offsets[:-1]][owner]
+    room = newest.view(_U64) ^ _U64(1 << 63)  # newest - INT64_MIN, exactly
+    bad[owner[cum.astype(_U64) > room[owner]]] = True
+    hi = newest[owner] - np.where(bad[owner], 0, cum)
+    has = n_i > 0
+    last = offsets[1:] - 1
+    width = value(v_first + 2 + 2 * r_i + n_i, has & ~bad)
+    hi_last = np.zeros(idx.size, dtype=np.int64)
+    hi_last[has] = hi[last[has]]
+    bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
+    # every bucket inside the window: newest - hi[-1] < window
+    bad |= has & ((newest.view(_U64) - hi_last.view(_U64)) >= _U64(w0))
+    lo = np.empty_like(hi)
+    if hi.size:
+        lo[:-1] = hi[1:]
+        lo[last[has]] = hi_last[has] - np.where(bad, 0, width).astype(np.int64)[has]
+        unit = exps == 0
+        lo[unit] = hi[unit]
+    # the l-canonical sizes of the total
+    sizes = np.left_shift(np.int64(1), exps.astype(np.int64))
+    heavy = np.bincount(owner, weights=sizes.astype(np.float64), minlength=idx.size) >= 2.0**62
+    bad |= heavy
+    total = np.where(bad, 0, _segment_sums(np.where(heavy[owner], 0, sizes), offsets))
+    want, want_owner = _canonical_exps(total, l)
+    bad |= np.bincount(want_owner, minlength=idx.size) != np.where(bad, -1, n_i)
+    same = ~bad
+    if same.any():
+        differ = exps[same[owner]] != want[same[want_owner]]
+        bad[owner[same[owner]][differ]] = True
+    ok[idx[bad]] = False
+    good = ~bad
+    keep = good[owner]
+    return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+
+
+def _assemble(parsed: _Parsed | None, window: int, eps: float) -> HistogramColumn:
+    if parsed is None or parsed.size == 0:
+        return HistogramColumn(window, eps, [0], [], [], [], [], [], [])
+    if int(parsed.window[0]) != window or float(parsed.eps[0]) != eps:
+        raise IncompatibleSketchError(
+            f"a column holds histograms of one window and eps: ({window}, {eps}) and "
+            f"({int(parsed.window[0])}, {float(parsed.eps[0])})")
+    offsets = np.concatenate([[0], np.cumsum(parsed.counts)]).astype(np.int64)
+    return HistogramColumn(window, eps, offsets, parsed.exps, parsed.hi, parsed.lo, parsed.newest,
+                           np.ones(parsed.size, dtype=bool), np.zeros(parsed.size, dtype=bool))
+
+
+def _concat(a: HistogramColumn, b: HistogramColumn) -> HistogramColumn:
+    if (a.window, a.eps) != (b.window, b.eps):
+        raise IncompatibleSketchError(
+            f"a column holds histograms of one window and eps: ({a.window}, {a.eps}) and ({b.window}, {b.eps})")
+    return HistogramColumn(a.window, a.eps, np.concatenate([a.offsets, a.offsets[-1] + b.offsets[1:]]),
+                           np.concatenate([a.exps, b.exps]), np.concatenate([a.hi, b.hi]),
+                           np.concatenate([a.lo, b.lo]), np.concatenate([a.newest, b.newest]),
+                           np.concatenate([a.has_newest, b.has_newest]), np.concatenate([a.merged, b.merged]))

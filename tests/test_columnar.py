@@ -1,0 +1,228 @@
+"""HistogramColumn: many histograms at once, equal to one at a time.
+
+Every vectorized step is checked against the per-histogram code it
+replaces, which the rest of the suite checks against brute force: build
+against ``update``, ``to_bytes`` / ``from_bytes`` byte for byte (and error
+for error on corrupted bytes), bounds against ``bounds``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
+from ehist.columnar import HistogramColumn, _decode_fast, histogram_bytes
+from tests.conftest import examples
+from tests.exact import exact_sums
+from tests.strategies import eps_values, streams, values_any, values_small
+
+
+@st.composite
+def runs(draw, values=values_any, max_runs=6):
+    """(timestamps, values, starts): several keys' streams one after the
+    other, some empty, some shuffled within the run."""
+    ts, vs, starts = [], [], []
+    n = 0
+    for _ in range(draw(st.integers(1, max_runs))):
+        starts.append(n)
+        if draw(st.integers(0, 5)) == 0:
+            continue
+        t, v = draw(streams(max_segments=12, values=values))
+        if draw(st.booleans()):
+            order = np.random.default_rng(draw(st.integers(0, 99))).permutation(t.size)
+            t, v = t[order], v[order]
+        ts.append(t)
+        vs.append(v)
+        n += t.size
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
+    return cat(ts), cat(vs), np.array(starts, dtype=np.int64)
+
+
+def one_at_a_time(ts, vs, starts, window, eps, counts):
+    ends = list(starts[1:]) + [ts.size]
+    return [ExponentialHistogram(window, eps).update(ts[a:b], None if counts else vs[a:b])
+            for a, b in zip(starts, ends)]
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(data=runs(), window=st.integers(1, 3000), eps=eps_values, counts=st.booleans())
+def test_build_equals_update_per_run(data, window, eps, counts):
+    ts, vs, starts = data
+    col = HistogramColumn.build(ts, starts, None if counts else vs, window=window, eps=eps)
+    expected = one_at_a_time(ts, vs, starts, window, eps, counts)
+    assert len(col) == len(expected)
+    for i, h in enumerate(expected):
+        assert col[i] == h, i
+        assert col[i].total == h.total
+    assert col.to_bytes() == [h.to_bytes() for h in expected]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(values=values_small), window=st.integers(1, 500), eps=eps_values,
+       now_after=st.integers(0, 600), query=st.integers(1, 500))
+def test_bounds_equal_per_histogram_bounds(data, window, eps, now_after, query):
+    ts, vs, starts = data
+    col = HistogramColumn.build(ts, starts, vs, window=window, eps=eps)
+    expected = one_at_a_time(ts, vs, starts, window, eps, False)
+    lower, upper = col.bounds()
+    assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds() for h in expected]
+    now = int(ts.max()) + now_after if ts.size else now_after
+    w = min(query, window)
+    lower, upper = col.bounds(now=now, window=w)
+    assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds(now=now, window=w) for h in expected]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=streams(values=values_any), parts=st.integers(1, 5), window=st.integers(1, 2000), eps=eps_values,
+       seed=st.integers(0, 99), now_after=st.integers(0, 100))
+def test_union_bounds_bracket_the_exact_union_within_eps(data, parts, window, eps, seed, now_after):
+    """A stream dealt at random to ``parts`` partitions: the union bounds of
+    the parts' histograms bracket the exact windowed sum, and the midpoint
+    is within eps of it (each part's error is within eps of its share)."""
+    ts, vs = data
+    part = np.random.default_rng(seed).integers(0, parts, ts.size)
+    order = np.argsort(part, kind="stable")
+    starts = np.searchsorted(part[order], np.arange(parts))
+    col = HistogramColumn.build(ts[order], starts, vs[order], window=window, eps=eps)
+    now = int(ts.max()) + now_after
+    for group_now in (None, now):
+        lower, upper = col.union_bounds([0], now=group_now)
+        at = int(ts.max()) if group_now is None else now
+        exact = exact_sums(ts, vs, [at], window)[0]
+        assert lower[0] <= exact <= upper[0]
+        assert abs((lower[0] * 0.5 + upper[0] * 0.5) - exact) <= eps * exact + 1e-9
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(), window=st.integers(1, 3000), eps=eps_values, merged=st.lists(st.booleans(), max_size=6),
+       never=st.booleans())
+def test_bytes_round_trip_with_merged_and_empty_histograms(data, window, eps, merged, never):
+    ts, vs, starts = data
+    hs = one_at_a_time(ts, vs, starts, window, eps, False)
+    for i, m in enumerate(merged[: len(hs)]):
+        if m and hs[i].newest is not None:
+            hs[i] = hs[i].merge(ExponentialHistogram(window, eps).update([hs[i].newest + 1], [3]))
+    if never:
+        hs.append(ExponentialHistogram(window, eps))
+    col = HistogramColumn.from_histograms(hs)
+    blobs = col.to_bytes()
+    assert blobs == [h.to_bytes() for h in hs]
+    back = HistogramColumn.from_bytes(blobs)
+    assert [back[i] for i in range(len(back))] == hs
+    # ordered histograms take the numpy path; merged and never-updated ones from_bytes
+    assert _decode_fast(blobs)[0].tolist() == [h.newest is not None and not h.merged for h in hs]
+    assert back.to_bytes() == blobs
+
+
+def reseal(body: bytes) -> bytes:
+    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def outcome(fn):
+    try:
+        return "ok", fn()
+    except (CorruptSketchError, IncompatibleSketchError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(data=runs(max_runs=4), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
+       byte=st.integers(0, 255), how=st.sampled_from(["set", "cut", "insert", "raw"]))
+def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, byte, how):
+    """One blob altered and re-sealed (so the checks after the checksum
+    run): the column decodes exactly what one-at-a-time decoding gives,
+    or raises the error it raises for the first bad blob (or, when the
+    alteration made a valid histogram of another window or eps, the
+    column's IncompatibleSketchError)."""
+    ts, vs, starts = data
+    blobs = [h.to_bytes() for h in one_at_a_time(ts, vs, starts, 1000, eps, False)]
+    i = victim % len(blobs)
+    body = bytearray(blobs[i][:-4])
+    p = pos % len(body)
+    if how == "set":
+        body[p] = byte
+    elif how == "cut":
+        del body[p:]
+    elif how == "insert":
+        body[p:p] = bytes([byte])
+    blobs[i] = bytes(body) + blobs[i][-4:] if how == "raw" and p < 6 else reseal(bytes(body))
+    if how == "raw":
+        blobs[i] = blobs[i][:p] + bytes([byte]) + blobs[i][p + 1:]
+
+    def each():
+        hs = [ExponentialHistogram.from_bytes(b) for b in blobs]
+        for h in hs[1:]:  # a column holds one (window, eps)
+            if (h.window, h.eps) != (hs[0].window, hs[0].eps):
+                raise IncompatibleSketchError(f"a column holds histograms of one window and eps: "
+                                              f"({hs[0].window}, {hs[0].eps}) and ({h.window}, {h.eps})")
+        return hs
+
+    def column():
+        col = HistogramColumn.from_bytes(blobs)
+        return [col[j] for j in range(len(col))]
+
+    assert outcome(column) == outcome(each)
+
+
+def test_from_bytes_rejects_mixed_parameters_and_non_bytes():
+    a = ExponentialHistogram(10, 0.1).update([1, 2]).to_bytes()
+    b = ExponentialHistogram(20, 0.1).update([1, 2]).to_bytes()
+    with pytest.raises(IncompatibleSketchError, match=r"\(10, 0.1\) and \(20, 0.1\)"):
+        HistogramColumn.from_bytes([a, b])
+    with pytest.raises(TypeError, match="expected bytes"):
+        HistogramColumn.from_bytes([a, "EH"])
+    assert len(HistogramColumn.from_bytes([], window=5, eps=0.1)) == 0
+    with pytest.raises(ValueError, match="needs window and eps"):
+        HistogramColumn.from_bytes([])
+
+
+@pytest.mark.parametrize("starts, message", [
+    ([1, 2], "begin at 0"), ([0, 3, 2], "non-decreasing"), ([0, 9], "up to 4"), ([], "starts is empty"),
+    ([[0]], "one-dimensional"), ([0.0], "integers"),
+])
+def test_bad_runs(starts, message):
+    with pytest.raises(ValueError, match=message):
+        HistogramColumn.build([1, 2, 3, 4], starts, window=10)
+
+
+def test_bad_values_and_queries_say_what_update_says():
+    with pytest.raises(ValueError, match="non-negative integers, found -1"):
+        HistogramColumn.build([1, 2], [0], [1, -1], window=10)
+    with pytest.raises(ValueError, match="different lengths"):
+        HistogramColumn.build([1, 2], [0], [1], window=10)
+    with pytest.raises(ValueError, match="window must be"):
+        HistogramColumn.build([1, 2], [0], window=0)
+    col = HistogramColumn.build([1, 5, 3], [0, 2], window=10)
+    with pytest.raises(ValueError, match=r"now \(4\) is earlier than the newest timestamp \(5\) of histogram 0"):
+        col.bounds(now=4)
+    with pytest.raises(ValueError, match=r"window must be an integer in \[1, 10\]"):
+        col.bounds(window=11)
+
+
+def test_huge_values_take_the_per_run_path():
+    """Values whose column-wide cumulative sum could wrap int64 are built
+    one run at a time, with update's overflow error."""
+    big = 2**61
+    col = HistogramColumn.build([1, 2, 3, 4], [0, 2], [big, big, big, big], window=10)
+    assert col[0] == ExponentialHistogram(10).update([1, 2], [big, big])
+    with pytest.raises(ValueError, match="overflow int64"):
+        HistogramColumn.build([1, 2, 3, 4, 5], [0], [big] * 5, window=10)
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(data=runs(max_runs=9), window=st.integers(1, 3000), eps=eps_values, chunk=st.integers(1, 4))
+def test_histogram_bytes_in_chunks(data, window, eps, chunk):
+    ts, vs, starts = data
+    blobs, lower, upper = histogram_bytes(ts, starts, vs, window=window, eps=eps, chunk=chunk)
+    expected = one_at_a_time(ts, vs, starts, window, eps, False)
+    assert blobs == [h.to_bytes() for h in expected]
+    assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds() for h in expected]
+    now = int(ts.max()) + 5 if ts.size else 5
+    _, lower, upper = histogram_bytes(ts, starts, vs, window=window, eps=eps, chunk=chunk, now=now)
+    assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds(now=now) for h in expected]

@@ -1,0 +1,73 @@
+"""Phase two of :func:`udaf.aggregate`: the union of each key's partial
+sketches, many keys per pass.
+
+After phase one every key has one partial sketch per partition that held
+it.  A grouped-aggregate pandas UDF would call Python once per key and
+spec (about 0.3 ms each); here the partials are repartitioned by key,
+sorted by key in the JVM, and ``mapInArrow`` answers every complete key
+run of an Arrow batch at once.  Exponential histograms (counts, sums) are
+decoded and bounded for the whole batch in numpy
+(:class:`ehist.columnar.HistogramColumn`): a key's bounds are the sums of
+its partials' bounds as of the key's newest timestamp, so the midpoint is
+within eps of the exact union without merging (each partial is within eps
+of its share).  Distinct counts (HyperLogLog registers) and L_p norms
+(p-stable sketches, linear) are merged per key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distinct import SlidingHyperLogLog
+from ehist.columnar import HistogramColumn
+from lp_norms import SlidingLpNorm, median_abs_stable
+
+__all__ = ["UnionAnswers"]
+
+
+class UnionAnswers:
+    """``mapInArrow`` function over partial sketches sorted by key: one row
+    per key with each spec's estimate (double; with bounds also
+    ``<name>_lower`` / ``<name>_upper``, bigint)."""
+
+    def __init__(self, keys, specs, windows, at, with_bounds):
+        self.keys, self.specs, self.windows = keys, specs, windows
+        self.at, self.with_bounds = at, with_bounds
+
+    def __call__(self, batches):
+        from ._arrow import complete_runs
+
+        for table, _, starts in complete_runs(batches, self.keys, None):
+            yield self._answer(table, starts)
+
+    def _answer(self, table, starts):
+        import pyarrow as pa
+
+        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
+        for name, spec in self.specs.items():
+            blobs = table.column(name).chunk(0).to_pylist()
+            if spec.kind in ("count", "sum"):
+                col = HistogramColumn.from_bytes(blobs, window=self.windows[name], eps=spec.eps)
+                lower, upper = col.union_bounds(starts, now=self.at)
+                out[name] = pa.array(lower * 0.5 + upper * 0.5)
+                if name in self.with_bounds:
+                    out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(lower), pa.array(upper)
+            else:
+                ends = np.append(starts[1:], len(blobs)).tolist()
+                out[name] = pa.array([self._merged_estimate(spec, blobs[a:b])
+                                      for a, b in zip(starts.tolist(), ends)], type=pa.float64())
+        return pa.RecordBatch.from_pydict(out)
+
+    def _merged_estimate(self, spec, blobs) -> float:
+        if spec.kind == "distinct":
+            out = SlidingHyperLogLog.from_bytes(blobs[0])
+            for b in blobs[1:]:
+                out = out.merge(SlidingHyperLogLog.from_bytes(b))
+            return float(out.estimate(now=self.at))
+        sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
+        stamps = [x.newest for x in sketches if x.newest is not None]
+        if not stamps:
+            return 0.0
+        now = max(stamps) if self.at is None else self.at
+        y = sum(x.sketch(now=now) for x in sketches)
+        return float(np.median(np.abs(y))) / median_abs_stable(spec.p)
