@@ -1,0 +1,100 @@
+"""Many small histograms: ehist.columnar against one histogram at a time.
+
+Run:  python -m pytest benchmarks/bench_columnar.py -s
+
+What a Spark partition does in aggregate's two phases: 20,000 keys of 25
+rows each (window 250,000, eps 0.01), counts and sums of values in
+[0, 1500).  Phase 1 builds and serializes every key's histogram; phase 2
+decodes the partials (4 per key here) and bounds their unions.  Measured
+both ways in the same run: HistogramColumn / histogram_bytes, and a loop of
+ExponentialHistogram.update().to_bytes() / from_bytes().bounds().
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.conftest import RESULTS, record
+from ehist import ExponentialHistogram
+from ehist.columnar import HistogramColumn, histogram_bytes
+
+KEYS, ROWS, WINDOW, EPS = 20_000, 25, 250_000, 0.01
+
+
+@pytest.fixture(scope="module")
+def runs():
+    rng = np.random.default_rng(0)
+    codes = np.sort(rng.integers(0, KEYS, KEYS * ROWS))
+    ts = rng.integers(0, 10**6, codes.size)
+    order = np.lexsort((ts, codes))
+    codes, ts = codes[order], ts[order]
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    return ts, rng.integers(0, 1500, codes.size), starts
+
+
+def one_at_a_time(ts, values, starts):
+    ends = np.r_[starts[1:], ts.size]
+    return [ExponentialHistogram(WINDOW, EPS).update(ts[a:b], None if values is None else values[a:b]).to_bytes()
+            for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def union_one_at_a_time(blobs):
+    out = []
+    for g in range(0, len(blobs), 4):
+        hs = [ExponentialHistogram.from_bytes(b) for b in blobs[g:g + 4]]
+        now = max(h.newest for h in hs)
+        out.append(sum(h.bounds(now=now)[0] for h in hs))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["count", "sum"])
+def test_correct_on_small_input(runs, kind):
+    ts, values, starts = runs
+    v = values if kind == "sum" else None
+    small = starts[:200]
+    cut = int(starts[200])
+    blobs = histogram_bytes(ts[:cut], small, None if v is None else v[:cut], window=WINDOW, eps=EPS)[0]
+    assert blobs == one_at_a_time(ts[:cut], None if v is None else v[:cut], small)
+    lower, _ = HistogramColumn.from_bytes(blobs).union_bounds(np.arange(0, 200, 4))
+    assert lower.tolist() == union_one_at_a_time(blobs)
+
+
+@pytest.mark.parametrize("kind", ["count", "sum"])
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-histograms-build")
+def test_build_and_serialize(benchmark, runs, kind, how):
+    ts, values, starts = runs
+    v = values if kind == "sum" else None
+    if how == "columnar":
+        benchmark.pedantic(lambda: histogram_bytes(ts, starts, v, window=WINDOW, eps=EPS), rounds=3)
+    else:
+        benchmark.pedantic(lambda: one_at_a_time(ts, v, starts), rounds=1)
+    record(f"build {kind}s, {how}", benchmark, KEYS, keys=KEYS)
+
+
+@pytest.mark.parametrize("kind", ["count", "sum"])
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-histograms-union")
+def test_decode_and_union(benchmark, runs, kind, how):
+    ts, values, starts = runs
+    blobs = histogram_bytes(ts, starts, values if kind == "sum" else None, window=WINDOW, eps=EPS)[0]
+    if how == "columnar":
+        def union():
+            for a in range(0, len(blobs), 4096):
+                HistogramColumn.from_bytes(blobs[a:a + 4096]).union_bounds(np.arange(0, min(4096, len(blobs) - a), 4))
+        benchmark.pedantic(union, rounds=3)
+    else:
+        benchmark.pedantic(lambda: union_one_at_a_time(blobs), rounds=1)
+    record(f"decode+union {kind}s, {how}", benchmark, KEYS, keys=KEYS)
+
+
+def test_summary():
+    lines = []
+    for step in ("build", "decode+union"):
+        for kind in ("count", "sum"):
+            a, b = RESULTS.get(f"{step} {kind}s, columnar"), RESULTS.get(f"{step} {kind}s, one at a time")
+            if a and b:
+                lines.append(f"{step} {kind}s of {KEYS:,} keys: columnar {a['seconds']:.3f} s, one at a time "
+                             f"{b['seconds']:.3f} s ({b['seconds'] / a['seconds']:.1f}x)")
+    print("\n" + "\n".join(lines))
