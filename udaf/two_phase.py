@@ -32,11 +32,11 @@ from distinct import SlidingHyperLogLog
 from ehist import ExponentialHistogram
 from ehist.columnar import histogram_bytes
 from ehist._validation import check_eps
-from lp_norms import SlidingLpNorm, median_abs_stable
+from lp_norms import SlidingLpNorm
 
 from . import functions as U
 from .exact import ExactAnswers
-from .union import UnionAnswers
+from .union import UnionAnswers, merged_estimate
 from ._convert import Window, items_of
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
@@ -482,18 +482,7 @@ def _union_estimate(spec, at=None, with_bounds=False):
         if kind in ("count", "sum"):
             lower, upper = union_bounds(s)
             return lower * 0.5 + upper * 0.5
-        if kind == "distinct":
-            out = SlidingHyperLogLog.from_bytes(blobs[0])
-            for b in blobs[1:]:
-                out = out.merge(SlidingHyperLogLog.from_bytes(b))
-            return float(out.estimate(now=at))
-        sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
-        stamps = [x.newest for x in sketches if x.newest is not None]
-        if not stamps:
-            return 0.0
-        now = max(stamps) if at is None else at
-        y = sum(x.sketch(now=now) for x in sketches)
-        return float(np.median(np.abs(y))) / median_abs_stable(spec.p)
+        return merged_estimate(spec, blobs, at)
 
     return union_estimate
 

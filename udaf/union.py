@@ -22,7 +22,7 @@ from distinct import SlidingHyperLogLog
 from ehist.columnar import HistogramColumn
 from lp_norms import SlidingLpNorm, median_abs_stable
 
-__all__ = ["UnionAnswers"]
+__all__ = ["UnionAnswers", "merged_estimate"]
 
 
 class UnionAnswers:
@@ -54,20 +54,23 @@ class UnionAnswers:
                     out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(lower), pa.array(upper)
             else:
                 ends = np.append(starts[1:], len(blobs)).tolist()
-                out[name] = pa.array([self._merged_estimate(spec, blobs[a:b])
+                out[name] = pa.array([merged_estimate(spec, blobs[a:b], self.at)
                                       for a, b in zip(starts.tolist(), ends)], type=pa.float64())
         return pa.RecordBatch.from_pydict(out)
 
-    def _merged_estimate(self, spec, blobs) -> float:
-        if spec.kind == "distinct":
-            out = SlidingHyperLogLog.from_bytes(blobs[0])
-            for b in blobs[1:]:
-                out = out.merge(SlidingHyperLogLog.from_bytes(b))
-            return float(out.estimate(now=self.at))
-        sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
-        stamps = [x.newest for x in sketches if x.newest is not None]
-        if not stamps:
-            return 0.0
-        now = max(stamps) if self.at is None else self.at
-        y = sum(x.sketch(now=now) for x in sketches)
-        return float(np.median(np.abs(y))) / median_abs_stable(spec.p)
+
+def merged_estimate(spec, blobs, at=None) -> float:
+    """A Distinct or LpNorm spec's estimate from one key's partial sketches
+    (non-null bytes), as of ``at`` (default: the newest partial's)."""
+    if spec.kind == "distinct":
+        out = SlidingHyperLogLog.from_bytes(blobs[0])
+        for b in blobs[1:]:
+            out = out.merge(SlidingHyperLogLog.from_bytes(b))
+        return float(out.estimate(now=at))
+    sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
+    stamps = [x.newest for x in sketches if x.newest is not None]
+    if not stamps:
+        return 0.0
+    now = max(stamps) if at is None else at
+    y = sum(x.sketch(now=now) for x in sketches)
+    return float(np.median(np.abs(y))) / median_abs_stable(spec.p)
