@@ -5,14 +5,17 @@ Run:  python -m pytest benchmarks/bench_columnar.py -s
 What a Spark partition does in aggregate's two phases: 20,000 keys of 25
 rows each (window 250,000, eps 0.01), counts and sums of values in
 [0, 1500).  Phase 1 builds and serializes every key's histogram; phase 2
-decodes the partials (4 per key here) and bounds their unions.  Measured
-both ways in the same run: HistogramColumn / histogram_bytes, and a loop of
+decodes the partials (4 per key here) and bounds their unions.  And what
+``udaf.functions.eh_estimate`` does with an Arrow batch of stored sketches
+(one per key): decode and estimate each.  Measured both ways in the same
+run: HistogramColumn / histogram_bytes, and a loop of
 ExponentialHistogram.update().to_bytes() / from_bytes().bounds().
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from benchmarks.conftest import RESULTS, record
@@ -89,9 +92,27 @@ def test_decode_and_union(benchmark, runs, kind, how):
     record(f"decode+union {kind}s, {how}", benchmark, KEYS, keys=KEYS)
 
 
+@pytest.mark.parametrize("kind", ["count", "sum"])
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-histograms-estimate")
+def test_estimate_sketch_column(benchmark, runs, kind, how):
+    pytest.importorskip("pyspark")
+    from udaf.functions import _eh_estimates, _estimates, _per_row
+
+    ts, values, starts = runs
+    blobs = pd.Series(histogram_bytes(ts, starts, values if kind == "sum" else None, window=WINDOW, eps=EPS)[0])
+    if how == "columnar":
+        got = benchmark.pedantic(lambda: _eh_estimates(blobs, None, WINDOW // 2), rounds=3)
+    else:
+        got = benchmark.pedantic(lambda: _estimates(_per_row(ExponentialHistogram)(blobs), None, WINDOW // 2),
+                                 rounds=1)
+    assert got.notna().all() and len(got) == KEYS
+    record(f"estimate {kind}s, {how}", benchmark, KEYS, keys=KEYS)
+
+
 def test_summary():
     lines = []
-    for step in ("build", "decode+union"):
+    for step in ("build", "decode+union", "estimate"):
         for kind in ("count", "sum"):
             a, b = RESULTS.get(f"{step} {kind}s, columnar"), RESULTS.get(f"{step} {kind}s, one at a time")
             if a and b:

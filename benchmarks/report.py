@@ -207,13 +207,14 @@ def render(quick: bool | None = None) -> Path:
                "| path | seconds | shuffle bytes |", "| --- | --- | --- |"]
         md += [f"| {k} | {v2['seconds']:.1f} | {v2['shuffle_bytes']:,} |" for k, v2 in two.items()]
         md.append("")
-    many = [(step, kind) for step in ("build", "decode+union") for kind in ("count", "sum")
+    many = [(step, kind) for step in ("build", "decode+union", "estimate") for kind in ("count", "sum")
             if f"{step} {kind}s, columnar" in r and f"{step} {kind}s, one at a time" in r]
     if many:
         keys = r[f"{many[0][0]} {many[0][1]}s, columnar"]["keys"]
         md += ["## Many small histograms at once (what each partition does in two-phase aggregation)", "",
                f"`bench_columnar.py`: {keys:,} keys of 25 rows, window 250,000, eps 0.01; phase 1 builds and "
-               "serializes every key's histogram, phase 2 decodes 4 partials per key and bounds their union. "
+               "serializes every key's histogram, phase 2 decodes 4 partials per key and bounds their union; "
+               "estimate is `eh_estimate` over a batch of stored sketches (one per key). "
                "`ehist.columnar` against a loop over `ExponentialHistogram`, same run. A histogram of sums "
                "has about l log2(sum) buckets whatever its row count (here ~330 for 25 rows), so sums gain less.",
                "", "| step | columnar s | one at a time s | speed-up |", "| --- | --- | --- | --- |"]

@@ -122,6 +122,41 @@ def test_estimate_with_now_column_and_shorter_window(df, events):
         assert abs(r.e - exact) <= 0.05 * exact
 
 
+def test_estimators_equal_each_sketch_read_in_python(spark):
+    """eh_estimate / eh_bounds answer a whole batch at once: the answers are
+    each sketch's own, for ordered and merged sketches, nulls, a batch that
+    mixes eps, a literal now and a now column."""
+    rng = np.random.default_rng(5)
+    blobs = []
+    for i in range(300):
+        h = ExponentialHistogram(5_000, eps=0.05 if i % 7 else 0.1)
+        n = int(rng.integers(0, 300))
+        h.update(np.sort(rng.integers(0, 20_000, n)), rng.integers(0, 50, n) if i % 2 else None)
+        if i % 11 == 0:
+            other = ExponentialHistogram(5_000, eps=h.eps)
+            other.update(np.sort(rng.integers(0, 20_000, 100)))
+            h = ExponentialHistogram.merge_all([h, other])
+        blobs.append(None if i % 13 == 0 else h.to_bytes())
+    rows = [(i, b, 25_000 + i) for i, b in enumerate(blobs)]
+    sdf = spark.createDataFrame(rows, "i int, s binary, now long").repartition(2)
+    got = sdf.select(
+        "i", U.eh_estimate("s").alias("e"), U.eh_estimate("s", now=F.col("now"), window=2_000).alias("e_now"),
+        U.eh_bounds("s", now=30_000, window=4_000).alias("b"),
+    ).collect()
+    assert len(got) == len(blobs)
+    for r in got:
+        b = blobs[r.i]
+        if b is None:
+            assert r.e is None and r.e_now is None and r.b.lower is None and r.b.upper is None
+            continue
+        h = ExponentialHistogram.from_bytes(b)
+        assert r.e == h.estimate()
+        assert r.e_now == h.estimate(25_000 + r.i, 2_000)
+        assert (r.b.lower, r.b.upper) == h.bounds(30_000, 4_000)
+    with pytest.raises(PythonException, match="earlier than the sketch's newest timestamp"):
+        sdf.select(U.eh_estimate("s", now=F.col("now") - 20_000)).collect()
+
+
 def test_timestamp_and_date_columns_with_intervals(spark):
     base = dt.datetime(2026, 3, 1)
     rows = [(i % 2, base + dt.timedelta(minutes=7 * i), (base + dt.timedelta(days=i // 50)).date()) for i in range(2000)]

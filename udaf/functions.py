@@ -41,6 +41,7 @@ from pyspark.sql.functions import pandas_udf
 from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
 from ehist._validation import check_eps
+from ehist.columnar import HistogramColumn
 from ehist.serialization import FAMILIES
 from lp_norms import SlidingLpNorm
 
@@ -155,12 +156,18 @@ def eh_merge(sketch) -> Column:
     return _merge_udf(ExponentialHistogram, "eh_merge")(_col(sketch, "sketch"))
 
 
-def _estimator(cls, return_type: str, compute, now, window, unit: str, frame: bool = False):
+def _per_row(cls):
+    """Decode a sketch column one value at a time (None for nulls)."""
+    return lambda s: [None if b is None else cls.from_bytes(b) for b in s]
+
+
+def _estimator(decode, return_type: str, compute, now, window, unit: str, frame: bool = False):
     """Scalar UDF over a sketch column; ``now`` a literal or a Column.
 
-    ``frame``: the result is a struct (the UDF returns a DataFrame)."""
+    ``compute(decode(series), nows, window)``: ``nows`` an int64 array, one
+    per row, or None (each sketch's newest).  ``frame``: the result is a
+    struct (the UDF returns a DataFrame)."""
     w = Window(window, allow_none=True)
-    decode = lambda s: [None if b is None else cls.from_bytes(b) for b in s]  # noqa: E731
     if isinstance(now, (str, Column)):
         now_col = _col(now, "now")
         now_name = _name(now)
@@ -187,7 +194,7 @@ def _estimator(cls, return_type: str, compute, now, window, unit: str, frame: bo
     win = w.resolve(unit, "sketch")
 
     def run(s):
-        return compute(decode(s), [literal] * len(s), win)
+        return compute(decode(s), None if literal is None else np.full(len(s), literal, dtype=np.int64), win)
 
     if frame:
 
@@ -205,11 +212,58 @@ def _estimator(cls, return_type: str, compute, now, window, unit: str, frame: bo
 
 
 def _estimates(sketches, nows, window):
+    if nows is None:
+        nows = [None] * len(sketches)
     return pd.Series(
         [None if h is None else h.estimate(None if n is None else int(n), window)
          for h, n in zip(sketches, nows)],
         dtype="float64",
     )
+
+
+def _eh_bounds(blobs: pd.Series, nows, window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(non-null mask, lower, upper) of every ``eh_sketch`` in a batch.
+
+    One :class:`~ehist.columnar.HistogramColumn` decode and one vectorized
+    query per Arrow batch and (window, eps), not a Python object per row.
+    Errors are ``ExponentialHistogram.from_bytes``'s and ``bounds``'s.
+    Bounds are int64 (0 for null sketches), exact beyond 2**53.
+    """
+    present = blobs.notna().to_numpy()
+    lower = np.zeros(len(blobs), dtype=np.int64)
+    upper = np.zeros(len(blobs), dtype=np.int64)
+    if not present.any():
+        return present, lower, upper
+    raw = blobs.to_numpy(dtype=object)[present]
+    at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
+    # sketches of one (window, eps) share header bytes 6..22: decode each such group at once
+    groups, _ = pd.factorize(pd.Series([b[6:22] for b in raw], dtype=object))
+    lo = np.empty(raw.size, dtype=np.int64)
+    up = np.empty(raw.size, dtype=np.int64)
+    for g in range(int(groups.max()) + 1):
+        rows = np.flatnonzero(groups == g)
+        column = HistogramColumn.from_bytes(raw[rows])
+        if at is not None:
+            late = column.has_newest & (at[rows] < column.newest)
+            if late.any():
+                i = int(np.flatnonzero(late)[0])
+                raise ValueError(f"now ({int(at[rows][i])}) is earlier than the sketch's newest timestamp "
+                                 f"({int(column.newest[i])}); queries must look at now >= newest")
+        lo[rows], up[rows] = column.bounds(None if at is None else at[rows], window)
+    lower[present] = lo
+    upper[present] = up
+    return present, lower, upper
+
+
+def _eh_estimates(blobs, nows, window) -> pd.Series:
+    present, lower, upper = _eh_bounds(blobs, nows, window)
+    return pd.Series(np.where(present, lower * 0.5 + upper * 0.5, np.nan), dtype="float64")
+
+
+def _eh_bounds_frame(blobs, nows, window) -> pd.DataFrame:
+    present, lower, upper = _eh_bounds(blobs, nows, window)
+    return pd.DataFrame({"lower": pd.arrays.IntegerArray(lower, ~present),
+                         "upper": pd.arrays.IntegerArray(upper, ~present)})
 
 
 def eh_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
@@ -218,23 +272,16 @@ def eh_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     ``now``: int, datetime, date, or a Column (default: the sketch's newest
     timestamp); ``window``: int in the sketch's units or an interval
     string, converted with ``unit`` ('us' for timestamp sketches, 'day' for
-    date sketches).
+    date sketches).  Each Arrow batch is decoded and answered at once
+    (:class:`~ehist.columnar.HistogramColumn`).
     """
-    return _estimator(ExponentialHistogram, "double", _estimates, now, window, unit)(sketch)
+    return _estimator(lambda s: s, "double", _eh_estimates, now, window, unit)(sketch)
 
 
 def eh_bounds(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: ``struct<lower: bigint, upper: bigint>`` bracketing the exact answer."""
-
-    def compute(sketches, nows, window):
-        rows = [
-            (None, None) if h is None else h.bounds(None if n is None else int(n), window)
-            for h, n in zip(sketches, nows)
-        ]
-        return pd.DataFrame(rows, columns=["lower", "upper"], dtype="Int64")
-
     return _estimator(
-        ExponentialHistogram, "struct<lower:bigint,upper:bigint>", compute, now, window, unit, frame=True
+        lambda s: s, "struct<lower:bigint,upper:bigint>", _eh_bounds_frame, now, window, unit, frame=True
     )(sketch)
 
 
@@ -352,7 +399,7 @@ class _AnyDistinct:
 def distinct_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: estimated distinct items of an ``fm_sketch`` or
     ``hll_sliding_sketch`` over the window (DoubleType)."""
-    return _estimator(_AnyDistinct, "double", _estimates, now, window, unit)(sketch)
+    return _estimator(_per_row(_AnyDistinct), "double", _estimates, now, window, unit)(sketch)
 
 
 def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, now=None,
@@ -416,7 +463,7 @@ def lp_merge(sketch) -> Column:
 
 def lp_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: estimated L_p norm of an ``lp_sketch`` over the window (DoubleType)."""
-    return _estimator(SlidingLpNorm, "double", _estimates, now, window, unit)(sketch)
+    return _estimator(_per_row(SlidingLpNorm), "double", _estimates, now, window, unit)(sketch)
 
 
 def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.05,
