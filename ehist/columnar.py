@@ -52,8 +52,10 @@ import numpy as np
 from ._validation import INT64_MAX, INT64_MIN, check_eps, check_window, coerce_timestamps, coerce_values, k_of_eps
 from .errors import IncompatibleSketchError
 from .exponential_histogram import (
+    _BITS,
     _FLAG_HAS_NEWEST,
     _FLAG_MERGED,
+    _FLAG_SHARED,
     _FORMAT_VERSION,
     _MAX_EXPONENT,
     ExponentialHistogram,
@@ -308,8 +310,18 @@ class HistogramColumn:
         run_owner = owner[run_pos]
         run_len = np.diff(np.append(run_pos, self.exps.size))
         n_runs = np.bincount(run_owner, minlength=hists)
+        # buckets sharing the previous bucket's timestamp: a bitmap where it pays (see to_bytes)
+        local = np.arange(self.exps.size) - self.offsets[owner]
+        same = np.zeros(self.exps.size, dtype=bool)
+        if self.exps.size > 1:
+            same[1:] = (self.hi[1:] == self.hi[:-1]) & (local[1:] > 0)
+        n_same = np.bincount(owner[same], minlength=hists)
+        bitmap = n_same > -(-counts // _BITS)
+        maps = np.where(bitmap, -(-counts // _BITS), 0)
+        shared = same & bitmap[owner]
+        stamps = counts - np.where(bitmap, n_same, 0)
         widths = np.where(self.merged, counts, np.minimum(counts, 1))
-        n_values = 1 + np.where(counts > 0, 1 + 2 * n_runs + counts + widths, 0)
+        n_values = 1 + np.where(counts > 0, 1 + 2 * n_runs + maps + stamps + widths, 0)
         first = np.concatenate([[0], np.cumsum(n_values)[:-1]])
         flat = np.zeros(int(n_values.sum()), dtype=_U64)
         flat[first] = counts.astype(_U64)
@@ -320,20 +332,27 @@ class HistogramColumn:
         at = first[run_owner] + 2 + 2 * local_run
         flat[at] = self.exps[run_pos].astype(_U64)
         flat[at + 1] = run_len.astype(_U64)
-        local = np.arange(self.exps.size) - self.offsets[owner]
-        delta_at = first[owner] + 2 + 2 * n_runs[owner] + local
+        body = first + 2 + 2 * n_runs  # where each histogram's bitmap (or its deltas) starts
+        if shared.any():
+            bit_at = body[owner[shared]] + local[shared] // _BITS
+            np.add.at(flat, bit_at, np.left_shift(_U64(1), (local[shared] % _BITS).astype(_U64)))
+        kept = ~shared
+        stamp_local = np.cumsum(kept) - 1 - (np.cumsum(np.concatenate([[0], stamps]))[:-1])[owner]
+        delta_at = (body + maps)[owner] + stamp_local
         prev = np.where(local == 0, self.newest[owner], np.roll(self.hi, 1))
-        flat[delta_at] = prev.view(_U64) - self.hi.view(_U64)
+        flat[delta_at[kept]] = (prev.view(_U64) - self.hi.view(_U64))[kept]
         gap = self.hi.view(_U64) - self.lo.view(_U64)
         merged_b = self.merged[owner]
-        flat[(delta_at + counts[owner])[merged_b]] = gap[merged_b]
+        end_stamps = body + maps + stamps  # where the widths start
+        flat[(end_stamps[owner] + local)[merged_b]] = gap[merged_b]
         last = self.offsets[1:][has & ~self.merged] - 1
-        flat[first[has & ~self.merged] + 2 + 2 * n_runs[has & ~self.merged] + counts[has & ~self.merged]] = gap[last]
+        flat[end_stamps[has & ~self.merged]] = gap[last]
         nbytes = varint_lengths(flat)
         payload = encode_varints_sized(flat, nbytes)
         byte_ends = np.cumsum(nbytes)[first + n_values - 1].tolist()
         byte_starts = [0] + byte_ends[:-1]
-        flags = (np.where(self.has_newest, _FLAG_HAS_NEWEST, 0) | np.where(self.merged, _FLAG_MERGED, 0)).tolist()
+        flags = (np.where(self.has_newest, _FLAG_HAS_NEWEST, 0) | np.where(self.merged, _FLAG_MERGED, 0)
+                 | np.where(bitmap, _FLAG_SHARED, 0)).tolist()
         head = _HEAD.pack(MAGIC, _FAMILY, _FORMAT_VERSION, 0, self.window, self.eps)
         heads = {f: head[:4] + struct.pack("<H", f) + head[6:] for f in set(flags)}
         crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
@@ -539,8 +558,10 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     # preamble: magic, family, version, flags == has_newest (merged: from_bytes)
     ok = lengths >= _HEAD_BYTES + 1 + _CRC.size
     head = buf[starts[ok][:, None] + np.arange(6)]
+    version_2 = head[:, 3] == _FORMAT_VERSION
     ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
-              & (head[:, 3] == _FORMAT_VERSION) & (head[:, 4] == _FLAG_HAS_NEWEST) & (head[:, 5] == 0))
+              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
+              & ((head[:, 4] == _FLAG_HAS_NEWEST) | (version_2 & (head[:, 4] == _FLAG_HAS_NEWEST | _FLAG_SHARED))))
     mv = memoryview(joined)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():
@@ -550,6 +571,8 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
+    version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
+    flag = (buf[starts[idx] + 4] & _FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
     fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(6, _HEAD_BYTES)]).view(
         np.dtype([("window", "<i8"), ("eps", "<f8"), ("newest", "<i8")])).ravel()
     window, eps, newest = (fields["window"].astype(np.int64), fields["eps"].astype(np.float64),
@@ -584,9 +607,12 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     n_i = np.where(sane, n, 0).astype(np.int64)
     r_i = np.where(sane & ~empty, n_runs, 0).astype(np.int64)
     bad |= ~sane | (n_vals < 1)
-    bad |= empty & (n_vals != 1)
-    bad |= ~empty & ((r_i < 1) | (r_i > n_i) | (n_vals != 2 + 2 * r_i + n_i + 1))
-    n_i, r_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i)
+    m_i = np.where(flag, -(-n_i // _BITS), 0)  # bitmap words (one-byte varints)
+    bad |= empty & ((n_vals != 1) | flag)
+    # exact value count without a bitmap; with one, enough values for it (n <= 7 per word)
+    bad |= ~empty & ((r_i < 1) | (r_i > n_i)
+                     | np.where(flag, n_vals < 2 + 2 * r_i + m_i + 1, n_vals != 2 + 2 * r_i + n_i + 1))
+    n_i, r_i, m_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i), np.where(bad, 0, m_i)
     # size runs: (exponent, length) pairs
     run_owner = np.repeat(np.arange(idx.size, dtype=np.int64), r_i)
     run_at = v_first[run_owner] + 2 + 2 * (np.arange(run_owner.size) - np.repeat(np.cumsum(r_i) - r_i, r_i))
@@ -601,7 +627,16 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     offsets = np.concatenate([[0], np.cumsum(n_i)]).astype(np.int64)
     owner = np.repeat(np.arange(idx.size, dtype=np.int64), n_i)
     local = np.arange(exps.size) - offsets[:-1][owner]
-    deltas = values[v_first[owner] + 2 + 2 * r_i[owner] + local]
+    body = v_first + 2 + 2 * r_i  # where the bitmap, or the deltas, start
+    shared, stamps = _shared_bits(value, body, flag, n_i, m_i, owner, local, bad)
+    bad |= flag & (np.bincount(owner[shared], minlength=idx.size) <= m_i)  # the bitmap must pay
+    bad |= flag & (n_vals != 2 + 2 * r_i + m_i + stamps + 1)
+    stamp_local = np.cumsum(~shared) - 1 - (np.cumsum(stamps) - stamps)[owner]
+    deltas = np.where(shared, _U64(0), value(body[owner] + m_i[owner] + stamp_local, ~bad[owner] & ~shared))
+    # no zero delta beside a bitmap; without one, fewer zero deltas than it would take
+    zero = ~shared & (deltas == 0) & (local > 0)
+    bad[owner[zero & flag[owner]]] = True
+    bad |= version_2 & ~flag & (np.bincount(owner[zero], minlength=idx.size) > -(-n_i // _BITS))
     # hi = newest - cumulative deltas; anything near the int64 edges: from_bytes
     with np.errstate(over="ignore"):
         approx = np.cumsum(deltas.astype(np.float64))
@@ -616,7 +651,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     hi = newest[owner] - np.where(bad[owner], 0, cum)
     has = n_i > 0
     last = offsets[1:] - 1
-    width = value(v_first + 2 + 2 * r_i + n_i, has & ~bad)
+    width = value(body + m_i + stamps, has & ~bad)
     hi_last = np.zeros(idx.size, dtype=np.int64)
     hi_last[has] = hi[last[has]]
     bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
@@ -643,6 +678,23 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     good = ~bad
     keep = good[owner]
     return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+
+
+def _shared_bits(value, body, flag, n_i, m_i, owner, local, bad):
+    """Read the shared-timestamps bitmaps of the blobs that have one: (per
+    bucket: shares the previous bucket's timestamp; per blob: timestamps
+    stored).  Marks ``bad`` the blobs whose bitmap words are not below 128
+    or whose padding or first bit is set."""
+    has_map = flag[owner] & ~bad[owner]
+    word = value(body[owner] + local // _BITS, has_map)
+    shared = has_map & (((word >> (local % _BITS).astype(_U64)) & _U64(1)) == _U64(1))
+    map_owner = np.repeat(np.arange(n_i.size, dtype=np.int64), m_i)
+    map_local = np.arange(map_owner.size) - np.repeat(np.cumsum(m_i) - m_i, m_i)
+    words = value(body[map_owner] + map_local, ~bad[map_owner])
+    used = np.minimum(n_i[map_owner] - _BITS * map_local, _BITS).astype(_U64)
+    bad[map_owner[(words >= _U64(1 << _BITS)) | ((words >> used) != _U64(0))]] = True
+    bad[owner[shared & (local == 0)]] = True
+    return shared, n_i - np.bincount(owner[shared], minlength=n_i.size)
 
 
 def _assemble(parsed: _Parsed | None, window: int, eps: float) -> HistogramColumn:

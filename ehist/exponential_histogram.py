@@ -30,10 +30,13 @@ from .serialization import Writer, open_synopsis
 
 __all__ = ["ExponentialHistogram"]
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 _FLAG_MERGED = 2
-_KNOWN_FLAGS = _FLAG_HAS_NEWEST | _FLAG_MERGED
+_FLAG_SHARED = 4  # version 2: a bitmap marks buckets sharing the previous one's timestamp
+_KNOWN_FLAGS = _FLAG_HAS_NEWEST | _FLAG_MERGED | _FLAG_SHARED
+_BITS = 7  # bitmap bits per byte: each byte a one-byte varint
 _MAX_EXPONENT = 62
 
 
@@ -595,40 +598,59 @@ class ExponentialHistogram:
         """Compact, versioned, little-endian serialization.
 
         Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 1, format version 1)::
+        family id 1, format version 2)::
 
             offset  size    field
             ------  ------  ---------------------------------------------
                  0       2  magic b"EH"
                  2       1  family id = 1 (ExponentialHistogram)
-                 3       1  format version = 1
-                 4       2  flags: bit 0 has_newest, bit 1 merged
+                 3       1  format version = 2
+                 4       2  flags: bit 0 has_newest, bit 1 merged,
+                            bit 2 shared timestamps
                  6       8  window (int64)
                 14       8  eps (float64)
                 22       8  newest (int64)            [if has_newest]
                  .   varint n_buckets
                  .   varint n_runs, then n_runs pairs (exponent, run length):
                             bucket sizes 2**exponent, newest bucket first
-                 .   n x varint  timestamp deltas: newest - hi[0],
-                            hi[0] - hi[1], ..., hi[n-2] - hi[n-1]
+                 .   ceil(n / 7) bytes, 7 bits each, lowest first: bit i set
+                            when bucket i has bucket i - 1's newest
+                            timestamp                 [if shared timestamps]
+                 .   g x varint  timestamp deltas: newest - hi[0], then
+                            hi[i-1] - hi[i] for every bucket i the bitmap
+                            does not mark (g = n - bits set; never 0 then)
                  .   varint  hi[n-1] - lo[n-1]            [ordered]
                      n x varint  hi[i] - lo[i]            [merged]
                end-4     4  CRC-32 of everything before
 
         An ordered histogram's ``lo[i]`` is ``hi[i + 1]`` (``hi[i]`` for a
-        bucket of size 1), so only the last one is stored.  Sizes are exponents, run-length encoded (an ordered
-        histogram has one run per size).
+        bucket of size 1), so only the last one is stored.  Sizes are
+        exponents, run-length encoded (an ordered histogram has one run per
+        size).  A sum spreads each value over buckets of one timestamp (the
+        newest value of 1,500 at eps 0.01 fills ~250 buckets): version 2
+        marks them in the bitmap, written exactly when it is shorter than a
+        zero delta (one byte) per shared timestamp, that is when more than
+        ceil(n / 7) buckets share one.  Version 1 (still read) is the same
+        layout without the bitmap.
         """
         flags = 0
         if self._newest is not None:
             flags |= _FLAG_HAS_NEWEST
         if self._merged:
             flags |= _FLAG_MERGED
+        n = int(self._exps.size)
+        hi = self._hi
+        shared = np.zeros(n, dtype=bool)
+        if n > 1:
+            shared[1:] = hi[1:] == hi[:-1]
+        if _bitmap_pays(int(shared.sum()), n):
+            flags |= _FLAG_SHARED
+        else:
+            shared[:] = False
         w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags)
         w.struct("qd", self._window, self._eps)
         if self._newest is not None:
             w.struct("q", self._newest)
-        n = int(self._exps.size)
         w.varints([n])
         if n:
             change = np.flatnonzero(np.diff(self._exps.astype(np.int64))) + 1
@@ -638,12 +660,12 @@ class ExponentialHistogram:
             runs[0::2] = self._exps[starts].astype(np.uint64)
             runs[1::2] = lengths.astype(np.uint64)
             w.varints([starts.size]).varints(runs)
-            hi = self._hi
-            first = np.array([self._newest], dtype=object) - int(hi[0])
-            deltas = np.empty(n, dtype=np.uint64)
-            deltas[0] = np.uint64(int(first[0]))
-            if n > 1:
-                deltas[1:] = (hi[:-1] - hi[1:]).view(np.uint64)
+            if flags & _FLAG_SHARED:
+                w.raw(_pack_bits(shared))
+            stamps = hi[~shared]
+            deltas = np.empty(stamps.size, dtype=np.uint64)
+            deltas[0] = np.uint64(self._newest - int(stamps[0]))
+            deltas[1:] = (stamps[:-1] - stamps[1:]).view(np.uint64)
             w.varints(deltas)
             if self._merged:
                 w.varints((self._hi - self._lo).view(np.uint64))
@@ -663,22 +685,27 @@ class ExponentialHistogram:
         """
         name = "ExponentialHistogram"
         r, flags, h = open_synopsis(
-            data, name, _FORMAT_VERSION, _KNOWN_FLAGS, "qd", "window and eps", cls
+            data, name, _READ_VERSIONS, _KNOWN_FLAGS, "qd", "window and eps", cls
         )
+        shared_flag = bool(flags & _FLAG_SHARED)
+        if shared_flag and r.version < 2:
+            raise CorruptSketchError(f"{name}: expected no shared-timestamps flag in format version {r.version}")
         newest = None
         if flags & _FLAG_HAS_NEWEST:
             (newest,) = r.struct("q", "newest timestamp")
         n = r.varint("bucket count")
         if n and newest is None:
             raise CorruptSketchError(f"{name}: expected a newest timestamp with {n} buckets")
-        if n > r.remaining:
+        # a bucket takes a byte, or a bit of seven when it shares a timestamp
+        room = r.remaining * (_BITS if shared_flag else 1)
+        if n > room:
             raise CorruptSketchError(
-                f"{name}: expected at most {r.remaining} buckets in the bytes left, found {n}"
+                f"{name}: expected at most {room} buckets in the bytes left, found {n}"
             )
         merged = bool(flags & _FLAG_MERGED)
         if n == 0:
-            if merged:
-                raise CorruptSketchError(f"{name}: expected no merged flag on an empty histogram")
+            if merged or shared_flag:
+                raise CorruptSketchError(f"{name}: expected no merged or shared-timestamps flag on an empty histogram")
             r.expect_end()
             h._newest = None if newest is None else int(newest)
             return h
@@ -697,8 +724,23 @@ class ExponentialHistogram:
         total = sum(int(c) << int(e) for e, c in zip(run_exps, run_lens))
         if total > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a total below 2**63, found {total}")
-        deltas = r.varints(n, "timestamp deltas")
-        hi = _undelta(int(newest), deltas, name)
+        if shared_flag:
+            shared = _unpack_bits(r.raw(-(-n // _BITS), "shared-timestamps bitmap"), n, name)
+            deltas = r.varints(n - int(shared.sum()), "timestamp deltas")
+            if deltas.size > 1 and not deltas[1:].all():
+                raise CorruptSketchError(f"{name}: expected a nonzero delta between timestamps the bitmap "
+                                         "does not mark as shared, found 0")
+            if not _bitmap_pays(n - deltas.size, n):
+                raise CorruptSketchError(f"{name}: expected no bitmap for {n - deltas.size} shared timestamps "
+                                         f"of {n} buckets (zero deltas are shorter)")
+            stamps = _undelta(int(newest), deltas, name)
+            hi = stamps[np.cumsum(~shared) - 1]
+        else:
+            deltas = r.varints(n, "timestamp deltas")
+            hi = _undelta(int(newest), deltas, name)
+            if r.version >= 2 and n > 1 and _bitmap_pays(n - int(np.count_nonzero(deltas[1:])) - 1, n):
+                raise CorruptSketchError(f"{name}: expected the shared-timestamps bitmap for "
+                                         f"{n - int(np.count_nonzero(deltas[1:])) - 1} zero deltas of {n} buckets")
         if merged:
             widths = r.varints(n, "interval widths")
             lo = _subtract(hi, widths, name)
@@ -722,6 +764,32 @@ class ExponentialHistogram:
         h._exps, h._hi, h._lo = exps, hi, lo
         h._newest, h._total, h._merged = int(newest), total, merged
         return h
+
+
+def _bitmap_pays(shared: int, n: int) -> bool:
+    """Whether the bitmap (a bit of 7 per bucket) is shorter than the zero
+    deltas (a byte each) of ``shared`` buckets sharing a timestamp."""
+    return shared > -(-n // _BITS)
+
+
+def _pack_bits(bits: np.ndarray) -> bytes:
+    """Bits, 7 to a byte, lowest first: every byte a one-byte varint."""
+    padded = np.zeros(-(-bits.size // _BITS) * _BITS, dtype=np.uint8)
+    padded[:bits.size] = bits
+    return (padded.reshape(-1, _BITS) << np.arange(_BITS, dtype=np.uint8)).sum(axis=1, dtype=np.uint8).tobytes()
+
+
+def _unpack_bits(data: bytes, n: int, name: str) -> np.ndarray:
+    """Inverse of :func:`_pack_bits` for ``n`` bits, checking that every
+    byte is below 128, the padding clear and bit 0 (the newest bucket,
+    which has no previous one) clear."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    if raw.size and int(raw.max()) >= 1 << _BITS:
+        raise CorruptSketchError(f"{name}: expected bitmap bytes below 128, found {int(raw.max())}")
+    bits = ((raw[:, None] >> np.arange(_BITS, dtype=np.uint8)) & 1).astype(bool).ravel()
+    if bits[n:].any() or bits[0]:
+        raise CorruptSketchError(f"{name}: expected a bitmap with clear padding and first bit, found another")
+    return bits[:n]
 
 
 def _pin_unit_buckets(exps: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> None:

@@ -22,7 +22,9 @@ Decoding checks in a fixed order and raises
 was found: length of the preamble, magic, family, version, checksum, then
 the family's own fields.  A count read from the buffer is compared with
 the bytes left before anything is allocated, so a corrupt length can never
-make us allocate more than the buffer could hold.
+make us allocate more than the buffer could hold (items of at least one
+byte each; an exponential histogram's buckets that share a timestamp take
+one bit of seven, so at most 7 per byte there).
 
 Examples
 --------
@@ -195,6 +197,7 @@ def open_sealed(data, family: str, versions: tuple[int, ...]) -> tuple["Reader",
             "the bytes were altered or truncated"
         )
     reader = Reader(buf, _PREAMBLE.size, len(buf) - _CRC.size, name)
+    reader.version = version
     return reader, version, flags
 
 
@@ -206,6 +209,7 @@ class Reader:
         self.pos = start
         self.end = len(buf) if end is None else end
         self.name = name
+        self.version = None  # the format version, once open_sealed has read it
 
     @property
     def remaining(self) -> int:
@@ -325,10 +329,12 @@ class Reader:
             )
 
 
-def open_synopsis(data, family: str, version: int, known_flags: int, fmt: str, what: str, factory):
+def open_synopsis(data, family: str, version, known_flags: int, fmt: str, what: str, factory):
     """Open a synopsis's bytes up to its parameters.
 
-    Checks preamble and checksum (:func:`open_sealed`), rejects unknown
+    ``version``: the format version read, or a tuple of them (the reader's
+    ``version`` says which one the bytes are).  Checks preamble and
+    checksum (:func:`open_sealed`), rejects unknown
     flag bits, reads the parameters with ``struct`` format ``fmt`` and
     builds the empty synopsis with ``factory(*parameters)``, turning a
     parameter error into CorruptSketchError.
@@ -337,7 +343,8 @@ def open_synopsis(data, family: str, version: int, known_flags: int, fmt: str, w
     -------
     (reader, flags, synopsis)
     """
-    r, _version, flags = open_sealed(data, family, (version,))
+    versions = tuple(version) if isinstance(version, (tuple, list)) else (version,)
+    r, _version, flags = open_sealed(data, family, versions)
     if flags & ~known_flags:
         raise CorruptSketchError(
             f"{family}: expected flags within {known_flags:#06x}, found {flags:#06x}"

@@ -21,6 +21,7 @@ from ehist.columnar import HistogramColumn, _decode_fast, histogram_bytes
 from tests.conftest import examples
 from tests.exact import exact_sums
 from tests.strategies import eps_values, streams, values_any, values_small
+from tests.test_serialization import bitmap_mutations
 
 
 @st.composite
@@ -168,6 +169,19 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, by
         return [col[j] for j in range(len(col))]
 
     assert outcome(column) == outcome(each)
+
+
+@pytest.mark.parametrize("name, data, message", bitmap_mutations(), ids=[m[0] for m in bitmap_mutations()])
+def test_bitmap_rules_give_the_error_from_bytes_gives(name, data, message):
+    """Each rule of the shared-timestamps bitmap, broken: the column raises
+    what ExponentialHistogram.from_bytes raises, alone or after good blobs."""
+    bad = reseal(data)
+    with pytest.raises(CorruptSketchError, match=message) as exc:
+        ExponentialHistogram.from_bytes(bad)
+    good = [ExponentialHistogram(3000, 0.1).update([1, 2, 3], [900, 5, 7]).to_bytes(),
+            ExponentialHistogram(3000, 0.1).update([5]).to_bytes()]
+    for blobs in ([bad], good + [bad]):
+        assert outcome(lambda: HistogramColumn.from_bytes(blobs)) == ("CorruptSketchError", str(exc.value))
 
 
 def test_from_bytes_rejects_mixed_parameters_and_non_bytes():

@@ -44,11 +44,34 @@ def golden_histograms():
 @pytest.mark.parametrize("name", sorted(golden_histograms()))
 def test_golden_bytes(name):
     """The format cannot drift silently: these bytes were written by format
-    version 1.  Regenerate only with a version bump."""
+    version 2.  Regenerate only with a version bump."""
     h = golden_histograms()[name]
     path = GOLDEN / f"eh_{name}.bin"
     assert h.to_bytes() == path.read_bytes()
     assert ExponentialHistogram.from_bytes(path.read_bytes()) == h
+
+
+@pytest.mark.parametrize("name", sorted(golden_histograms()))
+def test_version_1_bytes_still_read(name):
+    """Sketches stored by format version 1 (in Parquet, in streaming state)
+    decode to the same histogram; writing them again gives version 2."""
+    h = golden_histograms()[name]
+    old = (GOLDEN / f"eh_v1_{name}.bin").read_bytes()
+    assert old[3] == 1
+    back = ExponentialHistogram.from_bytes(old)
+    assert back == h
+    assert back.to_bytes() == h.to_bytes()
+
+
+def test_shared_timestamps_stored_once():
+    """A sum spreads each value over buckets of one timestamp: version 2
+    stores that timestamp once (version 1 wrote a zero delta per bucket)."""
+    h = golden_histograms()["sums"]
+    _, hi, _ = h.buckets()
+    distinct_runs = 1 + int(np.count_nonzero(np.diff(hi)))
+    assert distinct_runs < len(h) / 2
+    old = (GOLDEN / "eh_v1_sums.bin").read_bytes()
+    assert len(h.to_bytes()) < 0.75 * len(old)
 
 
 @settings(max_examples=examples(100), deadline=None)
@@ -132,7 +155,7 @@ def test_every_single_bit_flip_is_detected():
         (lambda b: b"XX" + b[2:], "expected magic b'EH', found b'XX'"),
         (lambda b: b[:2] + bytes([4]) + b[3:], r"expected family id 1 \(ExponentialHistogram\), found 4 \(SlidingFM\)"),
         (lambda b: b[:2] + bytes([77]) + b[3:], "found 77 \\(unknown family 77\\)"),
-        (lambda b: b[:3] + bytes([9]) + b[4:], "expected format version in \\[1\\], found 9"),
+        (lambda b: b[:3] + bytes([9]) + b[4:], "expected format version in \\[1, 2\\], found 9"),
         (lambda b: b[:-1] + bytes([b[-1] ^ 0xFF]), "expected checksum"),
         (lambda b: b + b"\x00", "expected checksum"),
     ],
@@ -175,9 +198,72 @@ def test_non_canonical_sizes_rejected():
     head = b[:30]
     # claim three buckets of size 1 (total 3 wants sizes 1, 2)
     runs = encode_varints(np.array([1, 0, 3], dtype=np.uint64))  # one run: 3 x 2**0
-    deltas = encode_varints(np.array([0, 1, 1, 0], dtype=np.uint64))
+    deltas = encode_varints(np.array([0, 1, 1, 0], dtype=np.uint64))  # 3 timestamps, then the width
     with pytest.raises(CorruptSketchError, match="l-canonical"):
         ExponentialHistogram.from_bytes(reseal(head + b"\x03" + runs + deltas))
+
+
+def _layout(h):
+    """(preamble to newest, [n, n_runs, runs...], shared bits, kept deltas, width) of an ordered histogram."""
+    sizes, hi, lo = h.buckets()
+    exps = np.log2(sizes).astype(np.int64)
+    change = np.flatnonzero(np.diff(exps)) + 1
+    starts = np.concatenate([[0], change])
+    runs = np.column_stack([exps[starts], np.diff(np.append(starts, exps.size))]).ravel()
+    shared = np.r_[False, hi[1:] == hi[:-1]]
+    stamps = hi[~shared]
+    deltas = np.r_[h.newest - stamps[0], stamps[:-1] - stamps[1:]]
+    head = [len(h), starts.size, *runs.tolist()]
+    return h.to_bytes()[:30], head, shared, deltas, int(hi[-1] - lo[-1])
+
+
+def _assemble(head, fields, bitmap, deltas, width, flags):
+    from ehist.exponential_histogram import _pack_bits
+
+    body = head[:4] + struct.pack("<H", flags) + head[6:] + encode_varints(np.array(fields, dtype=np.uint64))
+    return body + (_pack_bits(bitmap) if bitmap is not None else b"") + encode_varints(
+        np.array([*deltas.tolist(), width], dtype=np.uint64))
+
+
+def bitmap_mutations():
+    """(name, body, message): version-2 bytes (before the checksum) whose
+    shared-timestamps bitmap, or its absence, breaks a rule of the format."""
+    head, fields, shared, deltas, width = _layout(golden_histograms()["sums"])
+    assert shared.sum() > len(shared) / 7, "the golden sums use a bitmap"
+    good = _assemble(head, fields, shared, deltas[...], width, 1 | 4)
+    assert reseal(good) == golden_histograms()["sums"].to_bytes()
+    at = 30 + len(encode_varints(np.array(fields, dtype=np.uint64)))
+    all_deltas = np.where(shared, 0, 0)
+    all_deltas[~shared] = deltas
+    o_head, o_fields, o_shared, o_deltas, o_width = _layout(golden_histograms()["ordered"])
+    assert 0 < o_shared.sum() <= len(o_shared) / 7, "the golden ordered histogram shares a few timestamps"
+
+    def with_byte(b, i, value):
+        return b[:i] + bytes([value]) + b[i + 1:]
+
+    p_hist = ExponentialHistogram(3000, 0.1).update([1, 2, 3], [1002, 1002, 1002])
+    p_head, p_fields, p_shared, p_deltas, p_width = _layout(p_hist)
+    assert len(p_shared) == 50  # 8 bitmap bytes, the last with 1 bit and 6 of padding
+    padded = _assemble(p_head, p_fields, p_shared, p_deltas, p_width, 5)
+    assert reseal(padded) == p_hist.to_bytes()
+    p_at = 30 + len(encode_varints(np.array(p_fields, dtype=np.uint64)))
+    return [
+        ("version 1 with a bitmap", with_byte(good, 3, 1), "no shared-timestamps flag in format version 1"),
+        ("first bit set", with_byte(good, at, good[at] | 1), "clear padding and first bit"),
+        ("padding set", with_byte(padded, p_at + 7, padded[p_at + 7] | 0x40), "clear padding and first bit"),
+        ("bitmap byte above 127", with_byte(good, at, good[at] | 0x80), "bitmap bytes below 128"),
+        ("zero deltas in version 2", _assemble(head, fields, None, all_deltas, width, 1), "expected the shared-timestamps bitmap"),
+        ("a zero delta beside the bitmap", _assemble(head, fields, shared & (np.arange(len(shared)) != 7),
+                                                      np.insert(deltas, 7 - int(shared[:7].sum()), 0), width, 5),
+         "expected a nonzero delta"),
+        ("a bitmap that does not pay", _assemble(o_head, o_fields, o_shared, o_deltas, o_width, 5), "expected no bitmap"),
+    ]
+
+
+@pytest.mark.parametrize("name, data, message", bitmap_mutations(), ids=[m[0] for m in bitmap_mutations()])
+def test_bitmap_rules(name, data, message):
+    with pytest.raises(CorruptSketchError, match=message):
+        ExponentialHistogram.from_bytes(reseal(data))
 
 
 @pytest.mark.parametrize("small", [True, False])
