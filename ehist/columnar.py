@@ -56,6 +56,7 @@ from .exponential_histogram import (
     _FLAG_HAS_NEWEST,
     _FLAG_MERGED,
     _FLAG_SHARED,
+    _FLAG_TICK,
     _FORMAT_VERSION,
     _MAX_EXPONENT,
     ExponentialHistogram,
@@ -321,38 +322,50 @@ class HistogramColumn:
         shared = same & bitmap[owner]
         stamps = counts - np.where(bitmap, n_same, 0)
         widths = np.where(self.merged, counts, np.minimum(counts, 1))
-        n_values = 1 + np.where(counts > 0, 1 + 2 * n_runs + maps + stamps + widths, 0)
+        # deltas and widths, and their gcd per histogram: the tick (see to_bytes)
+        kept = np.flatnonzero(~shared)
+        k_owner = owner[kept]
+        prev = np.where(local[kept] == 0, self.newest[k_owner], self.hi[np.maximum(kept - 1, 0)])
+        delta = prev.view(_U64) - self.hi[kept].view(_U64)
+        merged_at = np.flatnonzero(self.merged[owner])
+        gap = self.hi[merged_at].view(_U64) - self.lo[merged_at].view(_U64)
+        has = counts > 0
+        ordered = has & ~self.merged
+        last = self.offsets[1:][ordered] - 1
+        last_gap = self.hi[last].view(_U64) - self.lo[last].view(_U64)
+        tick = np.gcd(_segment_gcds(delta, k_owner, hists), _segment_gcds(gap, owner[merged_at], hists))
+        tick[ordered] = np.gcd(tick[ordered], last_gap)
+        ticked = tick >= _U64(2)
+        tick[~ticked] = _U64(1)
+        n_values = 1 + np.where(has, 1 + 2 * n_runs + ticked + maps + stamps + widths, 0)
         first = np.concatenate([[0], np.cumsum(n_values)[:-1]])
         flat = np.zeros(int(n_values.sum()), dtype=_U64)
         flat[first] = counts.astype(_U64)
-        has = counts > 0
         flat[first[has] + 1] = n_runs[has].astype(_U64)
         run_offsets = np.concatenate([[0], np.cumsum(n_runs)])
         local_run = np.arange(run_pos.size) - run_offsets[run_owner]
         at = first[run_owner] + 2 + 2 * local_run
         flat[at] = self.exps[run_pos].astype(_U64)
         flat[at + 1] = run_len.astype(_U64)
-        body = first + 2 + 2 * n_runs  # where each histogram's bitmap (or its deltas) starts
+        flat[(first + 2 + 2 * n_runs)[ticked]] = tick[ticked]
+        body = first + 2 + 2 * n_runs + ticked  # where each histogram's bitmap (or its deltas) starts
         if shared.any():
             bit_at = body[owner[shared]] + local[shared] // _BITS
             np.add.at(flat, bit_at, np.left_shift(_U64(1), (local[shared] % _BITS).astype(_U64)))
-        kept = ~shared
-        stamp_local = np.cumsum(kept) - 1 - (np.cumsum(np.concatenate([[0], stamps]))[:-1])[owner]
-        delta_at = (body + maps)[owner] + stamp_local
-        prev = np.where(local == 0, self.newest[owner], np.roll(self.hi, 1))
-        flat[delta_at[kept]] = (prev.view(_U64) - self.hi.view(_U64))[kept]
-        gap = self.hi.view(_U64) - self.lo.view(_U64)
-        merged_b = self.merged[owner]
+        stamp_local = np.arange(kept.size) - (np.cumsum(stamps) - stamps)[k_owner]
+        scaled = np.flatnonzero(ticked[k_owner])
+        if scaled.size:
+            delta[scaled] //= tick[k_owner[scaled]]
+        flat[(body + maps)[k_owner] + stamp_local] = delta
         end_stamps = body + maps + stamps  # where the widths start
-        flat[(end_stamps[owner] + local)[merged_b]] = gap[merged_b]
-        last = self.offsets[1:][has & ~self.merged] - 1
-        flat[end_stamps[has & ~self.merged]] = gap[last]
+        flat[end_stamps[owner[merged_at]] + local[merged_at]] = gap // tick[owner[merged_at]]
+        flat[end_stamps[ordered]] = last_gap // tick[ordered]
         nbytes = varint_lengths(flat)
         payload = encode_varints_sized(flat, nbytes)
         byte_ends = np.cumsum(nbytes)[first + n_values - 1].tolist()
         byte_starts = [0] + byte_ends[:-1]
         flags = (np.where(self.has_newest, _FLAG_HAS_NEWEST, 0) | np.where(self.merged, _FLAG_MERGED, 0)
-                 | np.where(bitmap, _FLAG_SHARED, 0)).tolist()
+                 | np.where(bitmap, _FLAG_SHARED, 0) | np.where(ticked, _FLAG_TICK, 0)).tolist()
         head = _HEAD.pack(MAGIC, _FAMILY, _FORMAT_VERSION, 0, self.window, self.eps)
         heads = {f: head[:4] + struct.pack("<H", f) + head[6:] for f in set(flags)}
         crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
@@ -561,7 +574,8 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     version_2 = head[:, 3] == _FORMAT_VERSION
     ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
               & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
-              & ((head[:, 4] == _FLAG_HAS_NEWEST) | (version_2 & (head[:, 4] == _FLAG_HAS_NEWEST | _FLAG_SHARED))))
+              & ((head[:, 4] & ~np.uint8(_FLAG_SHARED | _FLAG_TICK)) == _FLAG_HAS_NEWEST)
+              & (version_2 | (head[:, 4] == _FLAG_HAS_NEWEST)))
     mv = memoryview(joined)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():
@@ -573,6 +587,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
         return ok, None
     version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
     flag = (buf[starts[idx] + 4] & _FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
+    t_i = ((buf[starts[idx] + 4] & _FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
     fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(6, _HEAD_BYTES)]).view(
         np.dtype([("window", "<i8"), ("eps", "<f8"), ("newest", "<i8")])).ravel()
     window, eps, newest = (fields["window"].astype(np.int64), fields["eps"].astype(np.float64),
@@ -608,10 +623,10 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     r_i = np.where(sane & ~empty, n_runs, 0).astype(np.int64)
     bad |= ~sane | (n_vals < 1)
     m_i = np.where(flag, -(-n_i // _BITS), 0)  # bitmap words (one-byte varints)
-    bad |= empty & ((n_vals != 1) | flag)
+    bad |= empty & ((n_vals != 1) | flag | (t_i > 0))
     # exact value count without a bitmap; with one, enough values for it (n <= 7 per word)
     bad |= ~empty & ((r_i < 1) | (r_i > n_i)
-                     | np.where(flag, n_vals < 2 + 2 * r_i + m_i + 1, n_vals != 2 + 2 * r_i + n_i + 1))
+                     | np.where(flag, n_vals < 2 + 2 * r_i + t_i + m_i + 1, n_vals != 2 + 2 * r_i + t_i + n_i + 1))
     n_i, r_i, m_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i), np.where(bad, 0, m_i)
     # size runs: (exponent, length) pairs
     run_owner = np.repeat(np.arange(idx.size, dtype=np.int64), r_i)
@@ -627,16 +642,22 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     offsets = np.concatenate([[0], np.cumsum(n_i)]).astype(np.int64)
     owner = np.repeat(np.arange(idx.size, dtype=np.int64), n_i)
     local = np.arange(exps.size) - offsets[:-1][owner]
-    body = v_first + 2 + 2 * r_i  # where the bitmap, or the deltas, start
+    tick = np.where(t_i > 0, value(v_first + 2 + 2 * r_i, (t_i > 0) & ~bad), _U64(1))
+    bad |= tick < _U64(2 - (t_i == 0))  # a tick is at least 2
+    tick = np.where(bad, _U64(1), tick)
+    body = v_first + 2 + 2 * r_i + t_i  # where the bitmap, or the deltas, start
     shared, stamps = _shared_bits(value, body, flag, n_i, m_i, owner, local, bad)
     bad |= flag & (np.bincount(owner[shared], minlength=idx.size) <= m_i)  # the bitmap must pay
-    bad |= flag & (n_vals != 2 + 2 * r_i + m_i + stamps + 1)
+    bad |= flag & (n_vals != 2 + 2 * r_i + t_i + m_i + stamps + 1)
     stamp_local = np.cumsum(~shared) - 1 - (np.cumsum(stamps) - stamps)[owner]
     deltas = np.where(shared, _U64(0), value(body[owner] + m_i[owner] + stamp_local, ~bad[owner] & ~shared))
     # no zero delta beside a bitmap; without one, fewer zero deltas than it would take
     zero = ~shared & (deltas == 0) & (local > 0)
     bad[owner[zero & flag[owner]]] = True
     bad |= version_2 & ~flag & (np.bincount(owner[zero], minlength=idx.size) > -(-n_i // _BITS))
+    has = n_i > 0
+    width = value(body + m_i + stamps, has & ~bad)
+    deltas, width = _unscale(deltas, width, tick, owner, ~shared, has, version_2, bad)
     # hi = newest - cumulative deltas; anything near the int64 edges: from_bytes
     with np.errstate(over="ignore"):
         approx = np.cumsum(deltas.astype(np.float64))
@@ -649,9 +670,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     room = newest.view(_U64) ^ _U64(1 << 63)  # newest - INT64_MIN, exactly
     bad[owner[cum.astype(_U64) > room[owner]]] = True
     hi = newest[owner] - np.where(bad[owner], 0, cum)
-    has = n_i > 0
     last = offsets[1:] - 1
-    width = value(body + m_i + stamps, has & ~bad)
     hi_last = np.zeros(idx.size, dtype=np.int64)
     hi_last[has] = hi[last[has]]
     bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
@@ -678,6 +697,28 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     good = ~bad
     keep = good[owner]
     return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+
+
+def _segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
+    """gcd of the ``x`` of each owner (0 for none); ``owner`` sorted."""
+    out = np.zeros(size, dtype=_U64)
+    if x.size:
+        first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        out[owner[first]] = np.gcd.reduceat(x, first)
+    return out
+
+
+def _unscale(deltas, width, tick, owner, kept, has, version_2, bad):
+    """Deltas and widths times each blob's tick.  Marks ``bad`` the blobs
+    whose tick is not the gcd of what they store (version 2: a tick flag
+    exactly when that gcd is 2 or more) or whose products pass 2**64."""
+    g = _segment_gcds(deltas[kept], owner[kept], tick.size)
+    g[has] = np.gcd(g[has], width[has])
+    bad |= version_2 & has & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
+    limit = np.iinfo(np.uint64).max // tick
+    bad[owner[deltas > limit[owner]]] = True
+    bad |= width > limit
+    return deltas * tick[owner], width * tick
 
 
 def _shared_bits(value, body, flag, n_i, m_i, owner, local, bad):

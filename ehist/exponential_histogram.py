@@ -35,7 +35,9 @@ _READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 _FLAG_MERGED = 2
 _FLAG_SHARED = 4  # version 2: a bitmap marks buckets sharing the previous one's timestamp
-_KNOWN_FLAGS = _FLAG_HAS_NEWEST | _FLAG_MERGED | _FLAG_SHARED
+_FLAG_TICK = 8  # version 2: deltas and widths are in units of a tick (their gcd)
+_KNOWN_FLAGS = _FLAG_HAS_NEWEST | _FLAG_MERGED | _FLAG_SHARED | _FLAG_TICK
+_U64_MAX = 2**64 - 1
 _BITS = 7  # bitmap bits per byte: each byte a one-byte varint
 _MAX_EXPONENT = 62
 
@@ -606,13 +608,15 @@ class ExponentialHistogram:
                  2       1  family id = 1 (ExponentialHistogram)
                  3       1  format version = 2
                  4       2  flags: bit 0 has_newest, bit 1 merged,
-                            bit 2 shared timestamps
+                            bit 2 shared timestamps, bit 3 tick
                  6       8  window (int64)
                 14       8  eps (float64)
                 22       8  newest (int64)            [if has_newest]
                  .   varint n_buckets
                  .   varint n_runs, then n_runs pairs (exponent, run length):
                             bucket sizes 2**exponent, newest bucket first
+                 .   varint tick >= 2: the gcd of the deltas and widths
+                            below, stored divided by it          [if tick]
                  .   ceil(n / 7) bytes, 7 bits each, lowest first: bit i set
                             when bucket i has bucket i - 1's newest
                             timestamp                 [if shared timestamps]
@@ -630,8 +634,11 @@ class ExponentialHistogram:
         newest value of 1,500 at eps 0.01 fills ~250 buckets): version 2
         marks them in the bitmap, written exactly when it is shorter than a
         zero delta (one byte) per shared timestamp, that is when more than
-        ceil(n / 7) buckets share one.  Version 1 (still read) is the same
-        layout without the bitmap.
+        ceil(n / 7) buckets share one.  Timestamps of whole milliseconds or
+        seconds (in microseconds) have deltas that are multiples of 1,000:
+        the tick stores them divided by their gcd, written exactly when it
+        is 2 or more.  Version 1 (still read) is the same layout without
+        the tick and the bitmap.
         """
         flags = 0
         if self._newest is not None:
@@ -659,18 +666,24 @@ class ExponentialHistogram:
             runs = np.empty(2 * starts.size, dtype=np.uint64)
             runs[0::2] = self._exps[starts].astype(np.uint64)
             runs[1::2] = lengths.astype(np.uint64)
-            w.varints([starts.size]).varints(runs)
-            if flags & _FLAG_SHARED:
-                w.raw(_pack_bits(shared))
             stamps = hi[~shared]
             deltas = np.empty(stamps.size, dtype=np.uint64)
             deltas[0] = np.uint64(self._newest - int(stamps[0]))
             deltas[1:] = (stamps[:-1] - stamps[1:]).view(np.uint64)
-            w.varints(deltas)
             if self._merged:
-                w.varints((self._hi - self._lo).view(np.uint64))
+                widths = (self._hi - self._lo).view(np.uint64)
             else:
-                w.varints([int(self._hi[-1]) - int(self._lo[-1])])
+                widths = np.array([int(self._hi[-1]) - int(self._lo[-1])], dtype=np.uint64)
+            tick = int(np.gcd.reduce(np.concatenate([deltas, widths])))
+            w.varints([starts.size]).varints(runs)
+            if tick >= 2:
+                flags |= _FLAG_TICK
+                w.varints([tick])
+                deltas, widths = deltas // np.uint64(tick), widths // np.uint64(tick)
+            if flags & _FLAG_SHARED:
+                w.raw(_pack_bits(shared))
+            w.varints(deltas).varints(widths)
+            w.set_flags(flags)
         return w.finish()
 
     @classmethod
@@ -687,9 +700,10 @@ class ExponentialHistogram:
         r, flags, h = open_synopsis(
             data, name, _READ_VERSIONS, _KNOWN_FLAGS, "qd", "window and eps", cls
         )
-        shared_flag = bool(flags & _FLAG_SHARED)
-        if shared_flag and r.version < 2:
-            raise CorruptSketchError(f"{name}: expected no shared-timestamps flag in format version {r.version}")
+        shared_flag, tick_flag = bool(flags & _FLAG_SHARED), bool(flags & _FLAG_TICK)
+        if (shared_flag or tick_flag) and r.version < 2:
+            raise CorruptSketchError(f"{name}: expected no shared-timestamps or tick flag in format "
+                                     f"version {r.version}")
         newest = None
         if flags & _FLAG_HAS_NEWEST:
             (newest,) = r.struct("q", "newest timestamp")
@@ -704,8 +718,9 @@ class ExponentialHistogram:
             )
         merged = bool(flags & _FLAG_MERGED)
         if n == 0:
-            if merged or shared_flag:
-                raise CorruptSketchError(f"{name}: expected no merged or shared-timestamps flag on an empty histogram")
+            if merged or shared_flag or tick_flag:
+                raise CorruptSketchError(f"{name}: expected no merged, shared-timestamps or tick flag on an "
+                                         "empty histogram")
             r.expect_end()
             h._newest = None if newest is None else int(newest)
             return h
@@ -724,28 +739,33 @@ class ExponentialHistogram:
         total = sum(int(c) << int(e) for e, c in zip(run_exps, run_lens))
         if total > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a total below 2**63, found {total}")
+        tick = 1
+        if tick_flag:
+            tick = r.varint("timestamp tick")
+            if tick < 2:
+                raise CorruptSketchError(f"{name}: expected a timestamp tick of at least 2, found {tick}")
         if shared_flag:
             shared = _unpack_bits(r.raw(-(-n // _BITS), "shared-timestamps bitmap"), n, name)
-            deltas = r.varints(n - int(shared.sum()), "timestamp deltas")
+        else:
+            shared = np.zeros(n, dtype=bool)
+        deltas = r.varints(n - int(shared.sum()), "timestamp deltas")
+        widths = r.varints(n, "interval widths") if merged else r.varints(1, "oldest interval width")
+        if shared_flag:
             if deltas.size > 1 and not deltas[1:].all():
                 raise CorruptSketchError(f"{name}: expected a nonzero delta between timestamps the bitmap "
                                          "does not mark as shared, found 0")
             if not _bitmap_pays(n - deltas.size, n):
                 raise CorruptSketchError(f"{name}: expected no bitmap for {n - deltas.size} shared timestamps "
                                          f"of {n} buckets (zero deltas are shorter)")
-            stamps = _undelta(int(newest), deltas, name)
-            hi = stamps[np.cumsum(~shared) - 1]
-        else:
-            deltas = r.varints(n, "timestamp deltas")
-            hi = _undelta(int(newest), deltas, name)
-            if r.version >= 2 and n > 1 and _bitmap_pays(n - int(np.count_nonzero(deltas[1:])) - 1, n):
-                raise CorruptSketchError(f"{name}: expected the shared-timestamps bitmap for "
-                                         f"{n - int(np.count_nonzero(deltas[1:])) - 1} zero deltas of {n} buckets")
+        elif r.version >= 2 and n > 1 and _bitmap_pays(n - int(np.count_nonzero(deltas[1:])) - 1, n):
+            raise CorruptSketchError(f"{name}: expected the shared-timestamps bitmap for "
+                                     f"{n - int(np.count_nonzero(deltas[1:])) - 1} zero deltas of {n} buckets")
+        if r.version >= 2:
+            deltas, widths = _unscale(deltas, widths, tick, name)
+        hi = _undelta(int(newest), deltas, name)[np.cumsum(~shared) - 1]
         if merged:
-            widths = r.varints(n, "interval widths")
             lo = _subtract(hi, widths, name)
         else:
-            widths = r.varints(1, "oldest interval width")
             lo = np.empty_like(hi)
             lo[:-1] = hi[1:]
             lo[-1:] = _subtract(hi[-1:], widths, name)
@@ -764,6 +784,23 @@ class ExponentialHistogram:
         h._exps, h._hi, h._lo = exps, hi, lo
         h._newest, h._total, h._merged = int(newest), total, merged
         return h
+
+
+def _unscale(deltas: np.ndarray, widths: np.ndarray, tick: int, name: str):
+    """Deltas and widths times ``tick``, checking that the tick is their
+    gcd (written exactly when it is 2 or more) and the products fit."""
+    g = int(np.gcd.reduce(np.concatenate([deltas, widths])))
+    if tick == 1 and g >= 2:
+        raise CorruptSketchError(f"{name}: expected a tick flag: every delta and width is a multiple of {g}")
+    if tick > 1 and g != 1:
+        raise CorruptSketchError(f"{name}: expected deltas and widths in units of tick {tick} with gcd 1, "
+                                 f"found gcd {g}")
+    if tick > 1:
+        top = max(int(deltas.max(initial=0)), int(widths.max(initial=0)))
+        if top > _U64_MAX // tick:
+            raise CorruptSketchError(f"{name}: expected deltas below 2**64, found {top} ticks of {tick}")
+    t = np.uint64(tick)
+    return deltas * t, widths * t
 
 
 def _bitmap_pays(shared: int, n: int) -> bool:

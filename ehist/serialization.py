@@ -140,6 +140,12 @@ class Writer:
         self._parts.append(bytes(data))
         return self
 
+    def set_flags(self, flags: int) -> "Writer":
+        """Replace the preamble's flags (a writer learns some as it goes)."""
+        magic, family, version, _ = _PREAMBLE.unpack(self._parts[0])
+        self._parts[0] = _PREAMBLE.pack(magic, family, version, flags)
+        return self
+
     def finish(self) -> bytes:
         return seal(b"".join(self._parts))
 

@@ -21,7 +21,7 @@ from ehist.columnar import HistogramColumn, _decode_fast, histogram_bytes
 from tests.conftest import examples
 from tests.exact import exact_sums
 from tests.strategies import eps_values, streams, values_any, values_small
-from tests.test_serialization import bitmap_mutations
+from tests.test_serialization import format_mutations
 
 
 @st.composite
@@ -171,9 +171,9 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, by
     assert outcome(column) == outcome(each)
 
 
-@pytest.mark.parametrize("name, data, message", bitmap_mutations(), ids=[m[0] for m in bitmap_mutations()])
-def test_bitmap_rules_give_the_error_from_bytes_gives(name, data, message):
-    """Each rule of the shared-timestamps bitmap, broken: the column raises
+@pytest.mark.parametrize("name, data, message", format_mutations(), ids=[m[0] for m in format_mutations()])
+def test_format_rules_give_the_error_from_bytes_gives(name, data, message):
+    """Each rule of the shared-timestamps bitmap and the tick, broken: the column raises
     what ExponentialHistogram.from_bytes raises, alone or after good blobs."""
     bad = reseal(data)
     with pytest.raises(CorruptSketchError, match=message) as exc:

@@ -203,6 +203,27 @@ def test_non_canonical_sizes_rejected():
         ExponentialHistogram.from_bytes(reseal(head + b"\x03" + runs + deltas))
 
 
+def millisecond_stamps():
+    """Microsecond timestamps of whole milliseconds, as from Kafka."""
+    return np.unique(np.random.default_rng(9).integers(0, 7_200_000, 3000)) * 1000
+
+
+def millisecond_histogram():
+    return ExponentialHistogram(3_600_000_000, 0.05).update(millisecond_stamps())
+
+
+def test_tick_stores_millisecond_deltas_in_milliseconds():
+    h = millisecond_histogram()
+    b = h.to_bytes()
+    assert b[4] & 8
+    assert ExponentialHistogram.from_bytes(b) == h
+    ts = millisecond_stamps()
+    ts[-1] += 1  # one timestamp off the millisecond grid: gcd 1, same buckets
+    micro = ExponentialHistogram(3_600_000_000, 0.05).update(ts)
+    assert len(micro) == len(h) and not micro.to_bytes()[4] & 8
+    assert len(b) < 0.75 * len(micro.to_bytes())  # 255 against 359 bytes
+
+
 def _layout(h):
     """(preamble to newest, [n, n_runs, runs...], shared bits, kept deltas, width) of an ordered histogram."""
     sizes, hi, lo = h.buckets()
@@ -217,17 +238,19 @@ def _layout(h):
     return h.to_bytes()[:30], head, shared, deltas, int(hi[-1] - lo[-1])
 
 
-def _assemble(head, fields, bitmap, deltas, width, flags):
+def _assemble(head, fields, bitmap, deltas, width, flags, tick=None):
     from ehist.exponential_histogram import _pack_bits
 
     body = head[:4] + struct.pack("<H", flags) + head[6:] + encode_varints(np.array(fields, dtype=np.uint64))
+    body += encode_varints(np.array([tick], dtype=np.uint64)) if tick is not None else b""
     return body + (_pack_bits(bitmap) if bitmap is not None else b"") + encode_varints(
-        np.array([*deltas.tolist(), width], dtype=np.uint64))
+        np.array([*np.asarray(deltas).tolist(), width], dtype=np.uint64))
 
 
-def bitmap_mutations():
+def format_mutations():
     """(name, body, message): version-2 bytes (before the checksum) whose
-    shared-timestamps bitmap, or its absence, breaks a rule of the format."""
+    shared-timestamps bitmap or tick, or their absence, breaks a rule of the
+    format."""
     head, fields, shared, deltas, width = _layout(golden_histograms()["sums"])
     assert shared.sum() > len(shared) / 7, "the golden sums use a bitmap"
     good = _assemble(head, fields, shared, deltas[...], width, 1 | 4)
@@ -241,6 +264,9 @@ def bitmap_mutations():
     def with_byte(b, i, value):
         return b[:i] + bytes([value]) + b[i + 1:]
 
+    m_hist = millisecond_histogram()
+    m_head, m_fields, m_shared, m_deltas, m_width = _layout(m_hist)
+    assert not m_shared.any() and m_hist.to_bytes()[4] == 9  # has newest, tick
     p_hist = ExponentialHistogram(3000, 0.1).update([1, 2, 3], [1002, 1002, 1002])
     p_head, p_fields, p_shared, p_deltas, p_width = _layout(p_hist)
     assert len(p_shared) == 50  # 8 bitmap bytes, the last with 1 bit and 6 of padding
@@ -248,7 +274,7 @@ def bitmap_mutations():
     assert reseal(padded) == p_hist.to_bytes()
     p_at = 30 + len(encode_varints(np.array(p_fields, dtype=np.uint64)))
     return [
-        ("version 1 with a bitmap", with_byte(good, 3, 1), "no shared-timestamps flag in format version 1"),
+        ("version 1 with a bitmap", with_byte(good, 3, 1), "no shared-timestamps or tick flag in format version 1"),
         ("first bit set", with_byte(good, at, good[at] | 1), "clear padding and first bit"),
         ("padding set", with_byte(padded, p_at + 7, padded[p_at + 7] | 0x40), "clear padding and first bit"),
         ("bitmap byte above 127", with_byte(good, at, good[at] | 0x80), "bitmap bytes below 128"),
@@ -257,11 +283,22 @@ def bitmap_mutations():
                                                       np.insert(deltas, 7 - int(shared[:7].sum()), 0), width, 5),
          "expected a nonzero delta"),
         ("a bitmap that does not pay", _assemble(o_head, o_fields, o_shared, o_deltas, o_width, 5), "expected no bitmap"),
+        ("a tick of 1", _assemble(m_head, m_fields, None, m_deltas, m_width, 9, tick=1), "tick of at least 2"),
+        ("a tick that is not the gcd", _assemble(m_head, m_fields, None, m_deltas // 500, m_width // 500, 9, tick=500),
+         "with gcd 1, found gcd 2"),
+        ("deltas in ticks without the flag", _assemble(m_head, m_fields, None, m_deltas, m_width, 1),
+         "expected a tick flag: every delta and width is a multiple of 1000"),
+        ("ticks beyond 64 bits", _assemble(m_head, m_fields, None, np.r_[(m_deltas[:-1] // 1000).astype(np.uint64), np.uint64(2**63 + 1)],
+                                           m_width // 1000, 9, tick=1000), "expected deltas below 2\\*\\*64"),
+        ("version 1 with a tick", with_byte(_assemble(m_head, m_fields, None, m_deltas // 1000, m_width // 1000, 9,
+                                                      tick=1000), 3, 1), "or tick flag in format version 1"),
+        ("a tick on an empty histogram", _assemble(m_head[:22], [0], None, [], 0, 8)[:-1],
+         "no merged, shared-timestamps or tick flag on an empty"),
     ]
 
 
-@pytest.mark.parametrize("name, data, message", bitmap_mutations(), ids=[m[0] for m in bitmap_mutations()])
-def test_bitmap_rules(name, data, message):
+@pytest.mark.parametrize("name, data, message", format_mutations(), ids=[m[0] for m in format_mutations()])
+def test_format_rules(name, data, message):
     with pytest.raises(CorruptSketchError, match=message):
         ExponentialHistogram.from_bytes(reseal(data))
 
