@@ -560,28 +560,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     passes on it, with the same result; the others (merged histograms,
     histograms never updated, anything suspicious) are left to it.
     """
-    count = len(blobs)
-    ok = np.zeros(count, dtype=bool)
-    if count == 0:
-        return ok, None
-    joined = b"".join(blobs)
-    buf = np.frombuffer(joined, dtype=np.uint8)
-    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    # preamble: magic, family, version, flags == has_newest (merged: from_bytes)
-    ok = lengths >= _HEAD_BYTES + 1 + _CRC.size
-    head = buf[starts[ok][:, None] + np.arange(6)]
-    version_2 = head[:, 3] == _FORMAT_VERSION
-    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
-              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
-              & ((head[:, 4] & ~np.uint8(_FLAG_SHARED | _FLAG_TICK)) == _FLAG_HAS_NEWEST)
-              & (version_2 | (head[:, 4] == _FLAG_HAS_NEWEST)))
-    mv = memoryview(joined)
-    crc32 = zlib.crc32
-    for i in np.flatnonzero(ok).tolist():
-        a, n = int(starts[i]), int(lengths[i])
-        if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
-            ok[i] = False
+    ok, buf, starts, lengths = _sealed_heads(blobs)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
@@ -658,6 +637,48 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     has = n_i > 0
     width = value(body + m_i + stamps, has & ~bad)
     deltas, width = _unscale(deltas, width, tick, owner, ~shared, has, version_2, bad)
+    hi, lo = _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad)
+    _check_canonical(exps, offsets, owner, n_i, l, bad)
+    ok[idx[bad]] = False
+    good = ~bad
+    keep = good[owner]
+    return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+
+
+def _sealed_heads(blobs: list):
+    """(accepted mask, joined bytes, starts, lengths): the blobs with an
+    ExponentialHistogram preamble of version 1 or 2, a newest timestamp,
+    no merged flag (merged: from_bytes) and a matching checksum."""
+    count = len(blobs)
+    ok = np.zeros(count, dtype=bool)
+    if count == 0:
+        return ok, None, None, None
+    joined = b"".join(blobs)
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    # preamble: magic, family, version, flags == has_newest (merged: from_bytes)
+    ok = lengths >= _HEAD_BYTES + 1 + _CRC.size
+    head = buf[starts[ok][:, None] + np.arange(6)]
+    version_2 = head[:, 3] == _FORMAT_VERSION
+    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
+              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
+              & ((head[:, 4] & ~np.uint8(_FLAG_SHARED | _FLAG_TICK)) == _FLAG_HAS_NEWEST)
+              & (version_2 | (head[:, 4] == _FLAG_HAS_NEWEST)))
+    mv = memoryview(joined)
+    crc32 = zlib.crc32
+    for i in np.flatnonzero(ok).tolist():
+        a, n = int(starts[i]), int(lengths[i])
+        if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
+            ok[i] = False
+    return ok, buf, starts, lengths
+
+
+def _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad):
+    """(hi, lo) per bucket from the (unscaled) deltas and oldest widths.
+    Marks ``bad`` the blobs near the int64 edges (from_bytes decides those
+    exactly) and those with a bucket outside the window."""
+    idx_size = newest.size
     # hi = newest - cumulative deltas; anything near the int64 edges: from_bytes
     with np.errstate(over="ignore"):
         approx = np.cumsum(deltas.astype(np.float64))
@@ -671,7 +692,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     bad[owner[cum.astype(_U64) > room[owner]]] = True
     hi = newest[owner] - np.where(bad[owner], 0, cum)
     last = offsets[1:] - 1
-    hi_last = np.zeros(idx.size, dtype=np.int64)
+    hi_last = np.zeros(idx_size, dtype=np.int64)
     hi_last[has] = hi[last[has]]
     bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
     # every bucket inside the window: newest - hi[-1] < window
@@ -682,21 +703,24 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
         lo[last[has]] = hi_last[has] - np.where(bad, 0, width).astype(np.int64)[has]
         unit = exps == 0
         lo[unit] = hi[unit]
+    return hi, lo
+
+
+def _check_canonical(exps, offsets, owner, n_i, l, bad) -> None:
+    """Marks ``bad`` the blobs whose bucket sizes are not the l-canonical
+    sizes of their total (as ExponentialHistogram.from_bytes checks)."""
+    idx_size = n_i.size
     # the l-canonical sizes of the total
     sizes = np.left_shift(np.int64(1), exps.astype(np.int64))
-    heavy = np.bincount(owner, weights=sizes.astype(np.float64), minlength=idx.size) >= 2.0**62
+    heavy = np.bincount(owner, weights=sizes.astype(np.float64), minlength=idx_size) >= 2.0**62
     bad |= heavy
     total = np.where(bad, 0, _segment_sums(np.where(heavy[owner], 0, sizes), offsets))
     want, want_owner = _canonical_exps(total, l)
-    bad |= np.bincount(want_owner, minlength=idx.size) != np.where(bad, -1, n_i)
+    bad |= np.bincount(want_owner, minlength=idx_size) != np.where(bad, -1, n_i)
     same = ~bad
     if same.any():
         differ = exps[same[owner]] != want[same[want_owner]]
         bad[owner[same[owner]][differ]] = True
-    ok[idx[bad]] = False
-    good = ~bad
-    keep = good[owner]
-    return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
 
 
 def _segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
