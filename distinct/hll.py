@@ -26,8 +26,24 @@ from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
+_FLAG_TICK = 2  # version 2: ages stored in units of their gcd
+
+
+def _unscale_ages(ages: np.ndarray, tick: int, window: int, name: str) -> np.ndarray:
+    """Ages times ``tick``, checking that the tick is their gcd (written
+    exactly when it is 2 or more) and every age stays below the window."""
+    g = int(np.gcd.reduce(ages))
+    if tick == 1 and g >= 2:
+        raise CorruptSketchError(f"{name}: expected a tick flag: every age is a multiple of {g}")
+    if tick > 1 and g != 1:
+        raise CorruptSketchError(f"{name}: expected ages in units of tick {tick} with gcd 1, found gcd {g}")
+    top = int(ages.max())
+    if top >= -(-window // tick):
+        raise CorruptSketchError(f"{name}: expected ages below the window {window}, found {top} ticks of {tick}")
+    return ages * np.uint64(tick)
 
 
 def _alpha(m: int) -> float:
@@ -303,36 +319,48 @@ class SlidingHyperLogLog:
 
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned little-endian bytes (family id 5, format version 1).
+        """Versioned little-endian bytes (family id 5, format version 2).
 
         ::
 
             offset  size  field
-                 0     6  preamble (magic b"EH", family 5, version 1, flags:
-                          bit 0 has_newest)
+                 0     6  preamble (magic b"EH", family 5, version 2, flags:
+                          bit 0 has_newest, bit 1 tick)
                  6     8  window (int64)
                 14     1  precision (uint8)
                 15     8  seed (uint64)
                 23     8  newest (int64)                   [if has_newest]
                  .     *  varint n_entries
+                 .     *  varint tick >= 2: the gcd of the ages    [if tick]
                  .     *  n varints: register deltas (entries sorted by
                           register, then time)
                  .     n  ranks (uint8)
-                 .     *  n varints: newest - timestamp
+                 .     *  n varints: (newest - timestamp) / tick
              end-4     4  CRC-32
+
+        The tick is written exactly when the ages' gcd is 2 or more (event
+        times of whole milliseconds or seconds, in microseconds).  Version
+        1 (still read) has no tick.
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
+        n = len(self)
+        ages = (self._newest - self._ts).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64)
+        tick = int(np.gcd.reduce(ages)) if n else 0
+        if tick >= 2:
+            flags |= _FLAG_TICK
+            ages //= np.uint64(tick)
         w = Writer("SlidingHyperLogLog", _FORMAT_VERSION, flags)
         w.struct("qBQ", self._window, self._p, self._seed)
         if self._newest is None:
             return w.finish()
         w.struct("q", self._newest)
-        n = len(self)
         w.varints([n])
         if n:
+            if tick >= 2:
+                w.varints([tick])
             w.varints(np.diff(self._reg, prepend=0))
             w.raw(self._rank.astype(np.uint8).tobytes())
-            w.varints(self._newest - self._ts)
+            w.varints(ages)
         return w.finish()
 
     @classmethod
@@ -340,10 +368,15 @@ class SlidingHyperLogLog:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingHyperLogLog"
         r, flags, out = open_synopsis(
-            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "qBQ", "window, precision and seed", cls
+            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, "qBQ", "window, precision and seed", cls
         )
         p = out._p
+        ticked = bool(flags & _FLAG_TICK)
+        if ticked and r.version < 2:
+            raise CorruptSketchError(f"{name}: expected no tick flag in format version {r.version}")
         if not flags & _FLAG_HAS_NEWEST:
+            if ticked:
+                raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
             r.expect_end()
             return out
         (newest,) = r.struct("q", "newest timestamp")
@@ -352,11 +385,18 @@ class SlidingHyperLogLog:
             raise CorruptSketchError(
                 f"{name}: expected at most {r.remaining // 3} entries in the bytes left, found {n}"
             )
+        if ticked and not n:
+            raise CorruptSketchError(f"{name}: expected no tick flag without entries")
         if n:
+            tick = r.varint("age tick") if ticked else 1
+            if ticked and tick < 2:
+                raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
             deltas = r.varints(n, "register deltas")
             ranks = np.frombuffer(r.raw(n, "ranks"), dtype=np.uint8).astype(np.int64)
             ages = r.varints(n, "timestamp ages")
             r.expect_end()
+            if r.version >= 2:
+                ages = _unscale_ages(ages, tick, out._window, name)
             if int(deltas.max()) >= out._m or int(ages.max()) >= out._window:
                 raise CorruptSketchError(
                     f"{name}: expected registers below {out._m} and ages below the "

@@ -118,6 +118,81 @@ def reseal(body: bytes) -> bytes:
     return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
 
 
+@pytest.mark.parametrize("name", ["hll", "hll_empty"])
+def test_hll_version_1_bytes_still_read(name):
+    """Sketches stored by format version 1 (Parquet, streaming state) decode
+    to the same sketch; writing them again gives version 2."""
+    s = golden_sketches()[name]
+    old = (GOLDEN / f"{name.replace('hll', 'hll_v1')}.bin").read_bytes()
+    assert old[3] == 1
+    back = SlidingHyperLogLog.from_bytes(old)
+    assert back == s and back.to_bytes() == s.to_bytes()
+
+
+def _hll_fields(s):
+    """(bytes up to the entry count, flags: has newest only; register
+    deltas, ranks, ages) of a sketch."""
+    head = _with_flags(s.to_bytes()[:31], 1) + _varints([len(s)])
+    return head, np.diff(s._reg, prepend=0), s._rank.astype(np.uint8).tobytes(), s._newest - s._ts
+
+
+def _varints(values):
+    from ehist.serialization import encode_varints
+
+    return encode_varints(np.asarray(values, dtype=np.uint64))
+
+
+def millisecond_stream():
+    ts = np.unique(np.random.default_rng(4).integers(0, 3_600_000, 20_000)) * 1000
+    return ts, np.arange(ts.size) % 5000
+
+
+def millisecond_hll():
+    return SlidingHyperLogLog(3_600_000_000, 8).update(*millisecond_stream())
+
+
+def test_hll_ages_in_ticks():
+    """Whole-millisecond event times in microseconds: ages stored in
+    milliseconds, about a byte less per entry."""
+    s = millisecond_hll()
+    b = s.to_bytes()
+    assert b[4] & 2 and SlidingHyperLogLog.from_bytes(b) == s
+    ts, items = millisecond_stream()
+    ts[-1] += 1  # one event off the millisecond grid: the ages' gcd is 1
+    off = SlidingHyperLogLog(3_600_000_000, 8).update(ts, items)
+    assert len(off) == len(s) and not off.to_bytes()[4] & 2
+    assert len(b) < len(off.to_bytes()) - 0.8 * len(s)
+
+
+def _with_flags(head, flags):
+    return head[:4] + struct.pack("<H", flags) + head[6:]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("tick of 1", "tick of at least 2"),
+    ("tick not the gcd", "with gcd 1, found gcd 2"),
+    ("ages in ticks without the flag", "expected a tick flag: every age is a multiple of 1000"),
+    ("ages beyond the window", "expected ages below the window"),
+    ("version 1 with a tick", "no tick flag in format version 1"),
+    ("tick on an empty sketch", "no tick flag on an empty sketch"),
+])
+def test_hll_tick_rules(case, message):
+    head, deltas, ranks, ages = _hll_fields(millisecond_hll())
+    ticked = _with_flags(head, 3)
+    body = {
+        "tick of 1": ticked + _varints([1]) + _varints(deltas) + ranks + _varints(ages),
+        "tick not the gcd": ticked + _varints([500]) + _varints(deltas) + ranks + _varints(ages // 500),
+        "ages in ticks without the flag": head + _varints(deltas) + ranks + _varints(ages),
+        "ages beyond the window": ticked + _varints([1000]) + _varints(deltas) + ranks
+        + _varints(np.r_[ages[:-1] // 1000, 3_600_001]),
+        "version 1 with a tick": ticked[:3] + b"\x01" + ticked[4:] + _varints([1000]) + _varints(deltas) + ranks
+        + _varints(ages // 1000),
+        "tick on an empty sketch": _with_flags(head[:23], 2),
+    }[case]
+    with pytest.raises(CorruptSketchError, match=message):
+        SlidingHyperLogLog.from_bytes(reseal(body))
+
+
 def test_hll_huge_entry_count_does_not_allocate():
     s = SlidingHyperLogLog(60, 4).update([1], [1])
     body = s.to_bytes()[:-4]
