@@ -157,6 +157,26 @@ def test_estimators_equal_each_sketch_read_in_python(spark):
         sdf.select(U.eh_estimate("s", now=F.col("now") - 20_000)).collect()
 
 
+def test_partials_merge_the_same_in_any_arrival_order():
+    """Shuffles deliver a key's partials in any order; L_p sketches add up
+    floats (not associative), so the merge sorts them first: every order
+    gives the same bits (a standalone cluster must agree with local)."""
+    import itertools
+
+    from udaf import LpNorm
+    from udaf.union import merged_estimate
+
+    rng = np.random.default_rng(3)
+    parts = []
+    for _ in range(4):
+        ts = np.sort(rng.integers(0, 10_000, 300))
+        parts.append(SlidingLpNorm(2.0, 5_000, 0.2, 0.1, 9).update(ts, rng.integers(0, 50, ts.size),
+                                                                   rng.random(ts.size) * 1e3).to_bytes())
+    spec = LpNorm("dst", window=5_000, p=2.0, eps=0.2, delta=0.1, seed=9)
+    answers = {merged_estimate(spec, list(order)) for order in itertools.permutations(parts)}
+    assert len(answers) == 1
+
+
 def test_timestamp_and_date_columns_with_intervals(spark):
     base = dt.datetime(2026, 3, 1)
     rows = [(i % 2, base + dt.timedelta(minutes=7 * i), (base + dt.timedelta(days=i // 50)).date()) for i in range(2000)]

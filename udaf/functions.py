@@ -136,7 +136,9 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
 def _merge_udf(cls, name: str):
     @pandas_udf("binary")
     def merge_udf(s: pd.Series) -> bytes:
-        blobs = [b for b in s if b is not None]
+        # a group's rows arrive in shuffle order: merge in byte order, so the
+        # result (float sums of L_p sketches, EH ties) is the same every run
+        blobs = sorted(bytes(b) for b in s if b is not None)
         if not blobs:
             return None
         sketches = [cls.from_bytes(b) for b in blobs]

@@ -61,7 +61,12 @@ class UnionAnswers:
 
 def merged_estimate(spec, blobs, at=None) -> float:
     """A Distinct or LpNorm spec's estimate from one key's partial sketches
-    (non-null bytes), as of ``at`` (default: the newest partial's)."""
+    (non-null bytes), as of ``at`` (default: the newest partial's).
+
+    The partials arrive in shuffle order, which differs from run to run;
+    they are merged in byte order, so the float sums of L_p sketches (not
+    associative) give the same answer on every run and every cluster."""
+    blobs = sorted(bytes(b) for b in blobs)
     if spec.kind == "distinct":
         out = SlidingHyperLogLog.from_bytes(blobs[0])
         for b in blobs[1:]:
