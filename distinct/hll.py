@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Writer, check_tick, open_synopsis, scale_down
 
 from ._batch import hashed_batch
 from .fm import trailing_zeros
@@ -35,11 +35,7 @@ _FLAG_TICK = 2  # version 2: ages stored in units of their gcd
 def _unscale_ages(ages: np.ndarray, tick: int, window: int, name: str) -> np.ndarray:
     """Ages times ``tick``, checking that the tick is their gcd (written
     exactly when it is 2 or more) and every age stays below the window."""
-    g = int(np.gcd.reduce(ages))
-    if tick == 1 and g >= 2:
-        raise CorruptSketchError(f"{name}: expected a tick flag: every age is a multiple of {g}")
-    if tick > 1 and g != 1:
-        raise CorruptSketchError(f"{name}: expected ages in units of tick {tick} with gcd 1, found gcd {g}")
+    check_tick(ages, tick, name, "age", "ages")
     top = int(ages.max())
     if top >= -(-window // tick):
         raise CorruptSketchError(f"{name}: expected ages below the window {window}, found {top} ticks of {tick}")
@@ -344,11 +340,9 @@ class SlidingHyperLogLog:
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         n = len(self)
-        ages = (self._newest - self._ts).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64)
-        tick = int(np.gcd.reduce(ages)) if n else 0
-        if tick >= 2:
+        tick, ages = scale_down((self._newest - self._ts).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64))
+        if tick > 1:
             flags |= _FLAG_TICK
-            ages //= np.uint64(tick)
         w = Writer("SlidingHyperLogLog", _FORMAT_VERSION, flags)
         w.struct("qBQ", self._window, self._p, self._seed)
         if self._newest is None:
@@ -356,7 +350,7 @@ class SlidingHyperLogLog:
         w.struct("q", self._newest)
         w.varints([n])
         if n:
-            if tick >= 2:
+            if tick > 1:
                 w.varints([tick])
             w.varints(np.diff(self._reg, prepend=0))
             w.raw(self._rank.astype(np.uint8).tobytes())

@@ -26,7 +26,7 @@ from ._validation import (
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, IncompatibleSketchError
-from .serialization import Writer, open_synopsis
+from .serialization import Writer, check_tick, open_synopsis, scale_down
 
 __all__ = ["ExponentialHistogram"]
 
@@ -646,45 +646,40 @@ class ExponentialHistogram:
         if self._merged:
             flags |= _FLAG_MERGED
         n = int(self._exps.size)
+        if n == 0:
+            w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags).struct("qd", self._window, self._eps)
+            if self._newest is not None:
+                w.struct("q", self._newest)
+            return w.varints([0]).finish()
         hi = self._hi
+        change = np.flatnonzero(np.diff(self._exps.astype(np.int64))) + 1
+        starts = np.concatenate([[0], change])
+        runs = np.empty(2 * starts.size, dtype=np.uint64)
+        runs[0::2] = self._exps[starts].astype(np.uint64)
+        runs[1::2] = np.diff(np.append(starts, n)).astype(np.uint64)
         shared = np.zeros(n, dtype=bool)
-        if n > 1:
-            shared[1:] = hi[1:] == hi[:-1]
+        shared[1:] = hi[1:] == hi[:-1]
         if _bitmap_pays(int(shared.sum()), n):
             flags |= _FLAG_SHARED
         else:
             shared[:] = False
+        stamps = hi[~shared]
+        stored = np.empty(stamps.size + (n if self._merged else 1), dtype=np.uint64)  # deltas, then widths
+        stored[0] = np.uint64(self._newest - int(stamps[0]))
+        stored[1:stamps.size] = (stamps[:-1] - stamps[1:]).view(np.uint64)
+        stored[stamps.size:] = (self._hi - self._lo).view(np.uint64) if self._merged else \
+            np.uint64(int(hi[-1]) - int(self._lo[-1]))
+        tick, stored = scale_down(stored)
+        if tick > 1:
+            flags |= _FLAG_TICK
         w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags)
-        w.struct("qd", self._window, self._eps)
-        if self._newest is not None:
-            w.struct("q", self._newest)
-        w.varints([n])
-        if n:
-            change = np.flatnonzero(np.diff(self._exps.astype(np.int64))) + 1
-            starts = np.concatenate([[0], change])
-            lengths = np.diff(np.concatenate([starts, [n]]))
-            runs = np.empty(2 * starts.size, dtype=np.uint64)
-            runs[0::2] = self._exps[starts].astype(np.uint64)
-            runs[1::2] = lengths.astype(np.uint64)
-            stamps = hi[~shared]
-            deltas = np.empty(stamps.size, dtype=np.uint64)
-            deltas[0] = np.uint64(self._newest - int(stamps[0]))
-            deltas[1:] = (stamps[:-1] - stamps[1:]).view(np.uint64)
-            if self._merged:
-                widths = (self._hi - self._lo).view(np.uint64)
-            else:
-                widths = np.array([int(self._hi[-1]) - int(self._lo[-1])], dtype=np.uint64)
-            tick = int(np.gcd.reduce(np.concatenate([deltas, widths])))
-            w.varints([starts.size]).varints(runs)
-            if tick >= 2:
-                flags |= _FLAG_TICK
-                w.varints([tick])
-                deltas, widths = deltas // np.uint64(tick), widths // np.uint64(tick)
-            if flags & _FLAG_SHARED:
-                w.raw(_pack_bits(shared))
-            w.varints(deltas).varints(widths)
-            w.set_flags(flags)
-        return w.finish()
+        w.struct("qd", self._window, self._eps).struct("q", self._newest)
+        w.varints([n, starts.size]).varints(runs)
+        if tick > 1:
+            w.varints([tick])
+        if flags & _FLAG_SHARED:
+            w.raw(_pack_bits(shared))
+        return w.varints(stored).finish()
 
     @classmethod
     def from_bytes(cls, data) -> "ExponentialHistogram":
@@ -762,7 +757,9 @@ class ExponentialHistogram:
                                      f"{n - int(np.count_nonzero(deltas[1:])) - 1} zero deltas of {n} buckets")
         if r.version >= 2:
             deltas, widths = _unscale(deltas, widths, tick, name)
-        hi = _undelta(int(newest), deltas, name)[np.cumsum(~shared) - 1]
+        hi = _undelta(int(newest), deltas, name)
+        if shared_flag:
+            hi = hi[np.cumsum(~shared) - 1]
         if merged:
             lo = _subtract(hi, widths, name)
         else:
@@ -789,12 +786,7 @@ class ExponentialHistogram:
 def _unscale(deltas: np.ndarray, widths: np.ndarray, tick: int, name: str):
     """Deltas and widths times ``tick``, checking that the tick is their
     gcd (written exactly when it is 2 or more) and the products fit."""
-    g = int(np.gcd.reduce(np.concatenate([deltas, widths])))
-    if tick == 1 and g >= 2:
-        raise CorruptSketchError(f"{name}: expected a tick flag: every delta and width is a multiple of {g}")
-    if tick > 1 and g != 1:
-        raise CorruptSketchError(f"{name}: expected deltas and widths in units of tick {tick} with gcd 1, "
-                                 f"found gcd {g}")
+    check_tick(np.concatenate([deltas, widths]), tick, name, "delta and width", "deltas and widths")
     if tick > 1:
         top = max(int(deltas.max(initial=0)), int(widths.max(initial=0)))
         if top > _U64_MAX // tick:

@@ -52,6 +52,8 @@ __all__ = [
     "Writer",
     "Reader",
     "seal",
+    "scale_down",
+    "check_tick",
     "open_sealed",
     "open_synopsis",
 ]
@@ -140,14 +142,30 @@ class Writer:
         self._parts.append(bytes(data))
         return self
 
-    def set_flags(self, flags: int) -> "Writer":
-        """Replace the preamble's flags (a writer learns some as it goes)."""
-        magic, family, version, _ = _PREAMBLE.unpack(self._parts[0])
-        self._parts[0] = _PREAMBLE.pack(magic, family, version, flags)
-        return self
-
     def finish(self) -> bytes:
         return seal(b"".join(self._parts))
+
+
+def scale_down(values: np.ndarray) -> tuple[int, np.ndarray]:
+    """(tick, values // tick) for uint64 ``values``: the tick is their gcd
+    when that is 2 or more (whole milliseconds or seconds of timestamps in
+    microseconds), else 1.  Format version 2 stores such a tick, exactly
+    when it is 2 or more; :func:`check_tick` is the reader's side."""
+    tick = int(np.gcd.reduce(values)) if values.size else 0
+    if tick < 2:
+        return 1, values
+    return tick, values // np.uint64(tick)
+
+
+def check_tick(values: np.ndarray, tick: int, name: str, each: str, all_: str) -> None:
+    """Raise CorruptSketchError unless the stored ``values`` fit the tick
+    rule of :func:`scale_down`: no tick (1) and a gcd below 2, or a tick
+    and a gcd of 1.  ``each`` / ``all_`` name the values in messages."""
+    g = int(np.gcd.reduce(values)) if values.size else 0
+    if tick == 1 and g >= 2:
+        raise CorruptSketchError(f"{name}: expected a tick flag: every {each} is a multiple of {g}")
+    if tick > 1 and g != 1:
+        raise CorruptSketchError(f"{name}: expected {all_} in units of tick {tick} with gcd 1, found gcd {g}")
 
 
 def seal(body: bytes) -> bytes:
