@@ -10,8 +10,7 @@ one per micro-batch (trigger availableNow), a 1-hour window:
   (RocksDB state store, as transformWithStateInPandas requires);
 * ``groupBy("k", window("ts", "1 hour", slide)).count()`` with a
   10-minute watermark, slides of 1 minute and 10 seconds, on the same
-  RocksDB store, and at a 1-minute slide on Spark's default (HDFS-backed,
-  in-memory) store.
+  RocksDB store and on Spark's default (HDFS-backed, in-memory) store.
 
 State bytes per key, three ways: the state values themselves (ours: the
 stored bytes, read back with Spark's ``statestore`` data source; native:
@@ -132,6 +131,7 @@ CACHE = "spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB"
 
 @pytest.mark.parametrize("name", ["ehist eps=0.05 (rocksdb)", "native 1-minute slide (rocksdb)",
                                   "native 10-second slide (rocksdb)", "native 1-minute slide (hdfs, default)",
+                                  "native 10-second slide (hdfs, default)",
                                   "native 1-minute slide (rocksdb, 1 MB block cache)"])
 def test_state_and_throughput(spark, source, tmp_path, name):
     """One query per parameter.  The last one shows what RocksDB's

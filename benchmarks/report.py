@@ -250,14 +250,18 @@ def _per_row_at_scale(r: dict) -> list[str]:
             ratio = "" if "sliding_over" in name else f"{x:.1f}x" + (" (slower)" if x < 1 else "")
             out.append(f"| {rows:,}, {label} | {name} | {v['seconds']:.2f} | {ratio} |")
     note = []
-    if "shuffle by key only" in large and "count, pandas UDF .over (len)" in large:
-        floor = large["shuffle by key only"]["seconds"]
-        note.append(f"Shuffling the rows by key alone, which every per-key method pays (the built-in frame and the "
-                    f"pandas UDF included), took {floor:.2f} s: the `len` pandas UDF is "
-                    f"{large['count, pandas UDF .over (len)']['seconds'] / floor:.0f}x that, so no per-key method "
-                    "can be 50x faster than it here.")
-    return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`):", ""] + out + [""] + \
-        ([" ".join(note), ""] if note else [])
+    for group, label in ((large, "2 keys"), (many, "many keys")):
+        if "shuffle by key only" in group and "count, pandas UDF .over (len)" in group:
+            floor = group["shuffle by key only"]["seconds"]
+            note.append(f"{label}: shuffling the rows by key alone, which every per-key method pays (the built-in "
+                        f"frame and the pandas UDF included), took {floor:.2f} s and `sliding_over` "
+                        f"{group['count, sliding_over']['seconds'] / floor:.2f}x that; the `len` pandas UDF is "
+                        f"{group['count, pandas UDF .over (len)']['seconds'] / floor:.0f}x it, so no per-key method "
+                        "can be 50x faster than the `len` UDF here.")
+    return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`; runs of about a second are the best of "
+            "3): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
+            "`nunique`, and this package's `sliding_count` (the same estimate per row, from a histogram of each "
+            "frame).", ""] + out + [""] + ([" ".join(note), ""] if note else [])
 
 
 def _streaming_reading(stream: dict) -> list[str]:
@@ -278,6 +282,13 @@ def _streaming_reading(stream: dict) -> list[str]:
                    f"{hdfs['memory_bytes_per_key'] / ours['value_bytes_per_key']:.0f}x our stored "
                    f"{ours['value_bytes_per_key']:,.0f} B/key; our throughput is "
                    f"{ours['rows_per_second'] / hdfs['rows_per_second']:.2f}x its.")
+    hdfs10 = stream.get("native 10-second slide (hdfs, default)")
+    if hdfs and hdfs10:
+        out.append(f"There its memoryUsedBytes are {hdfs['memory_bytes_per_key'] / 1000:,.1f} kB/key at a 1-minute "
+                   f"and {hdfs10['memory_bytes_per_key'] / 1000:,.1f} kB/key at a 10-second slide (the streaming "
+                   f"issue's \"about 32 kB\" and \"about 216 kB\"; on RocksDB "
+                   f"{stream.get('native 10-second slide (rocksdb)', {}).get('memory_bytes_per_key', 0) / 1000:,.1f} "
+                   f"kB/key at 10 seconds).")
     cache = stream.get("native 1-minute slide (rocksdb, 1 MB block cache)")
     if cache:
         out.append(f"RocksDB's memoryUsedBytes is mostly its block cache (recently read blocks, up to "
