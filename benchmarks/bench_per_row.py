@@ -108,6 +108,17 @@ def test_per_row_count(spark, df, frame):
           lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)))
 
 
+def round_trip(df):
+    """The rows shuffled by key, sorted by key and time, and sent through
+    Python unchanged (``mapInArrow``): the floor of any per-key method that
+    computes in Python, before it computes anything."""
+
+    def same(batches):
+        yield from batches
+
+    return df.repartition(2, "k").sortWithinPartitions("k", "ts").mapInArrow(same, df.schema)
+
+
 def rows_in(v: pd.Series) -> int:
     return len(v)
 
@@ -145,6 +156,7 @@ def test_per_row_at_scale(spark):
           lambda: big.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)), LARGE)
     # the floor of any per-key method: moving the rows to their key's partition
     timed("large: shuffle by key only", frame, lambda: big.repartition(2, "k"), LARGE, repeat=3)
+    timed("large: shuffle, sort, Arrow round trip", frame, lambda: round_trip(big), LARGE, repeat=3)
     big.unpersist()
 
 
@@ -167,6 +179,7 @@ def test_per_row_many_keys(spark):
     timed("many keys: count, sliding_over", frame, lambda: sliding_over(many, "k", "ts", n=Count(window=frame)),
           LARGE, repeat=3)
     timed("many keys: shuffle by key only", frame, lambda: many.repartition(2, "k"), LARGE, repeat=3)
+    timed("many keys: shuffle, sort, Arrow round trip", frame, lambda: round_trip(many), LARGE, repeat=3)
     timed("many keys: count, pandas UDF .over (len)", frame,
           lambda: many.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
     many.unpersist()

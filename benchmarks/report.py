@@ -240,7 +240,7 @@ def _per_row_at_scale(r: dict) -> list[str]:
             continue
         rows = group[ours_key]["rows"]
         for name, v in group.items():
-            if name == "shuffle by key only":  # in the note below
+            if name in ("shuffle by key only", "shuffle, sort, Arrow round trip"):  # in the note below
                 continue
             if name.startswith("distinct"):
                 mine = group.get("distinct, sliding_over", group[ours_key])["seconds"]
@@ -253,11 +253,18 @@ def _per_row_at_scale(r: dict) -> list[str]:
     for group, label in ((large, "2 keys"), (many, "many keys")):
         if "shuffle by key only" in group and "count, pandas UDF .over (len)" in group:
             floor = group["shuffle by key only"]["seconds"]
+            bound = group["count, pandas UDF .over (len)"]["seconds"] / floor
             note.append(f"{label}: shuffling the rows by key alone, which every per-key method pays (the built-in "
                         f"frame and the pandas UDF included), took {floor:.2f} s and `sliding_over` "
                         f"{group['count, sliding_over']['seconds'] / floor:.2f}x that; the `len` pandas UDF is "
-                        f"{group['count, pandas UDF .over (len)']['seconds'] / floor:.0f}x it, so no per-key method "
-                        "can be 50x faster than the `len` UDF here.")
+                        f"{bound:.0f}x it" + (", so no per-key method can be 50x faster than the `len` UDF here."
+                                              if bound < 50 else "."))
+            trip = group.get("shuffle, sort, Arrow round trip")
+            if trip:
+                note.append(f"Sorting the shuffled rows and sending them through Python unchanged (`mapInArrow`, "
+                            f"the floor of a per-key method computing in Python) took {trip['seconds']:.2f} s: "
+                            f"the `len` UDF is {group['count, pandas UDF .over (len)']['seconds'] / trip['seconds']:.0f}x "
+                            f"that, `sliding_over` {group['count, sliding_over']['seconds'] / trip['seconds']:.2f}x.")
     return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`; runs of about a second are the best of "
             "3): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
             "`nunique`, and this package's `sliding_count` (the same estimate per row, from a histogram of each "
