@@ -10,6 +10,11 @@ decodes the partials (4 per key here) and bounds their unions.  And what
 (one per key): decode and estimate each.  Measured both ways in the same
 run: HistogramColumn / histogram_bytes, and a loop of
 ExponentialHistogram.update().to_bytes() / from_bytes().bounds().
+
+The same two phases for distinct counts of the rows' values (sliding
+HyperLogLog, precision 12): distinct.columnar.sliding_hll_bytes, and
+from_bytes + union_estimates, against update().to_bytes() and
+from_bytes() + merge() + estimate() per key.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ import pandas as pd
 import pytest
 
 from benchmarks.conftest import RESULTS, record
+from distinct import SlidingHyperLogLog
+from distinct.columnar import sliding_hll_bytes, union_estimates
 from ehist import ExponentialHistogram
 from ehist.columnar import HistogramColumn, histogram_bytes
+from ehist.hashing import hash64
 
 KEYS, ROWS, WINDOW, EPS = 20_000, 25, 250_000, 0.01
 
@@ -110,10 +118,61 @@ def test_estimate_sketch_column(benchmark, runs, kind, how):
     record(f"estimate {kind}s, {how}", benchmark, KEYS, keys=KEYS)
 
 
+def hll_one_at_a_time(ts, items, starts):
+    ends = np.r_[starts[1:], ts.size]
+    return [SlidingHyperLogLog(WINDOW).update(ts[a:b], items[a:b]).to_bytes()
+            for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def hll_union_one_at_a_time(blobs):
+    out = []
+    for g in range(0, len(blobs), 4):
+        merged = SlidingHyperLogLog.from_bytes(blobs[g])
+        for b in blobs[g + 1:g + 4]:
+            merged = merged.merge(SlidingHyperLogLog.from_bytes(b))
+        out.append(merged.estimate())
+    return out
+
+
+def hll_union_columnar(blobs):
+    return union_estimates([SlidingHyperLogLog.from_bytes(b) for b in blobs], np.arange(0, len(blobs), 4))
+
+
+def test_distinct_correct_on_small_input(runs):
+    ts, items, starts = runs
+    small, cut = starts[:200], int(starts[200])
+    blobs = sliding_hll_bytes(ts[:cut], small, hash64(items[:cut]), window=WINDOW)
+    assert blobs == hll_one_at_a_time(ts[:cut], items[:cut], small)
+    assert hll_union_columnar(blobs).tolist() == hll_union_one_at_a_time(blobs)
+
+
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-sketches-build")
+def test_distinct_build_and_serialize(benchmark, runs, how):
+    ts, items, starts = runs
+    if how == "columnar":  # hashing included, as the per-key update hashes its items
+        benchmark.pedantic(lambda: sliding_hll_bytes(ts, starts, hash64(items), window=WINDOW), rounds=3)
+    else:
+        benchmark.pedantic(lambda: hll_one_at_a_time(ts, items, starts), rounds=1)
+    record(f"build distincts, {how}", benchmark, KEYS, keys=KEYS)
+
+
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-sketches-union")
+def test_distinct_decode_and_union(benchmark, runs, how):
+    ts, items, starts = runs
+    blobs = sliding_hll_bytes(ts, starts, hash64(items), window=WINDOW)
+    if how == "columnar":
+        benchmark.pedantic(lambda: hll_union_columnar(blobs), rounds=3)
+    else:
+        benchmark.pedantic(lambda: hll_union_one_at_a_time(blobs), rounds=1)
+    record(f"decode+union distincts, {how}", benchmark, KEYS, keys=KEYS)
+
+
 def test_summary():
     lines = []
     for step in ("build", "decode+union", "estimate"):
-        for kind in ("count", "sum"):
+        for kind in ("count", "sum", "distinct"):
             a, b = RESULTS.get(f"{step} {kind}s, columnar"), RESULTS.get(f"{step} {kind}s, one at a time")
             if a and b:
                 lines.append(f"{step} {kind}s of {KEYS:,} keys: columnar {a['seconds']:.3f} s, one at a time "

@@ -52,6 +52,31 @@ def _alpha(m: int) -> float:
     return 0.7213 / (1.0 + 1.079 / m)
 
 
+def estimates_from_rank_counts(counts: np.ndarray, m: int) -> np.ndarray:
+    """HyperLogLog estimates of sketches given, per sketch (row), how many
+    of its ``m`` registers hold each value (column ``k``: registers with
+    ``M_j = k``; column 0 the empty ones).
+
+    ``sum_j 2**-M_j`` is summed from the largest ``k`` down, the same float
+    operations for one sketch or a batch (each product is exact), so
+    :meth:`SlidingHyperLogLog.estimate` and
+    :func:`distinct.columnar.union_estimates` agree bit for bit.
+    """
+    c = np.atleast_2d(np.asarray(counts)).astype(np.float64)
+    z = np.zeros(c.shape[0])
+    for k in range(c.shape[1] - 1, -1, -1):
+        z = z + c[:, k] * 2.0**-k
+    raw = _alpha(m) * m * m / z
+    empty = c[:, 0]
+    out = raw.copy()
+    small = (raw <= 2.5 * m) & (empty > 0)
+    out[small] = m * np.log(m / empty[small])
+    two64 = 2.0**64
+    large = ~small & (raw > two64 / 30)
+    out[large] = -two64 * np.log1p(-raw[large] / two64)
+    return out
+
+
 def _keep_future_maxima(reg: np.ndarray, ts: np.ndarray, rank: np.ndarray, m: int) -> np.ndarray:
     """Mask of the entries that no later entry of the same register dominates.
 
@@ -280,15 +305,8 @@ class SlidingHyperLogLog:
             ``now`` earlier than :attr:`newest`, window outside ``[1, N]``.
         """
         M = self.registers(now, window)
-        m = self._m
-        raw = _alpha(m) * m * m / float(np.sum(np.ldexp(1.0, -M)))
-        empty = int(np.count_nonzero(M == 0))
-        if raw <= 2.5 * m and empty:
-            return m * math.log(m / empty)
-        two64 = 2.0**64
-        if raw > two64 / 30:
-            return -two64 * math.log1p(-raw / two64)
-        return raw
+        counts = np.bincount(M, minlength=66 - self._p)
+        return float(estimates_from_rank_counts(counts, self._m)[0])
 
     # ----------------------------------------------------------------- merge
     def merge(self, other: "SlidingHyperLogLog") -> "SlidingHyperLogLog":

@@ -29,8 +29,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from distinct import SlidingHyperLogLog
+from distinct.columnar import sliding_hll_bytes
 from ehist import ExponentialHistogram
 from ehist.columnar import histogram_bytes
+from ehist.hashing import hash64
 from ehist._validation import check_eps
 from lp_norms import SlidingLpNorm
 
@@ -395,8 +397,13 @@ def _partial_builder(keys, specs, windows, value_columns, at=None, with_bounds=(
                 out[name] = blobs
                 if name in with_bounds:
                     out[f"{name}_lower"], out[f"{name}_upper"] = lower, upper
+            elif spec.kind == "distinct":  # every key's sketch in a few numpy passes (distinct.columnar)
+                keep, items = items_of(pd.Series(columns[spec.column]), spec.column)
+                runs = np.concatenate([[0], np.cumsum(keep)])[starts]
+                out[name] = sliding_hll_bytes(ts_all[keep], runs, hash64(items, spec.seed), window=windows[name],
+                                              precision=spec.precision, seed=spec.seed)
             else:
-                out[name] = [_build(spec, windows[name], ts_all[a:b], columns, a, b).to_bytes()
+                out[name] = [_lp_sketch(spec, windows[name], ts_all[a:b], columns, a, b).to_bytes()
                              for a, b in zip(starts.tolist(), ends.tolist())]
         for a in range(0, len(key_frame), 10_000):
             chunk = key_frame.iloc[a:a + 10_000].reset_index(drop=True)
@@ -487,18 +494,9 @@ def _union_estimate(spec, at=None, with_bounds=False):
     return union_estimate
 
 
-def _build(spec, window, t, columns, a, b):
-    """One key's synopsis from rows a..b of the partition's sorted columns."""
-    synopsis = spec.make(window)
-    if spec.kind == "count":
-        return synopsis.update(t)
-    if spec.kind == "sum":
-        v = columns[spec.column][a:b]
-        mask = ~pd.isna(v)
-        return synopsis.update(t[mask], v[mask].astype(np.int64))
-    if spec.kind == "distinct":
-        mask, items = items_of(pd.Series(columns[spec.column][a:b]), spec.column)
-        return synopsis.update(t[mask], items)
+def _lp_sketch(spec, window, t, columns, a, b):
+    """One key's L_p sketch from rows a..b of the partition's sorted columns
+    (counts, sums and distinct counts are built for all keys at once)."""
     idx = columns[spec.column][a:b]
     mask = ~pd.isna(idx)
     vals = None
@@ -506,7 +504,7 @@ def _build(spec, window, t, columns, a, b):
         v = columns[spec.value][a:b]
         mask &= ~pd.isna(v)
         vals = v[mask].astype(np.float64)
-    return synopsis.update(t[mask], items_of(pd.Series(idx[mask]), spec.column)[1], vals)
+    return spec.make(window).update(t[mask], items_of(pd.Series(idx[mask]), spec.column)[1], vals)
 
 
 def _rows_interval(spec, window, at):

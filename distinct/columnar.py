@@ -1,0 +1,330 @@
+"""Many sliding HyperLogLogs at once, in flat numpy arrays.
+
+A Spark partition holds thousands of keys; building and serializing one
+:class:`~distinct.SlidingHyperLogLog` per key costs ~90 us of Python each,
+and merging a key's partial sketches and estimating their union another
+~40 us.  The two functions here do those steps for all keys of a batch in a
+few numpy passes (the sketches' twin of :mod:`ehist.columnar`):
+
+* :func:`sliding_hll_bytes`: each run's sketch, serialized, from one sort
+  by (run, register, time, rank) and one segmented running maximum (the
+  lists of future possible maxima of every register of every run at once);
+* :func:`union_estimates`: the estimate of each group's union of sketches
+  (a key's partials from several partitions) without merging them: a
+  register of the union holds the largest rank live in any of them.
+
+Contract: ``sliding_hll_bytes(ts, starts, hashes, ...)[i]`` equals
+``SlidingHyperLogLog(...).update_hashes(run_i, hashes_i).to_bytes()``, and
+``union_estimates(sketches, starts, now)[g]`` equals the estimate of the
+merge of group ``g``'s sketches, bit for bit (both paths sum the same
+floats in the same order, :func:`distinct.hll.estimates_from_rank_counts`).
+Each is a property test (``tests/test_distinct_columnar.py``).
+
+Examples
+--------
+>>> import numpy as np
+>>> from distinct import SlidingHyperLogLog
+>>> from ehist.hashing import hash64
+>>> ts = np.array([1, 2, 3, 10, 11])                 # two keys' runs
+>>> hashes = hash64(np.array([7, 8, 7, 1, 2]))
+>>> blobs = sliding_hll_bytes(ts, [0, 3], hashes, window=100, precision=4)
+>>> blobs[1] == SlidingHyperLogLog(100, 4).update([10, 11], [1, 2]).to_bytes()
+True
+>>> sketches = [SlidingHyperLogLog.from_bytes(b) for b in blobs]
+>>> union_estimates(sketches, [0]).round(3).tolist()  # both runs as one stream
+[4.603]
+>>> round(sketches[0].merge(sketches[1]).estimate(), 3)
+4.603
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from ehist._validation import (
+    INT64_MIN,
+    check_positive_int,
+    check_window,
+    coerce_timestamps,
+    resolve_query,
+)
+from ehist.columnar import _check_starts, _segment_gcds
+from ehist.errors import require_same
+from ehist.hashing import check_seed
+from ehist.serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
+
+from .fm import trailing_zeros
+from .hll import (
+    _FLAG_HAS_NEWEST,
+    _FLAG_TICK,
+    _FORMAT_VERSION,
+    SlidingHyperLogLog,
+    estimates_from_rank_counts,
+)
+
+__all__ = ["sliding_hll_bytes", "union_estimates"]
+
+_U64 = np.uint64
+_PREAMBLE = struct.Struct("<2sBBH")
+_PARAMS = struct.Struct("<qBQ")  # window, precision, seed
+_NEWEST = struct.Struct("<q")
+_CRC = struct.Struct("<I")
+_GROUPS_AT_ONCE = 4096  # rows of the (groups x ranks) count matrix per pass
+_RUNS_AT_ONCE = 4096  # runs whose entries are sorted together (fewer than 2**16)
+_ROWS_AT_ONCE = 1 << 16  # and about this many rows
+
+
+def sliding_hll_bytes(timestamps, starts, hashes, *, window: int, precision: int = 12, seed: int = 0) -> list:
+    """Serialized sliding HyperLogLogs of many runs at once.
+
+    Parameters
+    ----------
+    timestamps : int64 array
+        Runs one after the other (each run: one key's rows).
+    starts : int array
+        Start of each run (``starts[0] == 0``, non-decreasing; an empty run
+        gives an empty sketch).
+    hashes : uint64 (or int64) array
+        ``ehist.hashing.hash64(items, seed)`` of each row's item.
+    window, precision, seed
+        As for :class:`~distinct.SlidingHyperLogLog`.
+
+    Returns
+    -------
+    list of bytes: ``SlidingHyperLogLog(window, precision, seed)
+    .update_hashes(run, run_hashes).to_bytes()`` for each run.
+
+    Raises
+    ------
+    ValueError
+        Bad parameters, mismatched lengths, bad starts, the reserved
+        timestamp ``-2**63``.
+    """
+    window = check_window(window)
+    p = check_positive_int(precision, "precision", 4, 18)
+    seed = check_seed(seed)
+    ts = coerce_timestamps(timestamps)
+    h = np.asarray(hashes)
+    if h.size == 0:
+        h = h.astype(_U64)
+    elif h.dtype != _U64:
+        if h.dtype.kind not in "iu":
+            raise ValueError(f"hashes must be 64-bit integers, got dtype {h.dtype}")
+        h = h.astype(np.int64).view(_U64)
+    if h.shape != ts.shape:
+        raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {h.size})")
+    starts = _check_starts(starts, ts.size)
+    runs = starts.size
+    if runs == 0:
+        return []
+    lengths = np.diff(np.append(starts, ts.size))
+    run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+    if ts.size > 1 and not bool(np.all((ts[1:] >= ts[:-1]) | (run[1:] != run[:-1]))):
+        order = np.lexsort((ts, run))  # stable within a run, as update sorts its batch
+        ts, h = ts[order], h[order]
+    if ts.size and int(ts.min()) == INT64_MIN:
+        raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
+    ends = np.append(starts, ts.size)
+    out = []
+    i = 0
+    while i < runs:  # chunks of runs: cache-sized arrays, run numbers below 2**16
+        j = min(i + _RUNS_AT_ONCE, runs, max(i + 1, int(np.searchsorted(starts, starts[i] + _ROWS_AT_ONCE))))
+        a, b = int(ends[i]), int(ends[j])
+        out += _chunk_bytes(ts[a:b], h[a:b], starts[i:j] - a, window, p, seed)
+        i = j
+    return out
+
+
+def _chunk_bytes(ts, h, starts, window: int, p: int, seed: int) -> list:
+    """:func:`sliding_hll_bytes` of fewer than 2**16 runs, validated and
+    each sorted by time."""
+    m = 1 << p
+    runs = starts.size
+    lengths = np.diff(np.append(starts, ts.size))
+    run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+    has = lengths > 0
+    newest = np.zeros(runs, dtype=np.int64)
+    newest[has] = ts[(starts + lengths - 1)[has]]
+    # alive: newest - t < window (the difference is exact as uint64: t <= newest)
+    age = newest[run].view(_U64) - ts.view(_U64)
+    alive = age < _U64(window)
+    run, ts, h, age = run[alive], ts[alive], h[alive], age[alive]
+    reg = (h & _U64(m - 1)).astype(np.int64)
+    rank = trailing_zeros(h >> _U64(p), 64 - p) + 1
+    run, reg, rank, age = _future_maxima(run, reg, ts, rank, age, m)
+
+    counts = np.bincount(run, minlength=runs)
+    tick = _segment_gcds(age, run, runs)
+    ticked = tick >= _U64(2)
+    tick[~ticked] = _U64(1)
+    scaled = ticked[run]
+    age[scaled] //= tick[run[scaled]]
+    first_of_run = np.r_[True, run[1:] != run[:-1]] if run.size else np.zeros(0, dtype=bool)
+    deltas = np.where(first_of_run, reg, reg - np.r_[0, reg[:-1]]).astype(_U64)
+
+    # the varints before the ranks: [n, tick?, register deltas...] per sketch
+    n_head = np.where(has, 1 + ticked + counts, 0)
+    head_at = np.cumsum(n_head) - n_head
+    flat = np.zeros(int(n_head.sum()), dtype=_U64)
+    flat[head_at[has]] = counts[has].astype(_U64)
+    flat[(head_at + 1)[ticked]] = tick[ticked]
+    entry_offsets = np.cumsum(counts) - counts
+    local = np.arange(run.size) - entry_offsets[run]
+    flat[(head_at + 1 + ticked)[run] + local] = deltas
+    head_bytes = _byte_ranges(flat, n_head)
+    age_bytes = _byte_ranges(age, counts)
+    ranks = rank.astype(np.uint8).tobytes()
+
+    flags = np.where(has, _FLAG_HAS_NEWEST, 0) | np.where(ticked, _FLAG_TICK, 0)
+    params = _PARAMS.pack(window, p, seed)
+    heads = {f: _PREAMBLE.pack(MAGIC, FAMILIES["SlidingHyperLogLog"], _FORMAT_VERSION, f) + params
+             for f in set(flags.tolist())}
+    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
+    out = []
+    for f, stamp, n, (ha, hb, head_payload), (aa, ab, age_payload), r0 in zip(
+            flags.tolist(), newest.tolist(), counts.tolist(), head_bytes, age_bytes, entry_offsets.tolist()):
+        if not f & _FLAG_HAS_NEWEST:
+            body = heads[f]
+        else:
+            body = (heads[f] + pack_newest(stamp) + head_payload[ha:hb] + ranks[r0:r0 + n]
+                    + age_payload[aa:ab])
+        out.append(body + pack_crc(crc32(body)))
+    return out
+
+
+def _future_maxima(run, reg, ts, rank, age, m: int):
+    """The entries (rows sorted by run, then time) that no entry of their
+    run and register with a later or equal time matches or beats in rank:
+    the lists of future possible maxima of every register of every run,
+    as ``(run, register, rank, age)`` sorted by run, register and time
+        (runs numbered below 2**16 here)."""
+    if run.size == 0:
+        return run, reg, rank, age
+    # by (run, register, row): two stable radix sorts of 16-bit keys
+    order = np.argsort(reg.astype(np.uint16 if m <= 1 << 16 else np.uint32), kind="stable")
+    order = order[np.argsort(run[order].astype(np.uint16), kind="stable")]
+    run, reg, ts, rank, age = run[order], reg[order], ts[order], rank[order], age[order]
+    # blocks of equal (run, register, time): only a block's largest rank
+    # can survive, and it does iff it beats every later block of its group
+    new_group = np.r_[True, (run[1:] != run[:-1]) | (reg[1:] != reg[:-1])]
+    block = np.flatnonzero(new_group | np.r_[True, ts[1:] != ts[:-1]])
+    top = np.maximum.reduceat(rank, block)
+    group = np.cumsum(new_group[block]) - 1
+    # reversed, "later" becomes "earlier"; each group offset above the one
+    # before it so a running maximum never carries across groups (rank < 128)
+    key = (group[-1] - group[::-1]) * 128 + top[::-1]
+    running = np.maximum.accumulate(key)
+    keep = np.empty(key.size, dtype=bool)
+    keep[0] = True
+    keep[1:] = key[1:] > running[:-1]
+    kept = keep[::-1]
+    at = block[kept]
+    return run[at], reg[at], top[kept], age[at]
+
+
+def _byte_ranges(values: np.ndarray, per_sketch: np.ndarray):
+    """Varints of ``values`` (uint64), ``per_sketch[i]`` of them per sketch
+    in order: one payload and each sketch's (start, end) byte range in it."""
+    nbytes = varint_lengths(values)
+    payload = encode_varints_sized(values, nbytes)
+    ends = np.concatenate([[0], np.cumsum(nbytes)])[np.cumsum(per_sketch)].tolist()
+    begins = [0] + ends[:-1]
+    return [(a, b, payload) for a, b in zip(begins, ends)]
+
+
+def union_estimates(sketches, group_starts, now=None, window: int | None = None) -> np.ndarray:
+    """The estimate of each group's union of sketches, without merging.
+
+    Parameters
+    ----------
+    sketches : sequence of SlidingHyperLogLog
+        All of one window, precision and seed; group ``g`` is
+        ``sketches[group_starts[g]:group_starts[g + 1]]`` (a key's partial
+        sketches from several partitions, say).
+    group_starts : int array
+        ``group_starts[0] == 0``, non-decreasing.
+    now : int, optional
+        The time to answer at (default: each group's newest timestamp).
+    window : int, optional
+        The window to answer for, in ``[1, N]`` (default: the sketches' N).
+
+    Returns
+    -------
+    float64 array: ``merge(group).estimate(now, window)`` for each group,
+    the same floats (an empty group, or one of empty sketches: 0.0).
+
+    Raises
+    ------
+    IncompatibleSketchError (a ValueError)
+        Sketches of different windows, precisions or seeds.
+    ValueError
+        ``now`` earlier than a group's newest timestamp, ``window``
+        outside ``[1, N]``.
+    """
+    sketches = list(sketches)
+    starts = _check_starts(group_starts, len(sketches))
+    groups = starts.size
+    if groups == 0:
+        return np.zeros(0)
+    if not sketches:
+        return np.zeros(groups)
+    first = sketches[0]
+    for s in sketches:
+        if not isinstance(s, SlidingHyperLogLog):
+            raise TypeError(f"expected SlidingHyperLogLog sketches, got {type(s).__name__}")
+        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
+                                            ("precisions", first.precision, s.precision),
+                                            ("seeds", first.seed, s.seed)))
+    p = first.precision
+    _, window = resolve_query(None, window, None, first.window)
+    sizes = np.diff(np.append(starts, len(sketches)))
+    group_of = np.repeat(np.arange(groups, dtype=np.int64), sizes)
+    stamps = np.array([INT64_MIN if s.newest is None else s.newest for s in sketches], dtype=np.int64)
+    newest = np.full(groups, INT64_MIN, dtype=np.int64)
+    np.maximum.at(newest, group_of, stamps)
+    empty = newest == INT64_MIN  # no sketch of the group has seen an item
+    if now is None:
+        at = newest
+    else:
+        resolve_query(now, None, None, window)  # the type check of a query's now
+        late = np.flatnonzero(~empty & (newest > int(now)))
+        if late.size:
+            resolve_query(now, None, int(newest[late[0]]), window)  # raises, naming it
+        at = np.full(groups, int(now), dtype=np.int64)
+
+    entries = np.array([len(s) for s in sketches], dtype=np.int64)
+    group_entries = np.concatenate([[0], np.cumsum(entries)])[np.append(starts, len(sketches))]
+    out = np.empty(groups)
+    g = 0
+    while g < groups:  # chunks of groups: cache-sized arrays
+        h = min(g + _GROUPS_AT_ONCE, groups,
+                max(g + 1, int(np.searchsorted(group_entries, group_entries[g] + _ROWS_AT_ONCE))))
+        a, b = int(starts[g]), (int(starts[h]) if h < groups else len(sketches))
+        out[g:h] = _union_chunk(sketches[a:b], group_of[a:b] - g, entries[a:b], at[g:h], h - g, window, p)
+        g = h
+    return out
+
+
+def _union_chunk(sketches, group_of, entries, at, groups: int, window: int, p: int) -> np.ndarray:
+    """:func:`union_estimates` of a few groups (``group_of``: each
+    sketch's group, from 0; ``at``: each group's time)."""
+    m = 1 << p
+    owner = np.repeat(group_of, entries)
+    parts = [s for s, n in zip(sketches, entries.tolist()) if n]
+    cat = (lambda arrays: np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
+    ts, reg, rank = cat([s._ts for s in parts]), cat([s._reg for s in parts]), cat([s._rank for s in parts])
+    # live: at - t < window (exact as uint64: every t <= its group's newest <= at)
+    live = at[owner].view(_U64) - ts.view(_U64) < _U64(window)
+    cell, rank = owner[live] * m + reg[live], rank[live]
+    # each (group, register)'s largest live rank
+    order = np.argsort(cell)
+    cell, rank = cell[order], rank[order]
+    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else np.zeros(0, dtype=np.int64)
+    top = np.maximum.reduceat(rank, first) if first.size else rank
+    ranks = 66 - p  # register values 0 (empty) to 65 - p
+    counts = np.bincount(cell[first] // m * ranks + top, minlength=groups * ranks).reshape(groups, ranks)
+    counts[:, 0] = m - counts[:, 1:].sum(axis=1)
+    return estimates_from_rank_counts(counts, m)
