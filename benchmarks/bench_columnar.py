@@ -11,10 +11,11 @@ decodes the partials (4 per key here) and bounds their unions.  And what
 run: HistogramColumn / histogram_bytes, and a loop of
 ExponentialHistogram.update().to_bytes() / from_bytes().bounds().
 
-The same two phases for distinct counts of the rows' values (sliding
+The same steps for distinct counts of the rows' values (sliding
 HyperLogLog, precision 12): distinct.columnar.sliding_hll_bytes, and
-from_bytes + union_estimates, against update().to_bytes() and
-from_bytes() + merge() + estimate() per key.
+sketches_from_bytes + union_estimates (also what distinct_estimate does
+with a batch), against update().to_bytes() and from_bytes() + merge() +
+estimate() per key.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 from benchmarks.conftest import RESULTS, record
 from distinct import SlidingHyperLogLog
-from distinct.columnar import sliding_hll_bytes, union_estimates
+from distinct.columnar import sketches_from_bytes, sliding_hll_bytes, union_estimates
 from ehist import ExponentialHistogram
 from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.hashing import hash64
@@ -135,7 +136,7 @@ def hll_union_one_at_a_time(blobs):
 
 
 def hll_union_columnar(blobs):
-    return union_estimates([SlidingHyperLogLog.from_bytes(b) for b in blobs], np.arange(0, len(blobs), 4))
+    return union_estimates(sketches_from_bytes(blobs), np.arange(0, len(blobs), 4))
 
 
 def test_distinct_correct_on_small_input(runs):
@@ -167,6 +168,23 @@ def test_distinct_decode_and_union(benchmark, runs, how):
     else:
         benchmark.pedantic(lambda: hll_union_one_at_a_time(blobs), rounds=1)
     record(f"decode+union distincts, {how}", benchmark, KEYS, keys=KEYS)
+
+
+@pytest.mark.parametrize("how", ["columnar", "one at a time"])
+@pytest.mark.benchmark(group="many-sketches-estimate")
+def test_distinct_estimate_sketch_column(benchmark, runs, how):
+    pytest.importorskip("pyspark")
+    from udaf.functions import _distinct_estimates, _estimates, _per_row
+
+    ts, items, starts = runs
+    blobs = pd.Series(sliding_hll_bytes(ts, starts, hash64(items), window=WINDOW))
+    if how == "columnar":
+        got = benchmark.pedantic(lambda: _distinct_estimates(blobs, None, WINDOW // 2), rounds=3)
+    else:
+        got = benchmark.pedantic(lambda: _estimates(_per_row(SlidingHyperLogLog)(blobs), None, WINDOW // 2),
+                                 rounds=1)
+    assert got.tolist() == _estimates(_per_row(SlidingHyperLogLog)(blobs), None, WINDOW // 2).tolist()
+    record(f"estimate distincts, {how}", benchmark, KEYS, keys=KEYS)
 
 
 def test_summary():

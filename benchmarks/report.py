@@ -218,8 +218,9 @@ def render(quick: bool | None = None) -> Path:
                "`ehist.columnar` against a loop over `ExponentialHistogram`, same run. A histogram of sums "
                "has about l log2(sum) buckets whatever its row count (here ~330 for 25 rows), so sums gain less. "
                "Distinct counts: sliding HyperLogLogs (precision 12) of the same rows' values, "
-               "`distinct.columnar` (build and serialize; the union's estimate from the decoded partials) against "
-               "`SlidingHyperLogLog.update().to_bytes()` and `from_bytes()`, `merge()`, `estimate()` per key.",
+               "`distinct.columnar` (build and serialize; decode the partials and estimate their union; "
+               "`distinct_estimate` over stored sketches) against `SlidingHyperLogLog.update().to_bytes()` and "
+               "`from_bytes()`, `merge()`, `estimate()` per key.",
                "", "| step | columnar s | one at a time s | speed-up |", "| --- | --- | --- | --- |"]
         for step, kind in many:
             a, b = r[f"{step} {kind}s, columnar"]["seconds"], r[f"{step} {kind}s, one at a time"]["seconds"]

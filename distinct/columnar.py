@@ -1,24 +1,31 @@
 """Many sliding HyperLogLogs at once, in flat numpy arrays.
 
 A Spark partition holds thousands of keys; building and serializing one
-:class:`~distinct.SlidingHyperLogLog` per key costs ~90 us of Python each,
-and merging a key's partial sketches and estimating their union another
-~40 us.  The two functions here do those steps for all keys of a batch in a
-few numpy passes (the sketches' twin of :mod:`ehist.columnar`):
+:class:`~distinct.SlidingHyperLogLog` per key costs ~45-90 us of Python,
+decoding one ~25 us, and merging a key's partial sketches and estimating
+their union ~40 us more.  The functions here do those steps for all keys
+of a batch in a few numpy passes (the sketches' twin of
+:mod:`ehist.columnar`):
 
-* :func:`sliding_hll_bytes`: each run's sketch, serialized, from one sort
-  by (run, register, time, rank) and one segmented running maximum (the
-  lists of future possible maxima of every register of every run at once);
+* :func:`sliding_hll_bytes`: each run's sketch, serialized: two 16-bit
+  radix sorts (register, then run) of cache-sized chunks and one segmented
+  running maximum over blocks of equal time give the lists of future
+  possible maxima of every register of every run; then every sketch's
+  varints in one pass;
+* :func:`sketches_from_bytes`: decode a list of stored sketches, every
+  varint of every blob in one pass;
 * :func:`union_estimates`: the estimate of each group's union of sketches
   (a key's partials from several partitions) without merging them: a
   register of the union holds the largest rank live in any of them.
 
 Contract: ``sliding_hll_bytes(ts, starts, hashes, ...)[i]`` equals
-``SlidingHyperLogLog(...).update_hashes(run_i, hashes_i).to_bytes()``, and
-``union_estimates(sketches, starts, now)[g]`` equals the estimate of the
-merge of group ``g``'s sketches, bit for bit (both paths sum the same
-floats in the same order, :func:`distinct.hll.estimates_from_rank_counts`).
-Each is a property test (``tests/test_distinct_columnar.py``).
+``SlidingHyperLogLog(...).update_hashes(run_i, hashes_i).to_bytes()``;
+``sketches_from_bytes(blobs)`` equals ``[SlidingHyperLogLog.from_bytes(b)
+for b in blobs]`` and raises what it raises; ``union_estimates(sketches,
+starts, now)[g]`` equals the estimate of the merge of group ``g``'s
+sketches, bit for bit (both paths sum the same floats in the same order,
+:func:`distinct.hll.estimates_from_rank_counts`).  Each is a property test
+(``tests/test_distinct_columnar.py``, the decoder also on mutated bytes).
 
 Examples
 --------
@@ -30,7 +37,9 @@ Examples
 >>> blobs = sliding_hll_bytes(ts, [0, 3], hashes, window=100, precision=4)
 >>> blobs[1] == SlidingHyperLogLog(100, 4).update([10, 11], [1, 2]).to_bytes()
 True
->>> sketches = [SlidingHyperLogLog.from_bytes(b) for b in blobs]
+>>> sketches = sketches_from_bytes(blobs)
+>>> sketches[0] == SlidingHyperLogLog.from_bytes(blobs[0])
+True
 >>> union_estimates(sketches, [0]).round(3).tolist()  # both runs as one stream
 [4.603]
 >>> round(sketches[0].merge(sketches[1]).estimate(), 3)
@@ -39,6 +48,7 @@ True
 
 from __future__ import annotations
 
+import bisect
 import struct
 import zlib
 
@@ -51,7 +61,7 @@ from ehist._validation import (
     coerce_timestamps,
     resolve_query,
 )
-from ehist.columnar import _check_starts, _segment_gcds
+from ehist.columnar import _check_starts, _decode_varints, _segment_gcds
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
@@ -65,16 +75,19 @@ from .hll import (
     estimates_from_rank_counts,
 )
 
-__all__ = ["sliding_hll_bytes", "union_estimates"]
+__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates"]
 
 _U64 = np.uint64
 _PREAMBLE = struct.Struct("<2sBBH")
 _PARAMS = struct.Struct("<qBQ")  # window, precision, seed
 _NEWEST = struct.Struct("<q")
 _CRC = struct.Struct("<I")
+_FIELDS = np.dtype([("window", "<i8"), ("precision", "u1"), ("seed", "<u8"), ("newest", "<i8")])
+_HEAD_BYTES = _PREAMBLE.size + _FIELDS.itemsize
 _GROUPS_AT_ONCE = 4096  # rows of the (groups x ranks) count matrix per pass
 _RUNS_AT_ONCE = 4096  # runs whose entries are sorted together (fewer than 2**16)
 _ROWS_AT_ONCE = 1 << 16  # and about this many rows
+_BYTES_AT_ONCE = 1 << 17  # bytes of stored sketches decoded together
 
 
 def sliding_hll_bytes(timestamps, starts, hashes, *, window: int, precision: int = 12, seed: int = 0) -> list:
@@ -246,8 +259,9 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
         sketches from several partitions, say).
     group_starts : int array
         ``group_starts[0] == 0``, non-decreasing.
-    now : int, optional
-        The time to answer at (default: each group's newest timestamp).
+    now : int or int array, optional
+        The time to answer at, or one per group (default: each group's
+        newest timestamp).
     window : int, optional
         The window to answer for, in ``[1, N]`` (default: the sketches' N).
 
@@ -289,11 +303,17 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
     if now is None:
         at = newest
     else:
-        resolve_query(now, None, None, window)  # the type check of a query's now
-        late = np.flatnonzero(~empty & (newest > int(now)))
+        if np.ndim(now) == 0:
+            resolve_query(now, None, None, window)  # the type check of a query's now
+            at = np.full(groups, int(now), dtype=np.int64)
+        else:
+            at = np.asarray(now)
+            if at.shape != (groups,) or at.dtype.kind not in "iu":
+                raise ValueError(f"now must be an integer or {groups} integers (one per group), got {now!r}")
+            at = at.astype(np.int64)
+        late = np.flatnonzero(~empty & (newest > at))
         if late.size:
-            resolve_query(now, None, int(newest[late[0]]), window)  # raises, naming it
-        at = np.full(groups, int(now), dtype=np.int64)
+            resolve_query(int(at[late[0]]), None, int(newest[late[0]]), window)  # raises, naming both
 
     entries = np.array([len(s) for s in sketches], dtype=np.int64)
     group_entries = np.concatenate([[0], np.cumsum(entries)])[np.append(starts, len(sketches))]
@@ -328,3 +348,164 @@ def _union_chunk(sketches, group_of, entries, at, groups: int, window: int, p: i
     counts = np.bincount(cell[first] // m * ranks + top, minlength=groups * ranks).reshape(groups, ranks)
     counts[:, 0] = m - counts[:, 1:].sum(axis=1)
     return estimates_from_rank_counts(counts, m)
+
+
+def sketches_from_bytes(blobs) -> list:
+    """``[SlidingHyperLogLog.from_bytes(b) for b in blobs]``, the common
+    case decoded for all blobs at once.
+
+    A blob is decoded here only when every check of
+    :meth:`SlidingHyperLogLog.from_bytes` passes on it, with the same
+    result; the others (empty sketches, anything suspicious) go to
+    ``from_bytes``, in order, so a corrupt blob raises what it raises.
+    """
+    blobs = [bytes(b) if isinstance(b, (bytearray, memoryview)) else b for b in blobs]
+    for b in blobs:
+        if not isinstance(b, bytes):
+            SlidingHyperLogLog.from_bytes(b)  # names the type it wants
+    out = []
+    ends = np.cumsum([len(b) for b in blobs]).tolist()
+    i = 0
+    while i < len(blobs):  # chunks of about _BYTES_AT_ONCE: cache-sized arrays
+        j = max(i + 1, bisect.bisect_right(ends, (ends[i - 1] if i else 0) + _BYTES_AT_ONCE))
+        out += _decode_chunk(blobs[i:j])
+        i = j
+    return out
+
+
+def _decode_chunk(blobs: list) -> list:
+    ok, parsed = _decode_fast(blobs)
+    out = []
+    at = 0
+    for i, accepted in enumerate(ok.tolist()):
+        if not accepted:
+            out.append(SlidingHyperLogLog.from_bytes(blobs[i]))
+            continue
+        window, p, seed, newest, a, b = parsed[at]
+        at += 1
+        s = object.__new__(SlidingHyperLogLog)
+        s._window, s._p, s._m, s._seed, s._newest = window, p, 1 << p, seed, newest
+        s._reg, s._ts, s._rank = parsed.reg[a:b], parsed.ts[a:b], parsed.rank[a:b]
+        out.append(s)
+    return out
+
+
+class _Parsed:
+    """What :func:`_decode_fast` read from the blobs it accepted, in order:
+    ``parsed[i]`` is (window, precision, seed, newest, start, end) of the
+    i-th one's entries in the flat ``reg``, ``ts`` and ``rank``."""
+
+    def __init__(self, fields, offsets, reg, ts, rank):
+        self.rows = list(zip(fields["window"].tolist(), fields["precision"].tolist(), fields["seed"].tolist(),
+                             fields["newest"].tolist(), offsets[:-1].tolist(), offsets[1:].tolist()))
+        self.reg, self.ts, self.rank = reg, ts, rank
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+
+def _decode_fast(blobs: list):
+    """(accepted mask, _Parsed of the accepted blobs): the blobs of version
+    1 or 2 with a newest timestamp, at least one entry and valid
+    parameters, on which every check of ``SlidingHyperLogLog.from_bytes``
+    passes."""
+    count = len(blobs)
+    ok = np.zeros(count, dtype=bool)
+    if count == 0:
+        return ok, None
+    joined = b"".join(blobs)
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    # n, one delta, one rank, one age at least
+    ok = lengths >= _HEAD_BYTES + 4 + _CRC.size
+    head = buf[starts[ok][:, None] + np.arange(_PREAMBLE.size)]
+    version_2 = head[:, 3] == _FORMAT_VERSION
+    flags = head[:, 4]
+    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == FAMILIES["SlidingHyperLogLog"])
+              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
+              & ((flags & ~np.uint8(_FLAG_TICK)) == _FLAG_HAS_NEWEST) & (version_2 | (flags == _FLAG_HAS_NEWEST)))
+    mv = memoryview(joined)
+    crc32 = zlib.crc32
+    for i in np.flatnonzero(ok).tolist():
+        a, n = int(starts[i]), int(lengths[i])
+        if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
+            ok[i] = False
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return ok, None
+    fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_PREAMBLE.size, _HEAD_BYTES)]).view(
+        _FIELDS).ravel()
+    bad = (fields["window"] < 1) | (fields["precision"] < 4) | (fields["precision"] > 18)
+    ticked = (buf[starts[idx] + 4] & _FLAG_TICK) > 0
+    version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
+    t_i = ticked.astype(np.int64)
+    # payloads [start + head, end - 4), concatenated, all varints (a rank
+    # byte is below 0x80, a one-byte varint; a longer "rank" fails below)
+    p_len = lengths[idx] - _HEAD_BYTES - _CRC.size
+    owner_byte = np.repeat(np.arange(idx.size, dtype=np.int64), p_len)
+    p_off = np.concatenate([[0], np.cumsum(p_len)])
+    payload = buf[np.repeat(starts[idx] + _HEAD_BYTES - p_off[:-1], p_len) + np.arange(p_off[-1])]
+    values, v_owner, malformed = _decode_varints(payload, owner_byte, idx.size)
+    bad |= malformed
+    n_vals = np.bincount(v_owner, minlength=idx.size)
+    v_first = np.concatenate([[0], np.cumsum(n_vals)[:-1]])
+    last_value = max(values.size - 1, 0)
+
+    def value(at, where):
+        if values.size == 0:
+            return np.zeros(np.shape(at), dtype=_U64)
+        return np.where(where, values[np.minimum(at, last_value)], _U64(0))
+
+    n = value(v_first, n_vals >= 1)
+    bad |= (n < _U64(1)) | (n > _U64(1 << 40))
+    n_i = np.where(bad, 0, n).astype(np.int64)
+    bad |= n_vals != 1 + t_i + 3 * n_i
+    n_i = np.where(bad, 0, n_i)
+    tick = np.where(ticked, value(v_first + 1, ticked & ~bad), _U64(1))
+    bad |= ticked & (tick < _U64(2))
+    tick = np.where(bad, _U64(1), tick)
+    # entries: deltas, ranks, ages, each n_i values after [n, tick?]
+    offsets = np.concatenate([[0], np.cumsum(n_i)])
+    owner = np.repeat(np.arange(idx.size, dtype=np.int64), n_i)
+    local = np.arange(owner.size) - offsets[:-1][owner]
+    first = v_first + 1 + t_i
+    deltas = values[(first + 0)[owner] + local] if owner.size else np.zeros(0, dtype=_U64)
+    ranks = values[(first + n_i)[owner] + local] if owner.size else np.zeros(0, dtype=_U64)
+    ages = values[(first + 2 * n_i)[owner] + local] if owner.size else np.zeros(0, dtype=_U64)
+    window = fields["window"].astype(np.int64)
+    # version 2: the tick is the ages' gcd exactly when that is 2 or more,
+    # and every age stays below the window in ticks
+    g = _segment_gcds(ages, owner, idx.size)
+    bad |= version_2 & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
+    top = np.zeros(idx.size, dtype=_U64)
+    if owner.size:
+        np.maximum.at(top, owner, ages)
+    w64 = window.astype(_U64)
+    ceil_ticks = w64 // tick + (w64 % tick != _U64(0)).astype(_U64)
+    bad |= version_2 & (top >= ceil_ticks)
+    ages = np.where(bad[owner], _U64(0), ages * tick[owner])
+    m = np.left_shift(np.int64(1), fields["precision"].astype(np.int64))
+    # deltas and ages in range, ranks in [1, 65 - p]
+    d_max = np.zeros(idx.size, dtype=_U64)
+    if owner.size:
+        np.maximum.at(d_max, owner, deltas)
+    bad |= (d_max >= m.astype(_U64)) | (np.where(bad, _U64(0), top * tick) >= window.astype(_U64))
+    bad[owner[(ranks < _U64(1)) | (ranks > (65 - fields["precision"].astype(np.int64))[owner].astype(_U64))]] = True
+    keep = ~bad[owner]
+    reg = np.cumsum(np.where(keep, deltas, _U64(0)).astype(np.int64))
+    reg -= np.concatenate([[0], reg])[offsets[:-1]][owner]
+    with np.errstate(over="ignore"):
+        ts = fields["newest"].astype(np.int64)[owner] - ages.astype(np.int64)
+    rank = ranks.astype(np.int64)
+    bad |= np.zeros(idx.size, dtype=bool) if not owner.size else np.bincount(
+        owner, weights=reg >= m[owner], minlength=idx.size) > 0
+    # inside each register: times increasing, ranks decreasing
+    same = (owner[1:] == owner[:-1]) & (reg[1:] == reg[:-1])
+    wrong = same & ((ts[1:] <= ts[:-1]) | (rank[1:] >= rank[:-1]))
+    bad[owner[1:][wrong]] = True
+    ok[idx[bad]] = False
+    good = ~bad
+    keep = good[owner]
+    kept = np.concatenate([[0], np.cumsum(n_i[good])])
+    return ok, _Parsed(fields[good], kept, reg[keep], ts[keep], rank[keep])

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import distinct.columnar
 from distinct import SlidingHyperLogLog
-from distinct.columnar import sliding_hll_bytes, union_estimates
+from distinct.columnar import sketches_from_bytes, sliding_hll_bytes, union_estimates
 from ehist import IncompatibleSketchError
 from ehist.hashing import hash64
 from tests.conftest import examples
@@ -51,7 +51,8 @@ def hll_runs(draw, max_runs=6):
 def tiny_chunks():
     """Chunks of two runs or groups and a few rows, so that every example
     crosses chunk boundaries (the defaults are thousands)."""
-    return mock.patch.multiple(distinct.columnar, _RUNS_AT_ONCE=2, _ROWS_AT_ONCE=5, _GROUPS_AT_ONCE=2)
+    return mock.patch.multiple(distinct.columnar, _RUNS_AT_ONCE=2, _ROWS_AT_ONCE=5, _GROUPS_AT_ONCE=2,
+                               _BYTES_AT_ONCE=60)
 
 
 def per_run(ts, hashes, starts, window, precision, seed):
@@ -150,3 +151,164 @@ def test_empty_groups_anywhere():
     alone = a.estimate()
     assert union_estimates([a, a], [0, 2, 2]).tolist() == [alone, 0.0, 0.0]
     assert union_estimates([a], [0, 0, 1, 1]).tolist() == [0.0, alone, 0.0, 0.0]
+
+
+# ------------------------------------------------------------------ decoding
+def outcome(decode, blob):
+    """What decoding one blob gives: the sketch's fields, or the error."""
+    try:
+        s = decode(blob)
+    except Exception as exc:  # noqa: BLE001 - the error itself is compared
+        return type(exc).__name__, str(exc)
+    return (s.window, s.precision, s.seed, s.newest, s._reg.tolist(), s._ts.tolist(), s._rank.tolist(),
+            s._reg.dtype, s._ts.dtype, s._rank.dtype)
+
+
+def assert_same_outcomes(blobs):
+    """sketches_from_bytes against from_bytes, one blob at a time and all
+    at once (the first error in order, or every sketch)."""
+    for b in blobs:
+        assert outcome(lambda x: sketches_from_bytes([x])[0], b) == outcome(SlidingHyperLogLog.from_bytes, b)
+    try:
+        expected = [outcome(lambda x: x, s) for s in [SlidingHyperLogLog.from_bytes(b) for b in blobs]]
+    except Exception as exc:  # noqa: BLE001
+        with pytest.raises(type(exc)) as got:
+            sketches_from_bytes(blobs)
+        assert str(got.value) == str(exc)
+    else:
+        assert [outcome(lambda x: x, s) for s in sketches_from_bytes(blobs)] == expected
+
+
+def fields_of(s: SlidingHyperLogLog):
+    """The stored fields of a non-empty sketch, as to_bytes writes them."""
+    from ehist.serialization import scale_down
+
+    tick, ages = scale_down((s.newest - s._ts).astype(np.uint64))
+    return {"version": 2, "flags": 1 | (2 if tick > 1 else 0), "window": s.window, "p": s.precision,
+            "seed": s.seed, "newest": s.newest, "n": len(s), "tick": tick,
+            "deltas": np.diff(s._reg, prepend=0).tolist(), "ranks": s._rank.tolist(), "ages": ages.tolist()}
+
+
+def assemble(f) -> bytes:
+    """Sealed bytes from fields (any values, written as they are)."""
+    import struct
+
+    from ehist.serialization import encode_varints, seal
+
+    def v(xs):
+        return encode_varints(np.array(xs, dtype=np.uint64))
+
+    body = struct.pack("<2sBBHqBQq", b"EH", 5, f["version"], f["flags"], f["window"], f["p"], f["seed"], f["newest"])
+    body += v([f["n"]]) + (v([f["tick"]]) if f["flags"] & 2 else b"") + v(f["deltas"])
+    body += bytes(int(r) & 0xFF for r in f["ranks"]) + v(f["ages"])
+    return seal(body)
+
+
+def _mutations(f):
+    """Named ways to break (or keep) one rule of the format each."""
+    p, n = f["p"], f["n"]
+    out = {"as written": dict(f)}
+    out["version 1"] = dict(f, version=1, flags=1, tick=1,
+                            ages=[a * f["tick"] for a in f["ages"]])
+    out["version 1 with a tick flag"] = dict(f, version=1)
+    out["version 3"] = dict(f, version=3)
+    out["unknown flag"] = dict(f, flags=f["flags"] | 4)
+    out["no newest flag"] = dict(f, flags=f["flags"] & ~1)
+    out["window 0"] = dict(f, window=0)
+    out["negative window"] = dict(f, window=-5)
+    out["precision 3"] = dict(f, p=3)
+    out["precision 19"] = dict(f, p=19)
+    out["one entry more"] = dict(f, n=n + 1)
+    out["one entry fewer"] = dict(f, n=n - 1)
+    out["no entries"] = dict(f, n=0, deltas=[], ranks=[], ages=[], flags=f["flags"] & ~2)
+    out["tick 1"] = dict(f, flags=f["flags"] | 2, tick=1)
+    out["tick 0"] = dict(f, flags=f["flags"] | 2, tick=0)
+    out["tick doubled"] = dict(f, flags=f["flags"] | 2, tick=2 * f["tick"],
+                               ages=[a // 2 for a in f["ages"]])
+    out["ages in a tick unflagged"] = dict(f, flags=f["flags"] & ~2, ages=[a * 3 for a in f["ages"]])
+    out["register past m"] = dict(f, deltas=f["deltas"][:-1] + [f["deltas"][-1] + (1 << p)])
+    out["last register m"] = dict(f, deltas=f["deltas"][:-1] + [(1 << p) - 1 - sum(f["deltas"][:-1]) + 1])
+    out["rank 0"] = dict(f, ranks=[0] + f["ranks"][1:])
+    out["rank above 65 - p"] = dict(f, ranks=f["ranks"][:-1] + [66 - p])
+    out["rank byte 0x85"] = dict(f, ranks=f["ranks"][:-1] + [0x85])
+    out["age at the window"] = dict(f, ages=f["ages"][:-1] + [-(-f["window"] // f["tick"])])
+    out["age just inside"] = dict(f, ages=f["ages"][:-1] + [(f["window"] - 1) // f["tick"]])
+    out["two entries of one register, same time"] = dict(f, deltas=[f["deltas"][0]] + [0] * (n - 1),
+                                                         ages=sorted(f["ages"], reverse=True))
+    out["ranks rising in a register"] = dict(f, deltas=[f["deltas"][0]] + [0] * (n - 1),
+                                             ranks=sorted(f["ranks"]),
+                                             ages=[n - i for i in range(n)])
+    out["huge n"] = dict(f, n=2**41)
+    out["newest near the int64 floor"] = dict(f, newest=-2**63 + 1)
+    return out
+
+
+@st.composite
+def mutated(draw):
+    data = draw(hll_runs(max_runs=1))
+    ts, items, _ = data
+    if ts.size == 0:
+        ts, items = np.array([3, 9]), np.array([1, 2])
+    window = draw(st.sampled_from([50, 5_000, 10**6, 2**62]))
+    s = SlidingHyperLogLog(window, draw(st.integers(4, 8))).update(ts, items)
+    muts = _mutations(fields_of(s))
+    name = draw(st.sampled_from(sorted(muts)))
+    blob = assemble(muts[name])
+    how = draw(st.sampled_from(["sealed", "byte", "byte resealed", "cut", "extra"]))
+    if how != "sealed":
+        from ehist.serialization import seal
+
+        body = blob[:-4]
+        i = draw(st.integers(0, len(body) - 1))
+        if how.startswith("byte"):
+            body = body[:i] + bytes([draw(st.integers(0, 255))]) + body[i + 1:]
+            blob = seal(body) if how == "byte resealed" else body + blob[-4:]
+        elif how == "cut":
+            blob = seal(body[:i])
+        else:
+            blob = seal(body + bytes([draw(st.integers(0, 255))]))
+    return name, how, blob
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(case=mutated())
+def test_decode_equals_from_bytes_on_mutated_bytes(case):
+    _, _, blob = case
+    assert_same_outcomes([blob])
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(cases=st.lists(mutated(), min_size=1, max_size=6), data=hll_runs())
+def test_decode_equals_from_bytes_on_batches(cases, data):
+    ts, items, starts = data
+    good = sliding_hll_bytes(ts, starts, hash64(items), window=1000, precision=6)
+    blobs = good + [c[2] for c in cases]
+    order = np.random.default_rng(len(blobs)).permutation(len(blobs))
+    assert_same_outcomes([blobs[i] for i in order])
+    with tiny_chunks():
+        assert_same_outcomes([blobs[i] for i in order])
+
+
+def test_decode_golden_and_empty():
+    from pathlib import Path
+
+    golden = Path(__file__).parent / "golden"
+    blobs = [(golden / name).read_bytes() for name in ("hll.bin", "hll_empty.bin", "hll_v1.bin", "hll_v1_empty.bin")]
+    assert_same_outcomes(blobs)
+    assert [s == SlidingHyperLogLog.from_bytes(b) for s, b in zip(sketches_from_bytes(blobs), blobs)] == [True] * 4
+    assert sketches_from_bytes([]) == []
+    with pytest.raises(TypeError, match="expected bytes"):
+        sketches_from_bytes([blobs[0], "text"])
+
+
+def test_union_estimates_one_now_per_group():
+    a = SlidingHyperLogLog(100).update([5, 9], ["x", "y"])
+    b = SlidingHyperLogLog(100).update([50], ["z"])
+    assert union_estimates([a, b], [0, 1], now=np.array([9, 104])).tolist() == [
+        a.estimate(now=9), b.estimate(now=104)]
+    assert union_estimates([a, b], [0, 1], now=np.array([108, 149]), window=50).tolist() == [
+        a.estimate(now=108, window=50), 0.0]
+    with pytest.raises(ValueError, match=r"now \(49\) is earlier than the newest timestamp \(50\)"):
+        union_estimates([a, b], [0, 1], now=np.array([9, 49]))
+    with pytest.raises(ValueError, match="one per group"):
+        union_estimates([a, b], [0, 1], now=np.array([9]))

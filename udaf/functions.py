@@ -39,6 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import pandas_udf
 
 from distinct import SlidingFM, SlidingHyperLogLog
+from distinct.columnar import sketches_from_bytes, union_estimates
 from ehist import ExponentialHistogram
 from ehist._validation import check_eps
 from ehist.columnar import HistogramColumn
@@ -387,21 +388,36 @@ def hll_sliding_merge(sketch) -> Column:
     return _merge_udf(SlidingHyperLogLog, "hll_sliding_merge")(_col(sketch, "sketch"))
 
 
-class _AnyDistinct:
-    """Reads either distinct sketch family from its preamble."""
-
-    @staticmethod
-    def from_bytes(b):
-        family = b[2] if len(b) > 2 else -1
-        if family == FAMILIES["SlidingFM"]:
-            return SlidingFM.from_bytes(b)
-        return SlidingHyperLogLog.from_bytes(b)
+def _distinct_estimates(blobs: pd.Series, nows, window) -> pd.Series:
+    """Estimates of a batch of ``fm_sketch`` / ``hll_sliding_sketch``
+    values (NaN for nulls).  The sliding HyperLogLogs are decoded and
+    estimated together (:mod:`distinct.columnar`, per window, precision and
+    seed), FM sketches one at a time; the errors are ``from_bytes``'s and
+    ``estimate``'s (sliding HyperLogLogs checked first)."""
+    out = np.full(len(blobs), np.nan)
+    raw = blobs.to_numpy(dtype=object)
+    at = None if nows is None else np.asarray(nows, dtype=np.int64)
+    present = np.flatnonzero(blobs.notna().to_numpy()).tolist()
+    fm = [i for i in present if len(raw[i]) > 2 and raw[i][2] == FAMILIES["SlidingFM"]]
+    hll = sorted(set(present) - set(fm))
+    sketches = sketches_from_bytes([raw[i] for i in hll])
+    rows = np.array(hll, dtype=np.int64)
+    params, _ = pd.factorize(pd.Series([(s.window, s.precision, s.seed) for s in sketches], dtype=object))
+    for g in range(int(params.max()) + 1 if params.size else 0):
+        mine = np.flatnonzero(params == g)
+        out[rows[mine]] = union_estimates([sketches[i] for i in mine], np.arange(mine.size),
+                                          now=None if at is None else at[rows[mine]], window=window)
+    for i in fm:
+        out[i] = SlidingFM.from_bytes(raw[i]).estimate(None if at is None else int(at[i]), window)
+    return pd.Series(out, dtype="float64")
 
 
 def distinct_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: estimated distinct items of an ``fm_sketch`` or
-    ``hll_sliding_sketch`` over the window (DoubleType)."""
-    return _estimator(_per_row(_AnyDistinct), "double", _estimates, now, window, unit)(sketch)
+    ``hll_sliding_sketch`` over the window (DoubleType).  Each Arrow batch's
+    sliding HyperLogLogs are decoded and answered at once
+    (:mod:`distinct.columnar`)."""
+    return _estimator(lambda s: s, "double", _distinct_estimates, now, window, unit)(sketch)
 
 
 def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, now=None,

@@ -11,17 +11,15 @@ decoded and bounded for the whole batch in numpy
 its partials' bounds as of the key's newest timestamp, so the midpoint is
 within eps of the exact union without merging (each partial is within eps
 of its share).  Distinct counts take each register's largest live rank
-over a key's partials, for the whole batch at once
-(:func:`distinct.columnar.union_estimates`, the merge's estimate to the
-last bit).  L_p norms (p-stable sketches, linear) are merged per key.
+over a key's partials, decoded and answered for the whole batch at once
+(:mod:`distinct.columnar`: the merge's estimate to the last bit).  L_p norms (p-stable sketches, linear) are merged per key.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from distinct import SlidingHyperLogLog
-from distinct.columnar import union_estimates
+from distinct.columnar import sketches_from_bytes, union_estimates
 from ehist.columnar import HistogramColumn
 from lp_norms import SlidingLpNorm, median_abs_stable
 
@@ -56,8 +54,8 @@ class UnionAnswers:
                 if name in self.with_bounds:
                     out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(lower), pa.array(upper)
             elif spec.kind == "distinct":  # each key's registers from all its partials at once
-                sketches = [SlidingHyperLogLog.from_bytes(b) for b in blobs]
-                out[name] = pa.array(union_estimates(sketches, starts, now=self.at), type=pa.float64())
+                out[name] = pa.array(union_estimates(sketches_from_bytes(blobs), starts, now=self.at),
+                                     type=pa.float64())
             else:
                 ends = np.append(starts[1:], len(blobs)).tolist()
                 out[name] = pa.array([merged_estimate(spec, blobs[a:b], self.at)
@@ -74,7 +72,7 @@ def merged_estimate(spec, blobs, at=None) -> float:
     associative) give the same answer on every run and every cluster."""
     blobs = sorted(bytes(b) for b in blobs)
     if spec.kind == "distinct":
-        return float(union_estimates([SlidingHyperLogLog.from_bytes(b) for b in blobs], [0], now=at)[0])
+        return float(union_estimates(sketches_from_bytes(blobs), [0], now=at)[0])
     sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
     stamps = [x.newest for x in sketches if x.newest is not None]
     if not stamps:
