@@ -61,7 +61,7 @@ from ehist._validation import (
     coerce_timestamps,
     resolve_query,
 )
-from ehist.columnar import _check_starts, _decode_varints, _segment_gcds
+from ehist.columnar import _check_starts, _segment_gcds, payload_varints
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
@@ -440,23 +440,9 @@ def _decode_fast(blobs: list):
     ticked = (buf[starts[idx] + 4] & _FLAG_TICK) > 0
     version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
     t_i = ticked.astype(np.int64)
-    # payloads [start + head, end - 4), concatenated, all varints (a rank
-    # byte is below 0x80, a one-byte varint; a longer "rank" fails below)
-    p_len = lengths[idx] - _HEAD_BYTES - _CRC.size
-    owner_byte = np.repeat(np.arange(idx.size, dtype=np.int64), p_len)
-    p_off = np.concatenate([[0], np.cumsum(p_len)])
-    payload = buf[np.repeat(starts[idx] + _HEAD_BYTES - p_off[:-1], p_len) + np.arange(p_off[-1])]
-    values, v_owner, malformed = _decode_varints(payload, owner_byte, idx.size)
-    bad |= malformed
-    n_vals = np.bincount(v_owner, minlength=idx.size)
-    v_first = np.concatenate([[0], np.cumsum(n_vals)[:-1]])
-    last_value = max(values.size - 1, 0)
-
-    def value(at, where):
-        if values.size == 0:
-            return np.zeros(np.shape(at), dtype=_U64)
-        return np.where(where, values[np.minimum(at, last_value)], _U64(0))
-
+    # the payloads are all varints: a rank byte is below 0x80, a one-byte
+    # varint (a longer "rank" fails the rank check below)
+    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], _HEAD_BYTES, bad)
     n = value(v_first, n_vals >= 1)
     bad |= (n < _U64(1)) | (n > _U64(1 << 40))
     n_i = np.where(bad, 0, n).astype(np.int64)

@@ -552,6 +552,35 @@ def _decode_varints(payload: np.ndarray, owner_byte: np.ndarray, blobs: int):
     return values, v_owner, bad
 
 
+def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, head: int, bad: np.ndarray):
+    """Every varint of the payloads ``[start + head, end - 4)`` of blobs
+    joined in ``buf`` (the bytes between a fixed header and the checksum),
+    marking ``bad`` the blobs with a malformed one.
+
+    Returns
+    -------
+    (values, per-blob value counts, each blob's first value's index,
+    value(at, where)): the value at index ``at`` where ``where`` holds,
+    else 0 (indices clipped, so a short blob reads zeros, not past the end).
+    """
+    p_len = lengths - head - _CRC.size
+    owner_byte = np.repeat(np.arange(starts.size, dtype=np.int64), p_len)
+    p_off = np.concatenate([[0], np.cumsum(p_len)])
+    payload = buf[np.repeat(starts + head - p_off[:-1], p_len) + np.arange(p_off[-1])]
+    values, v_owner, malformed = _decode_varints(payload, owner_byte, starts.size)
+    bad |= malformed
+    n_vals = np.bincount(v_owner, minlength=starts.size)
+    v_first = np.concatenate([[0], np.cumsum(n_vals)[:-1]])
+    last_value = max(values.size - 1, 0)
+
+    def value(at, where):
+        if values.size == 0:
+            return np.zeros(np.shape(at), dtype=_U64)
+        return np.where(where, values[np.minimum(at, last_value)], _U64(0))
+
+    return values, n_vals, v_first, value
+
+
 def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     """Vectorized decode of the ordered histograms among ``blobs``.
 
@@ -577,22 +606,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     except ValueError:
         ok[:] = False  # from_bytes names the bad parameter
         return ok, None
-    # payloads [start + 30, end - 4), concatenated
-    p_len = lengths[idx] - _HEAD_BYTES - _CRC.size
-    owner_byte = np.repeat(np.arange(idx.size, dtype=np.int64), p_len)
-    p_off = np.concatenate([[0], np.cumsum(p_len)])
-    payload = buf[np.repeat(starts[idx] + _HEAD_BYTES - p_off[:-1], p_len) + np.arange(p_off[-1])]
-    values, v_owner, malformed = _decode_varints(payload, owner_byte, idx.size)
-    bad |= malformed
-    n_vals = np.bincount(v_owner, minlength=idx.size)
-    v_first = np.concatenate([[0], np.cumsum(n_vals)[:-1]])
-    last_value = max(values.size - 1, 0)
-
-    def value(at, where):
-        if values.size == 0:
-            return np.zeros(np.shape(at), dtype=_U64)
-        return np.where(where, values[np.minimum(at, last_value)], _U64(0))
-
+    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], _HEAD_BYTES, bad)
     n = value(v_first, n_vals >= 1)
     n_runs = value(v_first + 1, n_vals >= 2)
     empty = n == 0
