@@ -61,7 +61,7 @@ from ehist._validation import (
     coerce_timestamps,
     resolve_query,
 )
-from ehist.columnar import _check_starts, _segment_gcds, payload_varints
+from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_heads
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
@@ -409,28 +409,9 @@ def _decode_fast(blobs: list):
     1 or 2 with a newest timestamp, at least one entry and valid
     parameters, on which every check of ``SlidingHyperLogLog.from_bytes``
     passes."""
-    count = len(blobs)
-    ok = np.zeros(count, dtype=bool)
-    if count == 0:
-        return ok, None
-    joined = b"".join(blobs)
-    buf = np.frombuffer(joined, dtype=np.uint8)
-    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     # n, one delta, one rank, one age at least
-    ok = lengths >= _HEAD_BYTES + 4 + _CRC.size
-    head = buf[starts[ok][:, None] + np.arange(_PREAMBLE.size)]
-    version_2 = head[:, 3] == _FORMAT_VERSION
-    flags = head[:, 4]
-    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == FAMILIES["SlidingHyperLogLog"])
-              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
-              & ((flags & ~np.uint8(_FLAG_TICK)) == _FLAG_HAS_NEWEST) & (version_2 | (flags == _FLAG_HAS_NEWEST)))
-    mv = memoryview(joined)
-    crc32 = zlib.crc32
-    for i in np.flatnonzero(ok).tolist():
-        a, n = int(starts[i]), int(lengths[i])
-        if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
-            ok[i] = False
+    ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingHyperLogLog"], _HEAD_BYTES + 4 + _CRC.size,
+                                            _FLAG_TICK)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None

@@ -589,7 +589,8 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     passes on it, with the same result; the others (merged histograms,
     histograms never updated, anything suspicious) are left to it.
     """
-    ok, buf, starts, lengths = _sealed_heads(blobs)
+    # version 1 or 2, a newest timestamp, no merged flag (merged: from_bytes)
+    ok, buf, starts, lengths = sealed_heads(blobs, _FAMILY, _HEAD_BYTES + 1 + _CRC.size, _FLAG_SHARED | _FLAG_TICK)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
@@ -659,10 +660,12 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
 
 
-def _sealed_heads(blobs: list):
-    """(accepted mask, joined bytes, starts, lengths): the blobs with an
-    ExponentialHistogram preamble of version 1 or 2, a newest timestamp,
-    no merged flag (merged: from_bytes) and a matching checksum."""
+def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
+    """(accepted mask, joined bytes as uint8, starts, lengths): the blobs
+    of at least ``min_length`` bytes with ``family``'s preamble, format
+    version 1 or 2, flags "has newest" (bit 0) plus, in version 2, any of
+    ``v2_flags``, and a matching checksum.  The step every columnar
+    decoder starts with; what it rejects goes to the family's from_bytes."""
     count = len(blobs)
     ok = np.zeros(count, dtype=bool)
     if count == 0:
@@ -671,14 +674,12 @@ def _sealed_heads(blobs: list):
     buf = np.frombuffer(joined, dtype=np.uint8)
     lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    # preamble: magic, family, version, flags == has_newest (merged: from_bytes)
-    ok = lengths >= _HEAD_BYTES + 1 + _CRC.size
+    ok = lengths >= min_length
     head = buf[starts[ok][:, None] + np.arange(6)]
-    version_2 = head[:, 3] == _FORMAT_VERSION
-    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == _FAMILY)
+    version_2 = head[:, 3] == 2
+    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == family)
               & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
-              & ((head[:, 4] & ~np.uint8(_FLAG_SHARED | _FLAG_TICK)) == _FLAG_HAS_NEWEST)
-              & (version_2 | (head[:, 4] == _FLAG_HAS_NEWEST)))
+              & ((head[:, 4] & ~np.uint8(v2_flags)) == 1) & (version_2 | (head[:, 4] == 1)))
     mv = memoryview(joined)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():
