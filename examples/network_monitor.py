@@ -23,7 +23,11 @@ source (``udaf.sliding_over``).
 
 Run (local Spark, embedded):   python examples/network_monitor.py
 On a cluster:                  see "Run it on a cluster" in the README
-Options: --rows N (default 600000), --out PATH (default network_monitor.png)
+Options: --rows N (default 600000), --out PATH (default network_monitor.png),
+         --strategy two_phase|auto|shuffle (default two_phase: the
+         sketches.  ``auto``, aggregate's default, shuffles the rows and
+         answers exactly when partitions hold few rows per key, as here:
+         about 15 per source and partition)
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=600_000)
     ap.add_argument("--out", default="network_monitor.png")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--strategy", default="two_phase", choices=["two_phase", "auto", "shuffle"])
     args = ap.parse_args(argv)
 
     from pyspark.sql import functions as F
@@ -118,7 +123,7 @@ def main(argv=None) -> None:
     # Per source, as of the end of the trace: sketches per partition, only
     # sketches shuffled, estimates with bounds from their union.
     answers = aggregate(
-        flows, "src", "ts", now=end, bounds=True,
+        flows, "src", "ts", now=end, bounds=True, strategy=args.strategy,
         packets=Sum("packets", window="1 hour", eps=0.02),
         bytes=Sum("bytes", window="1 hour", eps=0.02),
         dsts=Distinct("dst", window="1 hour", precision=12),
