@@ -157,6 +157,40 @@ def test_estimators_equal_each_sketch_read_in_python(spark):
         sdf.select(U.eh_estimate("s", now=F.col("now") - 20_000)).collect()
 
 
+def test_distinct_estimate_equals_each_sketch_read_in_python(spark):
+    """distinct_estimate decodes and answers a batch's sliding HyperLogLogs
+    at once (per window, precision and seed): each answer is the sketch's
+    own, with FM sketches, nulls and empty sketches in the same column, a
+    literal now and a now column, and a shorter window."""
+    from distinct import SlidingFM, SlidingHyperLogLog
+
+    rng = np.random.default_rng(8)
+    blobs = []
+    for i in range(240):
+        n = int(rng.integers(0, 200))
+        ts, items = np.sort(rng.integers(0, 20_000, n)), rng.integers(0, 500, n)
+        if i % 5 == 0:
+            s = SlidingFM(5_000, num_bitmaps=32).update(ts, items)
+        else:
+            s = SlidingHyperLogLog(5_000 if i % 3 else 8_000, 6 if i % 4 else 8, seed=i % 2).update(ts, items)
+        blobs.append(None if i % 17 == 0 else s.to_bytes())
+    rows = [(i, b, 25_000 + i) for i, b in enumerate(blobs)]
+    sdf = spark.createDataFrame(rows, "i int, s binary, now long").repartition(2)
+    got = sdf.select("i", U.distinct_estimate("s").alias("d"),
+                     U.distinct_estimate("s", now=F.col("now"), window=2_000).alias("d_now"),
+                     U.distinct_estimate("s", now=30_000).alias("d_lit")).collect()
+    assert len(got) == len(blobs)
+    for r in got:
+        b = blobs[r.i]
+        if b is None:
+            assert r.d is None and r.d_now is None and r.d_lit is None
+            continue
+        s = SlidingFM.from_bytes(b) if r.i % 5 == 0 else SlidingHyperLogLog.from_bytes(b)
+        assert (r.d, r.d_now, r.d_lit) == (s.estimate(), s.estimate(25_000 + r.i, 2_000), s.estimate(30_000))
+    with pytest.raises(PythonException, match="is earlier than the newest timestamp"):
+        sdf.select(U.distinct_estimate("s", now=F.col("now") - 20_000)).collect()
+
+
 def test_partials_merge_the_same_in_any_arrival_order():
     """Shuffles deliver a key's partials in any order; L_p sketches add up
     floats (not associative), so the merge sorts them first: every order
