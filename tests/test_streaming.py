@@ -187,6 +187,31 @@ def test_watermark_sets_the_allowed_lateness(sspark, tmp_path):
     assert last["sum_lower"] <= 60 <= last["sum_upper"]
 
 
+def test_append_mode_gives_the_update_rows(sspark, tmp_path):
+    """Every output row is final, so Append and Update emit the same rows,
+    in processing-time mode and in event-time mode (a watermark)."""
+    data = batches(seed=3, n=3, size=1000)
+    for rows in data:
+        write_batch(str(tmp_path / "in"), rows)
+    kw = dict(value="b", distinct="dst")
+    key = lambda r: (r["k"], r["as_of"])  # noqa: E731
+    update = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck1"), output_mode="update", **kw)
+    append = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck2"), output_mode="append", **kw)
+    assert len(update) == 2 * len(data) and sorted(append, key=key) == sorted(update, key=key)
+
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+                           T.StructField("v", T.LongType())])
+    base = dt.datetime(2026, 11, 22, 10, 0)
+    for i in range(3):
+        write_batch(str(tmp_path / "ev"), [{"k": k, "t": (base + dt.timedelta(minutes=20 * i + m)).isoformat(),
+                                            "v": m} for m in range(20) for k in "ab"])
+    kw = dict(schema=schema, ts="t", window="30 minutes", watermark="10 minutes", value="v")
+    update = run_stream(sspark, str(tmp_path / "ev"), str(tmp_path / "ck3"), output_mode="update", **kw)
+    append = run_stream(sspark, str(tmp_path / "ev"), str(tmp_path / "ck4"), output_mode="append", **kw)
+    assert update and sorted(append, key=key) == sorted(update, key=key)
+    assert all(r["late_events"] == 0 for r in append)
+
+
 def test_ttl_evicts_idle_keys(sspark, tmp_path):
     """Processing-time TTL: a key idle for longer than the TTL starts afresh.
 
