@@ -283,7 +283,10 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
     groups = starts.size
     if groups == 0:
         return np.zeros(0)
-    if not sketches:
+    if not sketches:  # groups of no sketch answer 0.0; the query is still checked
+        if window is not None:
+            check_positive_int(window, "window", 1, np.iinfo(np.int64).max)
+        _times_per_group(now, groups)
         return np.zeros(groups)
     first = sketches[0]
     for s in sketches:
@@ -303,14 +306,7 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
     if now is None:
         at = newest
     else:
-        if np.ndim(now) == 0:
-            resolve_query(now, None, None, window)  # the type check of a query's now
-            at = np.full(groups, int(now), dtype=np.int64)
-        else:
-            at = np.asarray(now)
-            if at.shape != (groups,) or at.dtype.kind not in "iu":
-                raise ValueError(f"now must be an integer or {groups} integers (one per group), got {now!r}")
-            at = at.astype(np.int64)
+        at = _times_per_group(now, groups)
         late = np.flatnonzero(~empty & (newest > at))
         if late.size:
             resolve_query(int(at[late[0]]), None, int(newest[late[0]]), window)  # raises, naming both
@@ -326,6 +322,20 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
         out[g:h] = _union_chunk(sketches[a:b], group_of[a:b] - g, entries[a:b], at[g:h], h - g, window, p)
         g = h
     return out
+
+
+def _times_per_group(now, groups: int) -> np.ndarray | None:
+    """``now`` (None, an integer, or one integer per group) as int64 per
+    group, with the errors of a query's ``now``."""
+    if now is None:
+        return None
+    if np.ndim(now) == 0:
+        resolve_query(now, None, None, 1)  # the type check of a query's now
+        return np.full(groups, int(now), dtype=np.int64)
+    at = np.asarray(now)
+    if at.shape != (groups,) or at.dtype.kind not in "iu":
+        raise ValueError(f"now must be an integer or {groups} integers (one per group), got {now!r}")
+    return at.astype(np.int64)
 
 
 def _union_chunk(sketches, group_of, entries, at, groups: int, window: int, p: int) -> np.ndarray:

@@ -120,6 +120,12 @@ def test_empty_runs_and_groups():
     assert union_estimates([empty, empty], [0, 1]).tolist() == [0.0, 0.0]
     assert union_estimates([empty], [0], now=5).tolist() == [0.0]
     assert union_estimates([], []).tolist() == []
+    # groups of no sketch answer 0.0, and a bad query is still an error
+    assert union_estimates([], [0, 0], now=[3, 4], window=7).tolist() == [0.0, 0.0]
+    for kw, msg in (({"window": 0}, "window"), ({"window": 2.5}, "window"), ({"now": 1.5}, "now"),
+                    ({"now": [1, 2, 3]}, "one per group")):
+        with pytest.raises(ValueError, match=msg):
+            union_estimates([], [0, 0], **kw)
 
 
 def test_bad_input_is_named():
