@@ -69,6 +69,34 @@ def test_keeps_columns_and_timestamp_units(spark):
     assert out.t.tolist() == pdf.t.tolist()
 
 
+def test_every_time_type_gives_the_answers_of_its_units(spark):
+    """The time column is read as Arrow sends it (no converted copy):
+    integral, date, timestamp and TimestampNTZ columns holding the same
+    days give the answers of the same windows in days."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    pdf = pd.DataFrame({"rid": np.arange(n), "k": rng.integers(0, 3, n), "day": rng.integers(-400, 400, n),
+                        "b": rng.integers(0, 100, n), "dst": rng.zipf(1.5, n) % 50})
+    base = spark.createDataFrame(pdf).repartition(2).select(
+        "*", F.col("day").cast("int").alias("d_int"), F.col("day").cast("short").alias("d_short"),
+        F.date_from_unix_date("day").alias("d_date"), F.timestamp_seconds(F.col("day") * 86_400).alias("d_ts"),
+        F.date_from_unix_date("day").cast("timestamp_ntz").alias("d_ntz"))
+    answers = {}
+    for col, window in (("day", 30), ("d_int", 30), ("d_short", 30), ("d_date", "30 days"), ("d_ts", "30 days"),
+                        ("d_ntz", "30 days")):
+        got = sliding_over(base, "k", col, n=Count(window=window), s=Sum("b", window=window),
+                           d=Distinct("dst", window=window)).select("rid", "n", "s", "d").toPandas()
+        answers[col] = got.sort_values("rid").reset_index(drop=True)
+    frame = Window.partitionBy("k").orderBy("day").rangeBetween(-29, 0)
+    want = base.select("rid", F.count(F.lit(1)).over(frame).alias("n"), F.sum("b").over(frame).alias("s"),
+                       F.size(F.collect_set("dst").over(frame)).alias("d")).toPandas()
+    want = want.sort_values("rid").reset_index(drop=True)
+    for col, got in answers.items():
+        assert got.n.tolist() == want.n.tolist(), col
+        assert got.s.tolist() == want.s.tolist(), col
+        assert got.d.tolist() == want.d.tolist(), col
+
+
 def test_lp_norm_per_row_within_eps(sdf, rows):
     window, eps, delta = 3_000, 0.1, 0.05
     got = sliding_over(sdf, "k", "ts", l1=LpNorm("dst", window=window, value="b", p=1.0, eps=eps,

@@ -40,10 +40,12 @@ def same_row(columns_a, i: int, columns_b, j: int) -> bool:
     return all(a[i].as_py() == b[j].as_py() for a, b in zip(columns_a, columns_b, strict=True))
 
 
-def complete_runs(batches, keys, column: str | None):
+def complete_runs(batches, keys, column: str | None, time_field: str = "__ts"):
     """Complete key runs from Arrow ``batches`` sorted by the ``keys``
-    columns, then by the int64 time column ``__ts`` (the user's ``column``;
-    None: no time column, ``t`` is None):
+    columns, then by the time column ``time_field`` (integral, timestamp or
+    date: read as int64 units, the values of :func:`two_phase._time_expression`;
+    ``column`` is the user's name for it in errors; None: no time column,
+    ``t`` is None):
     each batch's runs but its last are yielded with what was held, the last
     is held (its key may continue in the next batch).  Memory: one key's
     rows plus one batch.  Key types must have equality kernels
@@ -74,17 +76,36 @@ def complete_runs(batches, keys, column: str | None):
             continue
         done = held + ([batch.slice(0, last)] if last else [])
         if done:
-            yield _runs(pa.Table.from_batches(done).combine_chunks(), keys, column)
+            yield _runs(pa.Table.from_batches(done).combine_chunks(), keys, column, time_field)
         held = [batch.slice(last)]
     if held:
-        yield _runs(pa.Table.from_batches(held).combine_chunks(), keys, column)
+        yield _runs(pa.Table.from_batches(held).combine_chunks(), keys, column, time_field)
 
 
-def _runs(table, keys, column: str | None):
+def _runs(table, keys, column: str | None, time_field: str):
     starts = run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)
     if column is None:
         return table, None, starts
-    stamps = table.column("__ts").chunk(0)
+    stamps = table.column(time_field).chunk(0)
     if stamps.null_count:
         raise ValueError(f"null timestamp in column {column}: timestamps must not be null")
-    return table, stamps.to_numpy(), starts
+    return table, int64_times(stamps), starts
+
+
+def int64_times(stamps) -> np.ndarray:
+    """An Arrow time column without nulls as int64 in its own unit:
+    timestamps (with or without a zone) as their microseconds, dates as
+    days since 1970-01-01, integers as they are; what Spark's
+    ``unix_micros``, ``unix_date`` and ``cast('long')`` give."""
+    import pyarrow as pa
+
+    kind = stamps.type
+    if pa.types.is_timestamp(kind):
+        if kind.unit != "us":
+            raise TypeError(f"expected microsecond timestamps from Spark, got {kind}")
+        stamps = stamps.view(pa.int64())
+    elif pa.types.is_date32(kind):
+        stamps = stamps.view(pa.int32())
+    elif not pa.types.is_integer(kind):
+        raise TypeError(f"expected an integral, timestamp or date time column, got {kind}")
+    return stamps.to_numpy().astype(np.int64, copy=False)

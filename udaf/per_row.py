@@ -98,19 +98,21 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
     keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
     time_expr, windows, _ = _check(df, keys, order_by, specs, "sliding_over",
                                    allowed=(Count, Sum, Distinct, LpNorm), appends=True)
-    if "__ts" in df.columns:
-        raise ValueError("sliding_over uses the column name __ts internally; rename that column")
     out_schema = T.StructType(list(df.schema.fields) +
                               [T.StructField(n, _TYPES[s.kind], s.kind in ("sum", "lp")) for n, s in specs.items()])
     lp_rows = {n: rows_for(s.p, s.eps, s.delta) for n, s in specs.items() if s.kind == "lp"}
     columns = list(df.columns)
-    prepared = df.withColumn("__ts", time_expr)
     if all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
         answer = _ArrowRuns(keys, order_by, columns, specs, windows, lp_rows)
         # an explicit partition count: adaptive execution would otherwise
-        # coalesce small shuffles into fewer tasks than cores
+        # coalesce small shuffles into fewer tasks than cores.  The time
+        # column is sorted on and read as it is (Arrow int64 units, see
+        # complete_runs): no extra column through the sort and into Python
         parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(answer, out_schema)
+        return df.repartition(parts, *keys).sortWithinPartitions(*keys, order_by).mapInArrow(answer, out_schema)
+    if "__ts" in df.columns:
+        raise ValueError("sliding_over uses the column name __ts internally for these keys; rename that column")
+    prepared = df.withColumn("__ts", time_expr)
 
     def per_key(pdf: pd.DataFrame) -> pd.DataFrame:
         stamps = pdf["__ts"]
@@ -143,7 +145,7 @@ class _ArrowRuns:
         self.specs, self.windows, self.lp_rows = specs, windows, lp_rows
 
     def __call__(self, batches):
-        for table, t, starts in complete_runs(batches, self.keys, self.order_by):
+        for table, t, starts in complete_runs(batches, self.keys, self.order_by, self.order_by):
             yield self._answer(table, t, starts)
 
     def _answer(self, table, t, starts):
