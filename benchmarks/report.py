@@ -165,7 +165,7 @@ def render(quick: bool | None = None) -> Path:
         rows = next(v2["rows"] for k, v2 in r.items() if k.startswith("count, sliding_over"))
         md += ["## Per-row cost against frame length", "",
                f"`bench_per_row.py`: {rows:,} rows, 2 keys, one event per time unit per key, every row written "
-               "to the noop sink, one timed run each, local[2].", "", "![per row](report/per_row.png)", ""]
+               "to the noop sink, the best of 3 runs where a run took under 2 s (else one run), local[2].", "", "![per row](report/per_row.png)", ""]
         md += _per_row_at_scale(r)
 
     # ----------------------------------------------------------- streaming
