@@ -286,13 +286,39 @@ def test_two_phase_aggregate_matches_exact(df, events):
     # without sketches the estimates come from the partials' union directly;
     # the shuffle strategy (rows to one UDF per key) answers the same way
     for strategy in ("two_phase", "shuffle", "auto"):
-        check_two_phase_estimates(aggregate(
+        rows = aggregate(
             ints, "k", "ts", strategy=strategy,
             packets=Count(window=window, eps=0.02),
             bytes=Sum("bytes_int", window=window, eps=0.02),
             dsts=Distinct("dst", window=window, precision=12),
             l2=LpNorm("dst", window=window, value="bytes", p=2.0, eps=0.1),
-        ).collect(), exact, low, high)
+        ).collect()
+        check_two_phase_estimates(rows, exact, low, high)
+        if strategy == "auto":  # an L_p spec at this size: the rows are shuffled, the answers exact
+            assert all(r.l2 == pytest.approx(exact[r.k]["l2"], rel=1e-9) for r in rows)
+
+
+@pytest.mark.parametrize("p, eps, delta", [(2.0, 0.2, 0.2), (1.0, 0.2, 0.2)])
+def test_auto_builds_lp_partials_only_where_they_are_smaller_than_rows(p, eps, delta):
+    """An L_p partial holds a dense sketch per bucket: auto's threshold is
+    where a real partial gets smaller than the rows it summarizes."""
+    from udaf import Count, LpNorm
+    from udaf.two_phase import _ROW_BYTES, min_rows_per_partial
+
+    spec = LpNorm("dst", window=10**9, p=p, eps=eps, delta=delta)
+    n = min_rows_per_partial({"l": spec})
+    rng = np.random.default_rng(0)
+
+    def partial_bytes(m):
+        t = np.sort(rng.integers(0, 10**9, m))
+        items = (rng.zipf(1.3, m) % 10_000).astype(np.uint64)
+        return len(spec.make(10**9).update(t, items, rng.integers(1, 1500, m).astype(float)).to_bytes())
+
+    assert partial_bytes(n) < n * _ROW_BYTES  # from the threshold on, the partial is smaller
+    assert partial_bytes(n // 4) > n // 4 * _ROW_BYTES  # well below it, the rows are
+    assert min_rows_per_partial({"c": Count(window=10)}) == 64
+    assert min_rows_per_partial({"c": Count(window=10), "l": spec}) == n
+    assert min_rows_per_partial({"l": LpNorm("dst", window=10)}) > 10_000  # the defaults: dense, big
 
 
 def check_two_phase_estimates(rows, exact, low, high):

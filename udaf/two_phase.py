@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -207,6 +208,37 @@ RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortT
 # Below this many rows per key per partition, partial sketches cost more
 # than the rows they summarize (measured: benchmarks/bench_udaf.py).
 _MIN_ROWS_PER_PARTIAL = 64
+# Bytes of one row of the shuffle (key, time, an index and a value as an
+# UnsafeRow), against which an L_p partial's size is weighed.
+_ROW_BYTES = 48
+
+
+def _lp_partial_bytes(spec: LpNorm, n: int) -> float:
+    """An upper estimate of an L_p partial's bytes over ``n`` rows:
+    ``rows_for(p, eps, delta)`` float64s per bucket, at most
+    ``k (log2(n / k) + 2)`` buckets (``k = ceil(1/eps)``; measured counts
+    stay below it)."""
+    from lp_norms import rows_for
+
+    k = math.ceil(1 / spec.eps)
+    return rows_for(spec.p, spec.eps, spec.delta) * 8.0 * k * (math.log2(max(n / k, 1.0)) + 2)
+
+
+def min_rows_per_partial(specs: dict) -> int:
+    """Rows per key and partition from which ``auto`` builds partials:
+    64 for counts, sums and distinct counts (a histogram or sketch of that
+    many rows is smaller than they are), and for an L_p norm the first
+    power of two of rows whose shuffle bytes exceed the partial's estimated
+    bytes (dense p-stable sketches in every bucket: tens of thousands of
+    rows at the default eps and delta)."""
+    need = _MIN_ROWS_PER_PARTIAL
+    for spec in specs.values():
+        if spec.kind == "lp":
+            n = _MIN_ROWS_PER_PARTIAL
+            while n * _ROW_BYTES < _lp_partial_bytes(spec, n):
+                n *= 2
+            need = max(need, n)
+    return need
 
 
 def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, sketches: bool = False,
@@ -244,7 +276,10 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         grouped-aggregate UDF per key, Spark's plain path).
         ``auto`` (default) counts rows and approximate keys first (one
         cheap JVM-side pass) and picks two-phase when partitions hold at
-        least 64 rows per key on average, where it shuffles far fewer bytes.
+        least 64 rows per key on average, where it shuffles far fewer bytes;
+        with an LpNorm spec, only from the row count where its partials
+        (a dense sketch per bucket) are smaller than the rows
+        (:func:`min_rows_per_partial`: 131,072 at the defaults).
     **specs : Count, Sum, Distinct or LpNorm
         Output column name -> what to compute.  Estimates are as of each
         key's newest timestamp (for a spec reading a column: the newest
@@ -276,7 +311,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         stats = df.agg(F.count(F.lit(1)).alias("n"),
                        F.approx_count_distinct(F.struct(*keys)).alias("keys")).collect()[0]
         per_partial = stats.n / max(1, stats["keys"]) / max(1, df.rdd.getNumPartitions())
-        strategy = "two_phase" if per_partial >= _MIN_ROWS_PER_PARTIAL else "shuffle"
+        strategy = "two_phase" if per_partial >= min_rows_per_partial(specs) else "shuffle"
     with_bounds = {n for n, s in specs.items() if bounds and s.kind in ("count", "sum")}
     columns = [F.col(k) for k in keys]
     if not sketches:
