@@ -261,6 +261,8 @@ def test_bad_parameters(sspark, tmp_path):
     stream = sspark.readStream.schema(SCHEMA).json(str(tmp_path))
     with pytest.raises(ValueError, match="late must be"):
         sliding_window_state(stream, "k", "ts", 100, late="keep")
+    with pytest.raises(TypeError, match="sliding_window_state takes column names for key"):
+        sliding_window_state(stream, stream["k"], "ts", 100)
     with pytest.raises(ValueError, match="not in the DataFrame"):
         sliding_window_state(stream, "k", "nope", 100)
     with pytest.raises(ValueError, match="watermark needs a timestamp"):

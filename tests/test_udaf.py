@@ -331,6 +331,36 @@ def check_two_phase_estimates(rows, exact, low, high):
         assert low * e["l2"] <= r.l2 <= high * e["l2"]
 
 
+def test_sketch_functions_name_a_column_that_is_not_binary(df):
+    """Spark does not type a pandas UDF's input: a sketch function given
+    another column type says so, naming the function and the column."""
+    with pytest.raises(PythonException, match="eh_estimate: column ts must be a binary sketch column.*int64"):
+        df.select(U.eh_estimate("ts")).collect()
+    with pytest.raises(PythonException, match="eh_bounds: column ts must be a binary sketch column"):
+        df.select(U.eh_bounds("ts", now=F.col("ts"))).collect()
+    strings = df.withColumn("s", F.col("dst").cast("string"))
+    with pytest.raises(PythonException, match="distinct_estimate: column s must be a binary sketch column.*str"):
+        strings.select(U.distinct_estimate("s")).collect()
+    with pytest.raises(PythonException, match="lp_estimate: column s must be a binary sketch column"):
+        strings.select(U.lp_estimate("s")).collect()
+    with pytest.raises(PythonException, match="eh_merge: column ts must be a binary sketch column"):
+        df.groupBy("k").agg(U.eh_merge("ts")).collect()
+    with pytest.raises(PythonException, match="hll_sliding_merge: column s must be a binary sketch column"):
+        strings.groupBy("k").agg(U.hll_sliding_merge("s")).collect()
+
+
+def test_keys_must_be_names(df):
+    from udaf import Count, aggregate, sketch_table, sliding_over
+
+    with pytest.raises(TypeError, match="aggregate takes column names for by .* got Column"):
+        aggregate(df, F.col("k"), "ts", c=Count(window=10))
+    with pytest.raises(TypeError, match="sketch_table takes column names for by"):
+        sketch_table(df, F.col("k"), "ts", c=Count(window=10))
+    with pytest.raises(TypeError, match="sliding_over takes column names for partition_by"):
+        sliding_over(df, F.col("k"), "ts", c=Count(window=10))
+    assert aggregate(df, ("k",), "ts", c=Count(window=10)).count() == KEYS  # a tuple of names is fine
+
+
 def test_two_phase_checks_on_the_driver(df):
     from udaf import Count, Distinct, Sum, aggregate
 

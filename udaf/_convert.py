@@ -117,6 +117,17 @@ class Window:
         )
 
 
+def key_names(keys, caller: str, what: str) -> list:
+    """``keys`` (one column name or a list or tuple of names) as a list;
+    anything else (a Column, say) is a TypeError naming the parameter."""
+    if isinstance(keys, str):
+        return [keys]
+    if not isinstance(keys, (list, tuple)):
+        raise TypeError(f"{caller} takes column names for {what} (a name or a list of names), "
+                        f"got {type(keys).__name__}")
+    return list(keys)
+
+
 def to_int64(series, column: str) -> tuple[np.ndarray, str]:
     """(int64 timestamps, unit) of a pandas Series; nulls are an error."""
     if series.isna().any():

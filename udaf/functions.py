@@ -66,6 +66,21 @@ def _name(c) -> str:
     return c if isinstance(c, str) else str(c)
 
 
+def _check_sketches(series: pd.Series, fn: str, column: str) -> pd.Series:
+    """A batch of a sketch column, checked to be binary.  Spark does not
+    type a pandas UDF's inputs, so another column type would otherwise fail
+    deep in decoding ("'int' object is not subscriptable"); a column has one
+    type, so its first non-null value tells."""
+    if series.dtype != object:
+        raise TypeError(f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or "
+                        f"*_merge aggregate), got pandas dtype {series.dtype}")
+    first = series.first_valid_index()
+    if first is not None and not isinstance(series[first], (bytes, bytearray, memoryview)):
+        raise TypeError(f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or "
+                        f"*_merge aggregate), got {type(series[first]).__name__} values")
+    return series
+
+
 def _values(series: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(mask of non-null rows, int64 values) of a value column."""
     mask = series.notna().to_numpy()
@@ -134,12 +149,12 @@ def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
     return eh_sketch_value_udf(ts_col, value_col)
 
 
-def _merge_udf(cls, name: str):
+def _merge_udf(cls, name: str, column: str):
     @pandas_udf("binary")
     def merge_udf(s: pd.Series) -> bytes:
         # a group's rows arrive in shuffle order: merge in byte order, so the
         # result (float sums of L_p sketches, EH ties) is the same every run
-        blobs = sorted(bytes(b) for b in s if b is not None)
+        blobs = sorted(bytes(b) for b in _check_sketches(s, name, column) if b is not None)
         if not blobs:
             return None
         sketches = [cls.from_bytes(b) for b in blobs]
@@ -156,7 +171,7 @@ def _merge_udf(cls, name: str):
 
 def eh_merge(sketch) -> Column:
     """Aggregate: the merge of binary exponential histograms (BinaryType)."""
-    return _merge_udf(ExponentialHistogram, "eh_merge")(_col(sketch, "sketch"))
+    return _merge_udf(ExponentialHistogram, "eh_merge", _name(sketch))(_col(sketch, "sketch"))
 
 
 def _per_row(cls):
@@ -164,13 +179,20 @@ def _per_row(cls):
     return lambda s: [None if b is None else cls.from_bytes(b) for b in s]
 
 
-def _estimator(decode, return_type: str, compute, now, window, unit: str, frame: bool = False):
-    """Scalar UDF over a sketch column; ``now`` a literal or a Column.
+def _estimator(fn: str, sketch, decode, return_type: str, compute, now, window, unit: str,
+               frame: bool = False) -> Column:
+    """``fn``: a scalar UDF over the sketch column ``sketch``; ``now`` a
+    literal or a Column.
 
     ``compute(decode(series), nows, window)``: ``nows`` an int64 array, one
     per row, or None (each sketch's newest).  ``frame``: the result is a
     struct (the UDF returns a DataFrame)."""
     w = Window(window, allow_none=True)
+    column = _name(sketch)
+
+    def checked(s):
+        return decode(_check_sketches(s, fn, column))
+
     if isinstance(now, (str, Column)):
         now_col = _col(now, "now")
         now_name = _name(now)
@@ -178,7 +200,7 @@ def _estimator(decode, return_type: str, compute, now, window, unit: str, frame:
         def run_now(s, n):
             nows, now_unit = to_int64(n, now_name)
             win = w.resolve(now_unit if now_unit != "int" else unit, "now")
-            return compute(decode(s), nows, win)
+            return compute(checked(s), nows, win)
 
         if frame:
 
@@ -186,18 +208,18 @@ def _estimator(decode, return_type: str, compute, now, window, unit: str, frame:
             def est_now_frame(s: pd.Series, n: pd.Series) -> pd.DataFrame:
                 return run_now(s, n)
 
-            return lambda sketch: est_now_frame(_col(sketch, "sketch"), now_col)
+            return est_now_frame(_col(sketch, "sketch"), now_col)
 
         @pandas_udf(return_type)
         def est_now(s: pd.Series, n: pd.Series) -> pd.Series:
             return run_now(s, n)
 
-        return lambda sketch: est_now(_col(sketch, "sketch"), now_col)
+        return est_now(_col(sketch, "sketch"), now_col)
     literal = now_to_int64(now, unit)
     win = w.resolve(unit, "sketch")
 
     def run(s):
-        return compute(decode(s), None if literal is None else np.full(len(s), literal, dtype=np.int64), win)
+        return compute(checked(s), None if literal is None else np.full(len(s), literal, dtype=np.int64), win)
 
     if frame:
 
@@ -205,13 +227,13 @@ def _estimator(decode, return_type: str, compute, now, window, unit: str, frame:
         def est_frame(s: pd.Series) -> pd.DataFrame:
             return run(s)
 
-        return lambda sketch: est_frame(_col(sketch, "sketch"))
+        return est_frame(_col(sketch, "sketch"))
 
     @pandas_udf(return_type)
     def est(s: pd.Series) -> pd.Series:
         return run(s)
 
-    return lambda sketch: est(_col(sketch, "sketch"))
+    return est(_col(sketch, "sketch"))
 
 
 def _estimates(sketches, nows, window):
@@ -278,14 +300,13 @@ def eh_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     date sketches).  Each Arrow batch is decoded and answered at once
     (:class:`~ehist.columnar.HistogramColumn`).
     """
-    return _estimator(lambda s: s, "double", _eh_estimates, now, window, unit)(sketch)
+    return _estimator("eh_estimate", sketch, lambda s: s, "double", _eh_estimates, now, window, unit)
 
 
 def eh_bounds(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: ``struct<lower: bigint, upper: bigint>`` bracketing the exact answer."""
-    return _estimator(
-        lambda s: s, "struct<lower:bigint,upper:bigint>", _eh_bounds_frame, now, window, unit, frame=True
-    )(sketch)
+    return _estimator("eh_bounds", sketch, lambda s: s, "struct<lower:bigint,upper:bigint>", _eh_bounds_frame,
+                      now, window, unit, frame=True)
 
 
 def _one_step(build_fn, answer_fn, cols):
@@ -380,12 +401,12 @@ def hll_sliding_sketch(ts, item, *, window, precision: int = 12, seed: int = 0) 
 
 def fm_merge(sketch) -> Column:
     """Aggregate: the merge of binary SlidingFM sketches."""
-    return _merge_udf(SlidingFM, "fm_merge")(_col(sketch, "sketch"))
+    return _merge_udf(SlidingFM, "fm_merge", _name(sketch))(_col(sketch, "sketch"))
 
 
 def hll_sliding_merge(sketch) -> Column:
     """Aggregate: the merge of binary SlidingHyperLogLog sketches."""
-    return _merge_udf(SlidingHyperLogLog, "hll_sliding_merge")(_col(sketch, "sketch"))
+    return _merge_udf(SlidingHyperLogLog, "hll_sliding_merge", _name(sketch))(_col(sketch, "sketch"))
 
 
 def _distinct_estimates(blobs: pd.Series, nows, window) -> pd.Series:
@@ -417,7 +438,7 @@ def distinct_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Col
     ``hll_sliding_sketch`` over the window (DoubleType).  Each Arrow batch's
     sliding HyperLogLogs are decoded and answered at once
     (:mod:`distinct.columnar`)."""
-    return _estimator(lambda s: s, "double", _distinct_estimates, now, window, unit)(sketch)
+    return _estimator("distinct_estimate", sketch, lambda s: s, "double", _distinct_estimates, now, window, unit)
 
 
 def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, now=None,
@@ -476,12 +497,12 @@ def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, del
 
 def lp_merge(sketch) -> Column:
     """Aggregate: the merge of binary SlidingLpNorm sketches."""
-    return _merge_udf(SlidingLpNorm, "lp_merge")(_col(sketch, "sketch"))
+    return _merge_udf(SlidingLpNorm, "lp_merge", _name(sketch))(_col(sketch, "sketch"))
 
 
 def lp_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
     """Scalar: estimated L_p norm of an ``lp_sketch`` over the window (DoubleType)."""
-    return _estimator(_per_row(SlidingLpNorm), "double", _estimates, now, window, unit)(sketch)
+    return _estimator("lp_estimate", sketch, _per_row(SlidingLpNorm), "double", _estimates, now, window, unit)
 
 
 def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.05,

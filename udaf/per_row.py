@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from lp_norms import rows_for
 
-from ._convert import items_of
+from ._convert import items_of, key_names
 from ._arrow import complete_runs
 from .frames import frame_bounds, frame_bounds_runs, frame_counts, frame_distinct, frame_lp_norms, frame_sums
 from .two_phase import RUN_KEY_TYPES, Count, Distinct, LpNorm, Sum, _check
@@ -95,7 +95,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
         On the driver, before any job: unknown columns, wrong types, bad
         parameters, a spec named like an existing column.
     """
-    keys = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+    keys = key_names(partition_by, "sliding_over", "partition_by")
     time_expr, windows, _ = _check(df, keys, order_by, specs, "sliding_over",
                                    allowed=(Count, Sum, Distinct, LpNorm), appends=True)
     out_schema = T.StructType(list(df.schema.fields) +

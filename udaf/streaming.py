@@ -76,7 +76,7 @@ from ehist.errors import EhistError, LateDataError
 from ehist.hashing import hash64
 
 from ._arrow import run_starts
-from ._convert import Window, items_of
+from ._convert import Window, items_of, key_names
 from .two_phase import micros_to_ntz, ntz_micros
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
@@ -199,7 +199,7 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
         Unknown columns, wrong types, bad parameters (on the driver).
     """
     check_configuration(df.sparkSession)
-    keys = [key] if isinstance(key, str) else list(key)
+    keys = key_names(key, "sliding_window_state", "key")
     names = set(df.columns)
     for c in keys + [event_time] + [c for c in (value, distinct) if c is not None]:
         if not isinstance(c, str):

@@ -40,7 +40,7 @@ from lp_norms import SlidingLpNorm
 from . import functions as U
 from .exact import ExactAnswers
 from .union import UnionAnswers, merged_estimate
-from ._convert import Window, items_of
+from ._convert import Window, items_of, key_names
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
 
@@ -296,7 +296,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         On the driver, before any job: unknown columns, wrong types, bad
         parameters.
     """
-    keys = [by] if isinstance(by, str) else list(by)
+    keys = key_names(by, "aggregate", "by")
     time_expr, windows, needed = _check(df, keys, ts, specs, "aggregate")
     at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
@@ -470,7 +470,7 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
         and ``<name>_upper`` (bigint) as of ``now`` (default: each key's
         newest row), computed while the histogram is at hand.
     """
-    keys = [by] if isinstance(by, str) else list(by)
+    keys = key_names(by, "sketch_table", "by")
     time_expr, windows, needed = _check(df, keys, ts, specs, "sketch_table")
     at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     with_bounds = [n for n, s in specs.items() if bounds and s.kind in ("count", "sum")]
