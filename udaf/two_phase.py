@@ -35,7 +35,7 @@ from ehist import ExponentialHistogram
 from ehist.columnar import histogram_bytes
 from ehist.hashing import hash64
 from ehist._validation import check_eps
-from lp_norms import SlidingLpNorm
+from lp_norms import SlidingLpNorm, rows_for
 
 from . import functions as U
 from .exact import ExactAnswers
@@ -218,8 +218,6 @@ def _lp_partial_bytes(spec: LpNorm, n: int) -> float:
     ``rows_for(p, eps, delta)`` float64s per bucket, at most
     ``k (log2(n / k) + 2)`` buckets (``k = ceil(1/eps)``; measured counts
     stay below it)."""
-    from lp_norms import rows_for
-
     k = math.ceil(1 / spec.eps)
     return rows_for(spec.p, spec.eps, spec.delta) * 8.0 * k * (math.log2(max(n / k, 1.0)) + 2)
 
