@@ -96,7 +96,19 @@ def int64_times(stamps) -> np.ndarray:
     """An Arrow time column without nulls as int64 in its own unit:
     timestamps (with or without a zone) as their microseconds, dates as
     days since 1970-01-01, integers as they are; what Spark's
-    ``unix_micros``, ``unix_date`` and ``cast('long')`` give."""
+    ``unix_micros``, ``unix_date`` and ``cast('long')`` give.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> import pyarrow as pa
+    >>> int64_times(pa.array([0, 86_400_000_000], type=pa.timestamp("us", tz="UTC"))).tolist()
+    [0, 86400000000]
+    >>> int64_times(pa.array([dt.date(1969, 12, 31), dt.date(1970, 1, 2)])).tolist()
+    [-1, 1]
+    >>> int64_times(pa.array([3, 5], type=pa.int16())).dtype
+    dtype('int64')
+    """
     import pyarrow as pa
 
     kind = stamps.type

@@ -119,7 +119,17 @@ class Window:
 
 def key_names(keys, caller: str, what: str) -> list:
     """``keys`` (one column name or a list or tuple of names) as a list;
-    anything else (a Column, say) is a TypeError naming the parameter."""
+    anything else (a Column, say) is a TypeError naming the parameter.
+
+    >>> key_names("src", "aggregate", "by")
+    ['src']
+    >>> key_names(("src", "dst"), "aggregate", "by")
+    ['src', 'dst']
+    >>> key_names(3, "aggregate", "by")
+    Traceback (most recent call last):
+    ...
+    TypeError: aggregate takes column names for by (a name or a list of names), got int
+    """
     if isinstance(keys, str):
         return [keys]
     if not isinstance(keys, (list, tuple)):
