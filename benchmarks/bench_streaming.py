@@ -12,7 +12,7 @@ one per micro-batch (trigger availableNow), a 1-hour window:
   10-minute watermark, slides of 1 minute and 10 seconds, on the same
   RocksDB store and on Spark's default (HDFS-backed, in-memory) store.
 
-State bytes per key, three ways: the state values themselves (ours: the
+State bytes per key, four ways: the state values themselves (ours: the
 stored bytes, read back with Spark's ``statestore`` data source; native:
 state rows x the 32 bytes of their fields, key, window start and end,
 count), and from the last micro-batch's progress the state store's
