@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
 
 from ._batch import hashed_batch
 
@@ -30,8 +30,10 @@ _UNSET = np.int64(INT64_MIN)
 _PHI = 0.77351  # Flajolet-Martin's correction constant
 _KAPPA = 1.75  # Scheuermann-Mauve small-range correction exponent
 _LINEAR_COUNTING_LIMIT = 3.0  # use linear counting on bit 0 below 3m
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
+_FLAG_TICK = 2  # version 2: bit ages stored in units of their gcd
 
 
 _CHUNK = 8192  # items per pass: temporaries stay in cache
@@ -238,35 +240,50 @@ class SlidingFM:
 
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned little-endian bytes (family id 4, format version 1).
+        """Versioned little-endian bytes (family id 4, format version 2).
 
         ::
 
             offset  size  field
-                 0     6  preamble (magic b"EH", family 4, version 1, flags:
-                          bit 0 has_newest)
+                 0     6  preamble (magic b"EH", family 4, version 2, flags:
+                          bit 0 has_newest, bit 1 tick)
                  6     8  window (int64)
                 14     4  num_bitmaps (uint32)
                 18     8  seed (uint64)
                 26     8  newest (int64)                  [if has_newest]
+                 .     *  varint tick >= 2: the gcd of the set bits' ages
+                          (newest - ts)                    [if tick]
                  .     m  varints: bits kept per bitmap (1 + highest set bit)
-                 .     *  varints, one per kept bit: newest - ts + 1, or 0
-                          for a bit not set inside the window
+                 .     *  varints, one per kept bit: (newest - ts) / tick
+                          + 1, or 0 for a bit not set inside the window
              end-4     4  CRC-32
+
+        The tick is written exactly when the ages' gcd is 2 or more (event
+        times of whole milliseconds or seconds, in microseconds: about a
+        third and two thirds fewer bytes).  Version 1 (still read) has no
+        tick.
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
-        w = Writer("SlidingFM", _FORMAT_VERSION, flags)
-        w.struct("qIQ", self._window, self._m, self._seed)
         if self._newest is None:
+            w = Writer("SlidingFM", _FORMAT_VERSION, flags)
+            w.struct("qIQ", self._window, self._m, self._seed)
             return w.finish()
-        w.struct("q", self._newest)
         live = self._table != _UNSET
         kept = np.where(live.any(axis=1), _BITS - np.argmax(live[:, ::-1], axis=1), 0)
-        w.varints(kept)
-        cols = np.arange(_BITS)
-        mask = cols[None, :] < kept[:, None]
+        mask = np.arange(_BITS)[None, :] < kept[:, None]
         vals = self._table[mask]
-        codes = np.where(vals == _UNSET, 0, (self._newest - vals + 1)).astype(np.uint64)
+        set_bits = vals != _UNSET
+        tick, ages = scale_down((self._newest - vals[set_bits]).astype(np.uint64))
+        if tick > 1:
+            flags |= _FLAG_TICK
+        w = Writer("SlidingFM", _FORMAT_VERSION, flags)
+        w.struct("qIQ", self._window, self._m, self._seed)
+        w.struct("q", self._newest)
+        if tick > 1:
+            w.varints([tick])
+        w.varints(kept)
+        codes = np.zeros(vals.size, dtype=np.uint64)
+        codes[set_bits] = ages + np.uint64(1)
         w.varints(codes)
         return w.finish()
 
@@ -275,13 +292,21 @@ class SlidingFM:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
         r, flags, out = open_synopsis(
-            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "qIQ", "window, num_bitmaps and seed", cls
+            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, "qIQ", "window, num_bitmaps and seed", cls
         )
         m = out._m
+        ticked = bool(flags & _FLAG_TICK)
+        if ticked and r.version < 2:
+            raise CorruptSketchError(f"{name}: expected no tick flag in format version {r.version}")
         if not flags & _FLAG_HAS_NEWEST:
+            if ticked:
+                raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
             r.expect_end()
             return out
         (newest,) = r.struct("q", "newest timestamp")
+        tick = r.varint("age tick") if ticked else 1
+        if ticked and tick < 2:
+            raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
         kept = r.varints(m, "bit counts").astype(np.int64)
         if kept.max() > _BITS:
             raise CorruptSketchError(
@@ -290,15 +315,21 @@ class SlidingFM:
         total = int(kept.sum())
         codes = r.varints(total, "bit timestamps")
         r.expect_end()
-        if total and int(codes.max()) > out._window:
-            raise CorruptSketchError(
-                f"{name}: expected bit ages within the window ({out._window}), "
-                f"found {int(codes.max()) - 1}"
-            )
-        cols = np.arange(_BITS)
-        mask = cols[None, :] < kept[:, None]
-        ages = codes.astype(np.int64)
-        out._table[mask] = np.where(ages == 0, _UNSET, newest - (ages - 1))
+        set_bits = codes != 0
+        if r.version >= 2:
+            if ticked and not set_bits.any():
+                raise CorruptSketchError(f"{name}: expected no tick flag without set bits")
+            ages = unscale_ages(codes[set_bits] - np.uint64(1), tick, out._window, name)
+        else:
+            ages = codes[set_bits] - np.uint64(1)
+            if ages.size and int(ages.max()) >= out._window:
+                raise CorruptSketchError(
+                    f"{name}: expected bit ages within the window ({out._window}), found {int(ages.max())}"
+                )
+        mask = np.arange(_BITS)[None, :] < kept[:, None]
+        stamps = np.full(total, _UNSET, dtype=np.int64)
+        stamps[set_bits] = newest - ages.astype(np.int64)
+        out._table[mask] = stamps
         if total and np.any(kept > 0) and np.any(out._table[np.arange(m), np.maximum(kept - 1, 0)][kept > 0] == _UNSET):
             raise CorruptSketchError(f"{name}: expected the last kept bit of each bitmap to be set")
         out._newest = int(newest)

@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, check_tick, open_synopsis, scale_down
+from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
 
 from ._batch import hashed_batch
 from .fm import trailing_zeros
@@ -30,16 +30,6 @@ _FORMAT_VERSION = 2
 _READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 _FLAG_TICK = 2  # version 2: ages stored in units of their gcd
-
-
-def _unscale_ages(ages: np.ndarray, tick: int, window: int, name: str) -> np.ndarray:
-    """Ages times ``tick``, checking that the tick is their gcd (written
-    exactly when it is 2 or more) and every age stays below the window."""
-    check_tick(ages, tick, name, "age", "ages")
-    top = int(ages.max())
-    if top >= -(-window // tick):
-        raise CorruptSketchError(f"{name}: expected ages below the window {window}, found {top} ticks of {tick}")
-    return ages * np.uint64(tick)
 
 
 def _alpha(m: int) -> float:
@@ -408,7 +398,7 @@ class SlidingHyperLogLog:
             ages = r.varints(n, "timestamp ages")
             r.expect_end()
             if r.version >= 2:
-                ages = _unscale_ages(ages, tick, out._window, name)
+                ages = unscale_ages(ages, tick, out._window, name)
             if int(deltas.max()) >= out._m or int(ages.max()) >= out._window:
                 raise CorruptSketchError(
                     f"{name}: expected registers below {out._m} and ages below the "

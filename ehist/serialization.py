@@ -168,6 +168,17 @@ def check_tick(values: np.ndarray, tick: int, name: str, each: str, all_: str) -
         raise CorruptSketchError(f"{name}: expected {all_} in units of tick {tick} with gcd 1, found gcd {g}")
 
 
+def unscale_ages(ages: np.ndarray, tick: int, window: int, name: str) -> np.ndarray:
+    """Stored ages (uint64) times ``tick``, checking that the tick follows
+    the rule of :func:`scale_down` (:func:`check_tick`) and that every age
+    stays below the window; raises CorruptSketchError otherwise."""
+    check_tick(ages, tick, name, "age", "ages")
+    top = int(ages.max()) if ages.size else 0
+    if top >= -(-window // tick):
+        raise CorruptSketchError(f"{name}: expected ages below the window {window}, found {top} ticks of {tick}")
+    return ages * np.uint64(tick)
+
+
 def seal(body: bytes) -> bytes:
     """Append the CRC-32 trailer to ``body``."""
     return body + _CRC.pack(zlib.crc32(body) & 0xFFFFFFFF)

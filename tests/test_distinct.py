@@ -129,6 +129,85 @@ def test_hll_version_1_bytes_still_read(name):
     assert back == s and back.to_bytes() == s.to_bytes()
 
 
+@pytest.mark.parametrize("name", ["fm", "fm_empty"])
+def test_fm_version_1_bytes_still_read(name):
+    """FM sketches stored by format version 1 decode to the same sketch;
+    writing them again gives version 2 (here with a tick of 3: the golden
+    stream's timestamps are multiples of 3)."""
+    s = golden_sketches()[name]
+    old = (GOLDEN / f"{name.replace('fm', 'fm_v1')}.bin").read_bytes()
+    assert old[3] == 1
+    back = SlidingFM.from_bytes(old)
+    assert back == s and back.to_bytes() == s.to_bytes()
+    if name == "fm":
+        assert s.to_bytes()[4] & 2 and len(s.to_bytes()) < len(old)
+
+
+# the tick rules of format version 2 (ehist.serialization.scale_down /
+# check_tick), each broken on purpose, and the error that names it
+TICK_RULES = [
+    ("tick of 1", "tick of at least 2"),
+    ("tick not the gcd", "with gcd 1, found gcd 2"),
+    ("ages in ticks without the flag", "expected a tick flag: every age is a multiple of 1000"),
+    ("ages beyond the window", "expected ages below the window"),
+    ("version 1 with a tick", "no tick flag in format version 1"),
+    ("tick on an empty sketch", "no tick flag on an empty sketch"),
+]
+
+
+def millisecond_fm():
+    return SlidingFM(3_600_000_000, 32).update(*millisecond_stream())
+
+
+def test_fm_ages_in_ticks():
+    """Whole-millisecond event times in microseconds: bit ages stored in
+    milliseconds, a third fewer bytes here; off the grid, no tick."""
+    s = millisecond_fm()
+    b = s.to_bytes()
+    assert b[4] & 2 and SlidingFM.from_bytes(b) == s
+    ts, items = millisecond_stream()
+    ts[-1] += 1  # the newest event off the millisecond grid: the ages' gcd is 1
+    off = SlidingFM(3_600_000_000, 32).update(ts, items)
+    assert not off.to_bytes()[4] & 2 and SlidingFM.from_bytes(off.to_bytes()) == off
+    assert len(b) < 0.8 * len(off.to_bytes())
+
+
+def _fm_fields(s):
+    """(bytes up to newest, flags: has newest only; kept bits per bitmap,
+    the kept bits' ages or -1 when unset) of a sketch."""
+    head = _with_flags(s.to_bytes()[:34], 1)
+    live = s._table != np.iinfo(np.int64).min
+    kept = np.where(live.any(axis=1), 64 - np.argmax(live[:, ::-1], axis=1), 0)
+    vals = s._table[np.arange(64)[None, :] < kept[:, None]]
+    ages = np.where(vals == np.iinfo(np.int64).min, -1, s.newest - vals)
+    return head, kept, ages
+
+
+def _fm_codes(ages, tick):
+    return _varints(np.where(ages < 0, 0, ages // tick + 1))
+
+
+@pytest.mark.parametrize("case, message", TICK_RULES + [
+    ("tick without set bits", "no tick flag without set bits"),
+])
+def test_fm_tick_rules(case, message):
+    head, kept, ages = _fm_fields(millisecond_fm())
+    ticked = _with_flags(head, 3)
+    over = np.where(ages == ages.max(), 3_600_000 * 1000, ages)  # the oldest bit: a window's age
+    body = {
+        "tick of 1": ticked + _varints([1]) + _varints(kept) + _fm_codes(ages, 1),
+        "tick not the gcd": ticked + _varints([500]) + _varints(kept) + _fm_codes(ages, 500),
+        "ages in ticks without the flag": head + _varints(kept) + _fm_codes(ages, 1),
+        "ages beyond the window": ticked + _varints([1000]) + _varints(kept) + _fm_codes(over, 1000),
+        "version 1 with a tick": ticked[:3] + b"\x01" + ticked[4:] + _varints([1000]) + _varints(kept)
+        + _fm_codes(ages, 1000),
+        "tick on an empty sketch": _with_flags(head[:26], 2),
+        "tick without set bits": ticked + _varints([1000]) + _varints(np.zeros_like(kept)),
+    }[case]
+    with pytest.raises(CorruptSketchError, match=message):
+        SlidingFM.from_bytes(reseal(body))
+
+
 def _hll_fields(s):
     """(bytes up to the entry count, flags: has newest only; register
     deltas, ranks, ages) of a sketch."""
@@ -168,14 +247,7 @@ def _with_flags(head, flags):
     return head[:4] + struct.pack("<H", flags) + head[6:]
 
 
-@pytest.mark.parametrize("case, message", [
-    ("tick of 1", "tick of at least 2"),
-    ("tick not the gcd", "with gcd 1, found gcd 2"),
-    ("ages in ticks without the flag", "expected a tick flag: every age is a multiple of 1000"),
-    ("ages beyond the window", "expected ages below the window"),
-    ("version 1 with a tick", "no tick flag in format version 1"),
-    ("tick on an empty sketch", "no tick flag on an empty sketch"),
-])
+@pytest.mark.parametrize("case, message", TICK_RULES)
 def test_hll_tick_rules(case, message):
     head, deltas, ranks, ages = _hll_fields(millisecond_hll())
     ticked = _with_flags(head, 3)
