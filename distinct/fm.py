@@ -263,20 +263,16 @@ class SlidingFM:
         third and two thirds fewer bytes).  Version 1 (still read) has no
         tick.
         """
-        flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         if self._newest is None:
-            w = Writer("SlidingFM", _FORMAT_VERSION, flags)
+            w = Writer("SlidingFM", _FORMAT_VERSION, 0)
             w.struct("qIQ", self._window, self._m, self._seed)
             return w.finish()
         live = self._table != _UNSET
         kept = np.where(live.any(axis=1), _BITS - np.argmax(live[:, ::-1], axis=1), 0)
-        mask = np.arange(_BITS)[None, :] < kept[:, None]
-        vals = self._table[mask]
+        vals = self._table[np.arange(_BITS)[None, :] < kept[:, None]]
         set_bits = vals != _UNSET
         tick, ages = scale_down((self._newest - vals[set_bits]).astype(np.uint64))
-        if tick > 1:
-            flags |= _FLAG_TICK
-        w = Writer("SlidingFM", _FORMAT_VERSION, flags)
+        w = Writer("SlidingFM", _FORMAT_VERSION, _FLAG_HAS_NEWEST | (_FLAG_TICK if tick > 1 else 0))
         w.struct("qIQ", self._window, self._m, self._seed)
         w.struct("q", self._newest)
         if tick > 1:

@@ -71,13 +71,12 @@ def _check_sketches(series: pd.Series, fn: str, column: str) -> pd.Series:
     type a pandas UDF's inputs, so another column type would otherwise fail
     deep in decoding ("'int' object is not subscriptable"); a column has one
     type, so its first non-null value tells."""
+    want = f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or *_merge aggregate)"
     if series.dtype != object:
-        raise TypeError(f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or "
-                        f"*_merge aggregate), got pandas dtype {series.dtype}")
+        raise TypeError(f"{want}, got pandas dtype {series.dtype}")
     first = series.first_valid_index()
     if first is not None and not isinstance(series[first], (bytes, bytearray, memoryview)):
-        raise TypeError(f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or "
-                        f"*_merge aggregate), got {type(series[first]).__name__} values")
+        raise TypeError(f"{want}, got {type(series[first]).__name__} values")
     return series
 
 
