@@ -106,17 +106,21 @@ def test_decode_and_union(benchmark, runs, kind, how):
 @pytest.mark.benchmark(group="many-histograms-estimate")
 def test_estimate_sketch_column(benchmark, runs, kind, how):
     pytest.importorskip("pyspark")
-    from udaf.functions import _eh_estimates, _estimates, _per_row
+    from udaf import Count
 
     ts, values, starts = runs
-    blobs = pd.Series(histogram_bytes(ts, starts, values if kind == "sum" else None, window=WINDOW, eps=EPS)[0])
+    blobs = histogram_bytes(ts, starts, values if kind == "sum" else None, window=WINDOW, eps=EPS)[0]
     if how == "columnar":
-        got = benchmark.pedantic(lambda: _eh_estimates(blobs, None, WINDOW // 2), rounds=3)
+        got = benchmark.pedantic(lambda: Count.answers(blobs, None, WINDOW // 2).estimate, rounds=3)
     else:
-        got = benchmark.pedantic(lambda: _estimates(_per_row(ExponentialHistogram)(blobs), None, WINDOW // 2),
-                                 rounds=1)
-    assert got.notna().all() and len(got) == KEYS
+        got = benchmark.pedantic(lambda: one_at_a_time(ExponentialHistogram, blobs, WINDOW // 2), rounds=1)
+    assert not np.isnan(got).any() and len(got) == KEYS
     record(f"estimate {kind}s, {how}", benchmark, KEYS, keys=KEYS)
+
+
+def one_at_a_time(cls, blobs, window):
+    """Estimates of stored sketches decoded and queried one by one."""
+    return np.array([cls.from_bytes(b).estimate(None, window) for b in blobs])
 
 
 def hll_one_at_a_time(ts, items, starts):
@@ -174,16 +178,15 @@ def test_distinct_decode_and_union(benchmark, runs, how):
 @pytest.mark.benchmark(group="many-sketches-estimate")
 def test_distinct_estimate_sketch_column(benchmark, runs, how):
     pytest.importorskip("pyspark")
-    from udaf.functions import _distinct_estimates, _estimates, _per_row
+    from udaf import Distinct
 
     ts, items, starts = runs
-    blobs = pd.Series(sliding_hll_bytes(ts, starts, hash64(items), window=WINDOW))
+    blobs = sliding_hll_bytes(ts, starts, hash64(items), window=WINDOW)
     if how == "columnar":
-        got = benchmark.pedantic(lambda: _distinct_estimates(blobs, None, WINDOW // 2), rounds=3)
+        got = benchmark.pedantic(lambda: Distinct.answers(blobs, None, WINDOW // 2).estimate, rounds=3)
     else:
-        got = benchmark.pedantic(lambda: _estimates(_per_row(SlidingHyperLogLog)(blobs), None, WINDOW // 2),
-                                 rounds=1)
-    assert got.tolist() == _estimates(_per_row(SlidingHyperLogLog)(blobs), None, WINDOW // 2).tolist()
+        got = benchmark.pedantic(lambda: one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2), rounds=1)
+    assert list(got) == list(one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2))
     record(f"estimate distincts, {how}", benchmark, KEYS, keys=KEYS)
 
 

@@ -6,7 +6,7 @@ Run:  python -m pytest benchmarks/bench_streaming.py -s
 One stream of (key, event time) rows over two hours, as Parquet files read
 one per micro-batch (trigger availableNow), a 1-hour window:
 
-* ``sliding_window_state(stream, "k", "ts", "1 hour", eps=0.05)``
+* ``sliding_window_state(stream, "k", "ts", count=Count("1 hour", eps=0.05))``
   (RocksDB state store, as transformWithStateInPandas requires);
 * ``groupBy("k", window("ts", "1 hour", slide)).count()`` with a
   10-minute watermark, slides of 1 minute and 10 seconds, on the same
@@ -74,11 +74,12 @@ def source(spark, tmp_path_factory):
     workers' first use (the queries run one after another in one session)."""
     from pyspark.sql import functions as F
 
+    from udaf import Count
     from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
 
     base = tmp_path_factory.mktemp("stream")
     small = write_source(base / "warm", 80_000)
-    for build in (lambda s: sliding_window_state(s, "k", "ts", "1 hour", eps=0.05),
+    for build in (lambda s: sliding_window_state(s, "k", "ts", count=Count("1 hour", eps=0.05)),
                   lambda s: s.withWatermark("ts", "10 minutes").groupBy("k", F.window("ts", "1 hour", "1 minute"))
                   .count()):
         run(spark, None, build, small, base, ROCKSDB_PROVIDER)
@@ -145,10 +146,11 @@ def test_state_and_throughput(spark, source, tmp_path, name):
     blocks, up to ``blockCacheSizeMB`` per store instance), not the state."""
     from pyspark.sql import functions as F
 
+    from udaf import Count
     from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
 
     if name.startswith("ehist"):
-        run(spark, name, lambda s: sliding_window_state(s, "k", "ts", "1 hour", eps=0.05), source, tmp_path,
+        run(spark, name, lambda s: sliding_window_state(s, "k", "ts", count=Count("1 hour", eps=0.05)), source, tmp_path,
             ROCKSDB_PROVIDER)
         return
     slide = "1 minute" if "1-minute" in name else "10 seconds"

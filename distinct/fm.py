@@ -21,7 +21,7 @@ from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
 
-from ._batch import hashed_batch
+from ._batch import checked_hashes, hashed_batch
 
 __all__ = ["SlidingFM"]
 
@@ -168,6 +168,22 @@ class SlidingFM:
             A timestamp older than :attr:`newest`.
         """
         ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
+        return self._insert(ts, hashes)
+
+    def update_hashes(self, timestamps, hashes) -> "SlidingFM":
+        """Insert items already hashed with ``ehist.hashing.hash64(items, seed)``
+        (as :meth:`distinct.SlidingHyperLogLog.update_hashes`): the same
+        result as :meth:`update` on the items.
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingFM(100).update([1, 2], ["x", "y"])
+        >>> a == SlidingFM(100).update_hashes([1, 2], hash64(["x", "y"], 0))
+        True
+        """
+        ts, hashes = checked_hashes(timestamps, hashes, self._newest)
+        return self._insert(ts, hashes)
+
+    def _insert(self, ts, hashes) -> "SlidingFM":
         if ts.size == 0:
             return self
         newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))

@@ -21,7 +21,7 @@ from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
 
-from ._batch import hashed_batch
+from ._batch import checked_hashes, hashed_batch
 from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
@@ -224,15 +224,7 @@ class SlidingHyperLogLog:
         >>> a == SlidingHyperLogLog(100).update_hashes([1, 2], hash64(["x", "y"], 0))
         True
         """
-        ts = coerce_timestamps(timestamps)
-        hashes = np.asarray(hashes)
-        if hashes.dtype != np.uint64:
-            if hashes.dtype.kind not in "iu":
-                raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
-            hashes = hashes.astype(np.int64).view(np.uint64)
-        if hashes.shape != ts.shape:
-            raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {hashes.size})")
-        ts, hashes = sort_batch(ts, hashes, self._newest)
+        ts, hashes = checked_hashes(timestamps, hashes, self._newest)
         return self._insert(ts, hashes)
 
     def _insert(self, ts: np.ndarray, hashes: np.ndarray) -> "SlidingHyperLogLog":

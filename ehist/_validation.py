@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import LateDataError
+from .errors import InvalidInputError, LateDataError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -41,6 +41,16 @@ def k_of_eps(eps: float) -> int:
     return math.ceil(1 / Fraction(eps))
 
 
+def datetime_message(what: str, dtype) -> str:
+    """The one message for datetime64 / timedelta64 input, every family."""
+    return (
+        f"{what} are {dtype}: the synopses take integer timestamps in the unit of their window, "
+        f"and a {dtype} array's integers are {np.datetime_data(dtype)[0]} ticks, so convert explicitly: "
+        f"ts.astype('datetime64[s]').astype('int64') for seconds, or 'datetime64[us]' for microseconds "
+        f"(the unit udaf uses for Spark timestamps)"
+    )
+
+
 def _integral_array(x, what: str) -> np.ndarray:
     """Coerce to an integer numpy array, rejecting NaN and fractions."""
     arr = np.asarray(x)
@@ -63,8 +73,8 @@ def _integral_array(x, what: str) -> np.ndarray:
         if arr.size and (arr.min() < -(2.0**63) or arr.max() >= 2.0**63):
             raise ValueError(f"{what} must fit in int64")
         return arr.astype(np.int64)
-    if kind == "M":
-        return arr.astype(np.int64)
+    if kind in "mM":
+        raise InvalidInputError(datetime_message(what, arr.dtype))
     if kind == "O":
         try:
             out = np.array([int(_one_int(v, what)) for v in arr.tolist()], dtype=object)

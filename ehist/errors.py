@@ -11,6 +11,7 @@ __all__ = [
     "LateDataError",
     "CorruptSketchError",
     "IncompatibleSketchError",
+    "InvalidInputError",
     "require_same",
 ]
 
@@ -54,6 +55,16 @@ class CorruptSketchError(EhistError):
     The message says what was expected and what was found (truncated
     buffers, a foreign magic number, an unknown format version, a failed
     checksum, inconsistent lengths...).
+    """
+
+
+class InvalidInputError(EhistError):
+    """Input data a synopsis cannot take: a negative or NaN value to sum,
+    a null timestamp, a datetime64 array, a column of the wrong type.
+
+    Raised by the core for arrays and by :mod:`udaf` for columns; there the
+    message names the column, the offending value and, where known, the
+    key, and is the same in every entry point (``udaf.inputs``).
     """
 
 

@@ -28,6 +28,9 @@ from .canonical import canonical_exponents
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .serialization import Writer, check_tick, open_synopsis, scale_down
 
+#: ``struct`` format of the parameters after the preamble: window, eps.
+PARAMETERS = "qd"
+
 __all__ = ["ExponentialHistogram"]
 
 _FORMAT_VERSION = 2
@@ -693,7 +696,7 @@ class ExponentialHistogram:
         """
         name = "ExponentialHistogram"
         r, flags, h = open_synopsis(
-            data, name, _READ_VERSIONS, _KNOWN_FLAGS, "qd", "window and eps", cls
+            data, name, _READ_VERSIONS, _KNOWN_FLAGS, PARAMETERS, "window and eps", cls
         )
         shared_flag, tick_flag = bool(flags & _FLAG_SHARED), bool(flags & _FLAG_TICK)
         if (shared_flag or tick_flag) and r.version < 2:

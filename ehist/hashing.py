@@ -5,7 +5,7 @@ by strings) must give the same hash in every process, on every executor and
 in every Python version, so Python's salted ``hash()`` is never used.
 :func:`hash64` is pure numpy arithmetic on the items' bytes:
 
-* integers (any int/uint/bool dtype, or Python ints in ``[-2**63, 2**64)``,
+* integers (any int/uint/bool dtype, or Python ints and bools in ``[-2**63, 2**64)``,
   taken as their 64-bit two's complement pattern, so ``-1`` and ``2**64 - 1``
   are the same item) are mapped by the splitmix64 / murmur3 finalizer of ``x`` xor a key
   derived from the seed: a bijection of 64-bit values for each seed, so
@@ -159,7 +159,7 @@ def _hash_objects(arr: np.ndarray, seed: int) -> np.ndarray:
         return _hash_str(np.array(values, dtype=str), seed)
     if kinds <= {bytes, bytearray, memoryview}:
         return _hash_bytes(np.array([bytes(v) for v in values], dtype=bytes), seed)
-    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values):
+    if all(isinstance(v, (int, np.integer, np.bool_)) for v in values):  # bool: 0 / 1, as a bool array
         ints = [int(v) for v in values]
         if ints and (min(ints) < -(2**63) or max(ints) > _MASK64):
             raise ValueError("integer items must fit in 64 bits")
@@ -191,7 +191,7 @@ def hash64(items, seed: int = 0) -> np.ndarray:
         Mixed item kinds, floats, None/NaN, integers beyond 64 bits.
     """
     seed = check_seed(seed)
-    if isinstance(items, (str, bytes, int, np.integer)) and not isinstance(items, bool):
+    if isinstance(items, (str, bytes, int, np.integer, np.bool_)):
         items = [items]
     if hasattr(items, "to_numpy") and not isinstance(items, np.ndarray):
         items = items.to_numpy()

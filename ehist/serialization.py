@@ -56,6 +56,8 @@ __all__ = [
     "check_tick",
     "open_sealed",
     "open_synopsis",
+    "family_of",
+    "parameter_bytes",
 ]
 
 MAGIC = b"EH"
@@ -68,6 +70,32 @@ FAMILIES = {
     "SlidingHyperLogLog": 5,
 }
 _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
+
+
+def parameter_bytes(data, fmt: str) -> bytes:
+    """The raw bytes of a synopsis's parameters (``struct`` format ``fmt``,
+    right after the preamble), to group many sketches by parameters before
+    decoding them together; no check (decoding checks).
+
+    >>> parameter_bytes(b"EH\\x01\\x02\\x00\\x00" + bytes(range(16)) + b"rest", "qd") == bytes(range(16))
+    True
+    """
+    start = _PREAMBLE.size
+    return bytes(data[start:start + struct.calcsize("<" + fmt)])
+
+
+def family_of(data) -> str | None:
+    """The family named by a buffer's preamble (``'SlidingFM'``...), or
+    None when the bytes do not start with this project's preamble.  Reads
+    no further: :func:`open_sealed` checks the rest.
+
+    >>> family_of(b"EH\\x04\\x02..."), family_of(b"xyz")
+    ('SlidingFM', None)
+    """
+    head = bytes(data[:3])
+    if len(head) < 3 or head[:2] != MAGIC:
+        return None
+    return _FAMILY_NAMES.get(head[2])
 _PREAMBLE = struct.Struct("<2sBBH")
 _CRC = struct.Struct("<I")
 _MAX_VARINT_BYTES = 10

@@ -29,6 +29,7 @@ def main(argv=None) -> None:
 
     from pyspark.sql import functions as F
 
+    from udaf import Count, Sum
     from udaf.streaming import local_session, sliding_window_state
 
     spark = local_session("ehist-live-counts", cores="2")
@@ -44,8 +45,8 @@ def main(argv=None) -> None:
             (h % 1500).alias("bytes"),
         )
     )
-    counts = sliding_window_state(events, "sensor", "ts", args.window, eps=0.05, value="bytes",
-                                  watermark="2 seconds")
+    counts = sliding_window_state(events, "sensor", "ts", watermark="2 seconds", bounds=True,
+                                  count=Count(args.window, eps=0.05), sum=Sum("bytes", args.window, eps=0.05))
     started = time.monotonic()
 
     def show(batch, batch_id):

@@ -75,8 +75,8 @@ def main(argv=None) -> None:
                 ((F.sum("pk_lower") + F.sum("pk_upper")) / 2).alias("packets"),
                 ((F.sum("octets_lower") + F.sum("octets_upper")) / 2).alias("bytes"))
             if keys == ["src"]:  # distinct destinations per source: merge the fine HLLs
-                d = fine.groupBy(*keys).agg(U.hll_sliding_merge("ds").alias("ds"))
-                sums = sums.join(d.select(*keys, U.distinct_estimate("ds", now=end).alias("dsts")), keys)
+                d = fine.groupBy(*keys).agg(U.sliding_hll_union_agg("ds").alias("ds"))
+                sums = sums.join(d.select(*keys, U.sliding_hll_sketch_estimate("ds", now=end).alias("dsts")), keys)
             return sums.toPandas()
 
         def from_rows():

@@ -279,8 +279,24 @@ class SlidingLpNorm:
         LateDataError
             A timestamp older than :attr:`newest`.
         """
+        return self.update_hashes(timestamps, hash64(indices, self._seed), values)
+
+    def update_hashes(self, timestamps, hashes, values=None) -> "SlidingLpNorm":
+        """Insert elements whose indexes are already hashed with
+        ``ehist.hashing.hash64(indices, seed)`` (uint64, or their int64 bit
+        patterns): the same result as :meth:`update` on the indexes.
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingLpNorm(2.0, 100, seed=3).update([1, 2], ["x", "y"], [2.0, 5.0])
+        >>> a == SlidingLpNorm(2.0, 100, seed=3).update_hashes([1, 2], hash64(["x", "y"], 3), [2.0, 5.0])
+        True
+        """
         ts = coerce_timestamps(timestamps)
-        hashes = hash64(indices, self._seed)
+        hashes = np.asarray(hashes)
+        if hashes.dtype != np.uint64:
+            if hashes.dtype.kind not in "iu":
+                raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
+            hashes = hashes.astype(np.int64).view(np.uint64)
         if hashes.size != ts.size:
             raise ValueError(
                 f"timestamps and indices have different lengths ({ts.size} and {hashes.size})"

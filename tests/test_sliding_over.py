@@ -127,7 +127,7 @@ def test_checks_on_the_driver(sdf):
 
 def test_null_timestamp_names_the_column(spark):
     pdf = pd.DataFrame({"k": [1, 1], "ts": pd.array([1, None], dtype="Int64")})
-    with pytest.raises(PythonException, match="null timestamp in column ts"):
+    with pytest.raises(PythonException, match="InvalidInputError: column ts holds null .key 1.: timestamps must not be null"):
         sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5)).collect()
 
 

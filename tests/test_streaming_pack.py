@@ -14,7 +14,20 @@ pd = pytest.importorskip("pandas")
 
 from ehist.hashing import hash64  # noqa: E402
 from tests.conftest import examples  # noqa: E402
-from udaf.streaming import _NO_ITEM, _Packer, _SlidingProcessor  # noqa: E402
+from udaf import Count, Distinct, Sum  # noqa: E402
+from udaf.streaming import _Packer, _slots, _SlidingProcessor  # noqa: E402
+
+_NO_ITEM = 0  # the word of a row without an item (hash64 never gives 0, p 2**-64)
+
+
+def slots(with_value=True, with_item=True):
+    """Release 0.1's layout: count, sum (value), distinct (item)."""
+    specs = {"count": Count(10, 0.1)}
+    if with_value:
+        specs["sum"] = Sum("ehist_value", 10, 0.1)
+    if with_item:
+        specs["distinct"] = Distinct("ehist_item", 10, 4)
+    return _slots(specs, legacy=True)
 
 events = st.lists(st.tuples(st.sampled_from(["a", "b", None, "é"]), st.integers(-2, 2),
                             st.integers(0, 10**12), st.one_of(st.none(), st.integers(0, 50)),
@@ -24,11 +37,13 @@ events = st.lists(st.tuples(st.sampled_from(["a", "b", None, "é"]), st.integers
 def unpack(packs, with_value=True, with_item=True):
     """key -> sorted (ts, value, hash) of the events in ``packs``, read the
     way the state reads them."""
-    proc = _SlidingProcessor(["k1", "k2"], "ts", 10, 0.1, with_value, with_item, 4, 0, False, None, "drop")
+    proc = _SlidingProcessor(["k1", "k2"], slots(with_value, with_item), {"count": 10, "sum": 10, "distinct": 10},
+                             [], False, None, "drop")
     out = {}
     for table in packs:
         for row in table.to_pylist():
-            t, v, h, _ = proc._arrays(None, [row])
+            t, words = proc._arrays([row])
+            v, h = words[:, 0], words[:, 1].view(np.uint64)
             out.setdefault((row["k1"], row["k2"]), []).extend(zip(t.tolist(), v.tolist(), h.tolist()))
     return {k: sorted(v) for k, v in out.items()}
 
@@ -40,7 +55,7 @@ def test_every_event_reaches_its_key_once(rows, cut):
     table = pa.table({"k1": pa.array(k1, pa.string()), "k2": pa.array(k2, pa.int64()),
                       "ehist_ts": pa.array(ts, pa.int64()), "ehist_value": pa.array(val, pa.int64()),
                       "ehist_item": pa.array(item, pa.int64())})
-    packer = _Packer(["k1", "k2"], "ts", True, True, 0, False)
+    packer = _Packer(["k1", "k2"], "ts", slots(), False)
     packs = [pa.Table.from_batches([b]) for b in packer(iter(table.to_batches(max_chunksize=cut)))]
     want = {}
     for a, b, t, v, i in rows:
@@ -53,19 +68,19 @@ def test_every_event_reaches_its_key_once(rows, cut):
 
 
 def test_null_event_time_and_negative_value_are_named_errors():
-    packer = _Packer(["k"], "ts", True, False, 0, False)
+    packer = _Packer(["k"], "ts", slots(with_item=False), False)
     bad_ts = pa.record_batch({"k": [1, 2], "ehist_ts": pa.array([5, None], pa.int64()),
                               "ehist_value": pa.array([1, 1], pa.int64())})
-    with pytest.raises(ValueError, match="null event time in column ts"):
+    with pytest.raises(ValueError, match="column ts holds null .key 2.: timestamps must not be null"):
         list(packer(iter([bad_ts])))
     bad_value = pa.record_batch({"k": [1, 2], "ehist_ts": pa.array([5, 6], pa.int64()),
                                  "ehist_value": pa.array([1, -3], pa.int64())})
-    with pytest.raises(ValueError, match="negative value"):
+    with pytest.raises(ValueError, match="column ehist_value holds -3 .key 2.: Sum needs non-negative integers"):
         list(packer(iter([bad_value])))
 
 
 def test_event_time_column_is_each_packs_newest():
-    packer = _Packer(["k"], "ts", False, False, 0, True)
+    packer = _Packer(["k"], "ts", _slots({"c": Count(10)}, False), True)
     batch = pa.record_batch({"k": ["x", "y", "x"], "ehist_ts": pa.array([30, 10, 20], pa.int64())})
     (out,) = list(packer(iter([batch])))
     got = dict(zip(out.column("k").to_pylist(), out.column("ehist_event_time").cast(pa.int64()).to_pylist()))
@@ -77,7 +92,7 @@ def test_struct_keys_fall_back_to_a_pack_per_event():
     depends on the pyarrow version, equality is missing), every event
     becomes its own pack, which Spark still groups by key (correct, only
     less packed)."""
-    packer = _Packer(["s"], "ts", False, False, 0, False)
+    packer = _Packer(["s"], "ts", _slots({"c": Count(10)}, False), False)
     keys = pa.array([{"a": 1, "b": "x"}, {"a": 1, "b": "x"}, {"a": 2, "b": "y"}])
     batch = pa.record_batch({"s": keys, "ehist_ts": pa.array([3, 1, 2], pa.int64())})
     (out,) = list(packer(iter([batch])))

@@ -28,8 +28,8 @@ def events():
     n = 20_000
     key = rng.integers(0, KEYS, n)
     ts = np.sort(rng.integers(0, 200_000, n))
-    value = rng.integers(0, 1500, n).astype(float)
-    value[rng.random(n) < 0.05] = np.nan  # nulls are skipped
+    value = pd.array(rng.integers(0, 1500, n), dtype="Int64")
+    value[rng.random(n) < 0.05] = pd.NA  # nulls are skipped
     item = rng.zipf(1.3, n) % 3000
     return pd.DataFrame({"k": key, "ts": ts, "bytes": value, "dst": item})
 
@@ -198,7 +198,6 @@ def test_partials_merge_the_same_in_any_arrival_order():
     import itertools
 
     from udaf import LpNorm
-    from udaf.union import merged_estimate
 
     rng = np.random.default_rng(3)
     parts = []
@@ -207,7 +206,8 @@ def test_partials_merge_the_same_in_any_arrival_order():
         parts.append(SlidingLpNorm(2.0, 5_000, 0.2, 0.1, 9).update(ts, rng.integers(0, 50, ts.size),
                                                                    rng.random(ts.size) * 1e3).to_bytes())
     spec = LpNorm("dst", window=5_000, p=2.0, eps=0.2, delta=0.1, seed=9)
-    answers = {merged_estimate(spec, list(order)) for order in itertools.permutations(parts)}
+    answers = {float(spec.union(list(order), np.array([0])).estimate[0])
+               for order in itertools.permutations(parts)}
     assert len(answers) == 1
 
 
@@ -233,7 +233,7 @@ def test_timestamp_and_date_columns_with_intervals(spark):
 
 def test_null_timestamp_names_the_column(spark):
     sdf = spark.createDataFrame([(1, 5), (1, None), (1, 7)], "k int, event_time long")
-    with pytest.raises(PythonException, match="null timestamp in column event_time"):
+    with pytest.raises(PythonException, match="InvalidInputError: column event_time holds null: timestamps must not be null"):
         sdf.groupBy("k").agg(U.sliding_count("event_time", window=10)).collect()
 
 
@@ -303,7 +303,8 @@ def test_auto_builds_lp_partials_only_where_they_are_smaller_than_rows(p, eps, d
     """An L_p partial holds a dense sketch per bucket: auto's threshold is
     where a real partial gets smaller than the rows it summarizes."""
     from udaf import Count, LpNorm
-    from udaf.two_phase import _ROW_BYTES, min_rows_per_partial
+    from udaf.lp_spec import _ROW_BYTES
+    from udaf.two_phase import min_rows_per_partial
 
     spec = LpNorm("dst", window=10**9, p=p, eps=eps, delta=delta)
     n = min_rows_per_partial({"l": spec})
@@ -332,21 +333,25 @@ def check_two_phase_estimates(rows, exact, low, high):
 
 
 def test_sketch_functions_name_a_column_that_is_not_binary(df):
-    """Spark does not type a pandas UDF's input: a sketch function given
-    another column type says so, naming the function and the column."""
-    with pytest.raises(PythonException, match="eh_estimate: column ts must be a binary sketch column.*int64"):
-        df.select(U.eh_estimate("ts")).collect()
-    with pytest.raises(PythonException, match="eh_bounds: column ts must be a binary sketch column"):
-        df.select(U.eh_bounds("ts", now=F.col("ts"))).collect()
+    """A sketch function given another column type says so, naming the
+    function and the column; a sketch of another family too."""
+    with pytest.raises(PythonException, match="column ts: eh_sketch_estimate needs a binary sketch column.*got bigint"):
+        df.select(U.eh_sketch_estimate("ts")).collect()
+    with pytest.raises(PythonException, match="column ts: eh_sketch_bounds needs a binary sketch column"):
+        df.select(U.eh_sketch_bounds("ts", now=F.col("ts"))).collect()
     strings = df.withColumn("s", F.col("dst").cast("string"))
-    with pytest.raises(PythonException, match="distinct_estimate: column s must be a binary sketch column.*str"):
-        strings.select(U.distinct_estimate("s")).collect()
-    with pytest.raises(PythonException, match="lp_estimate: column s must be a binary sketch column"):
-        strings.select(U.lp_estimate("s")).collect()
-    with pytest.raises(PythonException, match="eh_merge: column ts must be a binary sketch column"):
-        df.groupBy("k").agg(U.eh_merge("ts")).collect()
-    with pytest.raises(PythonException, match="hll_sliding_merge: column s must be a binary sketch column"):
-        strings.groupBy("k").agg(U.hll_sliding_merge("s")).collect()
+    with pytest.raises(PythonException, match="column s: sliding_hll_sketch_estimate needs a binary.*got string"):
+        strings.select(U.sliding_hll_sketch_estimate("s")).collect()
+    with pytest.raises(PythonException, match="column s: sliding_lp_sketch_estimate needs a binary sketch column"):
+        strings.select(U.sliding_lp_sketch_estimate("s")).collect()
+    with pytest.raises(PythonException, match="column ts: eh_union_agg needs a binary sketch column"):
+        df.groupBy("k").agg(U.eh_union_agg("ts")).collect()
+    with pytest.raises(PythonException, match="column s: sliding_hll_union_agg needs a binary sketch column"):
+        strings.groupBy("k").agg(U.sliding_hll_union_agg("s")).collect()
+    hll = df.groupBy("k").agg(U.sliding_hll_sketch_agg("ts", "dst", 1000).alias("s"))
+    with pytest.raises(PythonException, match="InvalidInputError: column s holds <a SlidingHyperLogLog sketch>: "
+                                              "eh_sketch_estimate needs ExponentialHistogram sketches"):
+        hll.select(U.eh_sketch_estimate("s")).collect()
 
 
 def test_keys_must_be_names(df):
@@ -366,13 +371,13 @@ def test_two_phase_checks_on_the_driver(df):
 
     with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
         aggregate(df, "nope", "ts", c=Count(window=10))
-    with pytest.raises(TypeError, match="column bytes must be integral, got double"):
-        aggregate(df, "k", "ts", s=Sum("bytes", window=10))
-    with pytest.raises(TypeError, match="column dst must be a timestamp"):
+    with pytest.raises(TypeError, match="column bytes: Sum needs an integral column .*, got double"):
+        aggregate(df.withColumn("bytes", F.col("bytes").cast("double")), "k", "ts", s=Sum("bytes", window=10))
+    with pytest.raises(TypeError, match="column dst: the time column needs a timestamp, date or integral column"):
         aggregate(df.withColumn("dst", F.col("dst").cast("string")), "k", "dst", c=Count(window=10))
     with pytest.raises(ValueError, match="eps must be in"):
         aggregate(df, "k", "ts", c=Count(window=10, eps=3.0))
-    with pytest.raises(ValueError, match="column 'ts' is a grouping or the time column"):
+    with pytest.raises(ValueError, match="column 'ts' is the time column"):
         aggregate(df, "k", "ts", d=Distinct("ts", window=10))
     with pytest.raises(ValueError, match="strategy must be 'auto', 'two_phase' or 'shuffle'"):
         aggregate(df, "k", "ts", strategy="fast", c=Count(window=10))

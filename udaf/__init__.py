@@ -1,14 +1,20 @@
-"""udaf: the sliding-window synopses as PySpark DataFrame functions.
+"""udaf: the sliding-window synopses as Spark DataFrame functions and SQL.
 
 ``from udaf import functions as U`` then ``df.groupBy(k).agg(U.sliding_count(
-"ts", window="1 hour"))``.  This package is the only one that imports
-pyspark, pandas or pyarrow; ``import udaf`` itself does not, so the core
-packages stay usable without Spark.
+"ts", "1 hour"))``; ``aggregate``, ``sketch_table`` and ``sliding_over``
+take specs (``Count``, ``Sum``, ``Distinct``, ``DistinctFM``, ``LpNorm``),
+as does ``udaf.streaming.sliding_window_state``; ``register(spark)`` makes
+every function callable from ``spark.sql``.  This package is the only one
+that imports pyspark, pandas or pyarrow; ``import udaf`` itself does not,
+so the core packages stay usable without Spark.
 """
 
-__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "Count", "Sum", "Distinct", "LpNorm"]
+__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register",
+           "Count", "Sum", "Distinct", "DistinctFM", "LpNorm"]
 
-_TWO_PHASE = {"aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"}
+_WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "sliding_over": "per_row",
+          "register": "functions", "Count": "eh_spec", "Sum": "eh_spec", "Distinct": "hll_spec",
+          "DistinctFM": "fm_spec", "LpNorm": "lp_spec"}
 
 
 def __getattr__(name):
@@ -17,8 +23,6 @@ def __getattr__(name):
 
     if name == "functions":
         return importlib.import_module(f"{__name__}.functions")
-    if name == "sliding_over":
-        return importlib.import_module(f"{__name__}.per_row").sliding_over
-    if name in _TWO_PHASE:
-        return getattr(importlib.import_module(f"{__name__}.two_phase"), name)
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
     raise AttributeError(f"module 'udaf' has no attribute {name!r}")

@@ -43,7 +43,7 @@ def same_row(columns_a, i: int, columns_b, j: int) -> bool:
 def complete_runs(batches, keys, column: str | None, time_field: str = "__ts"):
     """Complete key runs from Arrow ``batches`` sorted by the ``keys``
     columns, then by the time column ``time_field`` (integral, timestamp or
-    date: read as int64 units, the values of :func:`two_phase._time_expression`;
+    date: read as int64 units by :func:`udaf.inputs.times`;
     ``column`` is the user's name for it in errors; None: no time column,
     ``t`` is None):
     each batch's runs but its last are yielded with what was held, the last
@@ -86,38 +86,9 @@ def _runs(table, keys, column: str | None, time_field: str):
     starts = run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)
     if column is None:
         return table, None, starts
-    stamps = table.column(time_field).chunk(0)
-    if stamps.null_count:
-        raise ValueError(f"null timestamp in column {column}: timestamps must not be null")
-    return table, int64_times(stamps), starts
+    from .inputs import times
 
+    def key_of(row):
+        return tuple(table.column(k)[int(row)].as_py() for k in keys)
 
-def int64_times(stamps) -> np.ndarray:
-    """An Arrow time column without nulls as int64 in its own unit:
-    timestamps (with or without a zone) as their microseconds, dates as
-    days since 1970-01-01, integers as they are; what Spark's
-    ``unix_micros``, ``unix_date`` and ``cast('long')`` give.
-
-    Examples
-    --------
-    >>> import datetime as dt
-    >>> import pyarrow as pa
-    >>> int64_times(pa.array([0, 86_400_000_000], type=pa.timestamp("us", tz="UTC"))).tolist()
-    [0, 86400000000]
-    >>> int64_times(pa.array([dt.date(1969, 12, 31), dt.date(1970, 1, 2)])).tolist()
-    [-1, 1]
-    >>> int64_times(pa.array([3, 5], type=pa.int16())).dtype
-    dtype('int64')
-    """
-    import pyarrow as pa
-
-    kind = stamps.type
-    if pa.types.is_timestamp(kind):
-        if kind.unit != "us":
-            raise TypeError(f"expected microsecond timestamps from Spark, got {kind}")
-        stamps = stamps.view(pa.int64())
-    elif pa.types.is_date32(kind):
-        stamps = stamps.view(pa.int32())
-    elif not pa.types.is_integer(kind):
-        raise TypeError(f"expected an integral, timestamp or date time column, got {kind}")
-    return stamps.to_numpy().astype(np.int64, copy=False)
+    return table, times(table.column(time_field).chunk(0), column, key_of)[0], starts

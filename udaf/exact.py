@@ -27,9 +27,6 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-
-from ._convert import items_of
 
 __all__ = ["in_window", "per_key_sums", "per_key_distinct", "per_key_lp_norms", "ExactAnswers"]
 
@@ -68,78 +65,38 @@ def per_key_lp_norms(p: float, codes: np.ndarray, values: np.ndarray, mask: np.n
 
 
 class ExactAnswers:
-    """``mapInArrow`` function: one row per key with each spec's exact
-    answer (double; with bounds also ``_lower`` / ``_upper``, bigint)."""
+    """``mapInArrow`` function over rows sorted by key (runs found on
+    ``runs``) and time: one row per key with each spec's exact answer
+    (:meth:`~udaf.spec.Spec.exact`; double, with bounds also ``_lower`` /
+    ``_upper``, bigint)."""
 
-    def __init__(self, keys, ts, specs, windows, at, with_bounds):
-        self.keys, self.ts, self.specs, self.windows = keys, ts, specs, windows
+    def __init__(self, keys, runs, ts, specs, windows, at, with_bounds):
+        self.keys, self.runs, self.ts, self.specs, self.windows = keys, runs, ts, specs, windows
         self.at, self.with_bounds = at, with_bounds
 
     def __call__(self, batches):
         from ._arrow import complete_runs
 
-        for table, t, starts in complete_runs(batches, self.keys, self.ts):
+        for table, t, starts in complete_runs(batches, self.runs, self.ts):
             yield self._answer(table, t, starts)
 
     def _answer(self, table, t, starts):
         import pyarrow as pa
 
+        from .two_phase import read_spec
+
         n = table.num_rows
         keys = starts.size
         run = np.repeat(np.arange(keys), np.diff(np.append(starts, n)))
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
+
+        def key_of(row):
+            return tuple(table.column(k)[int(row)].as_py() for k in self.keys)
+
         for name, spec in self.specs.items():
-            exact = self._exact(spec, name, table, t, run, keys)
+            exact = spec.exact(t, run, keys, read_spec(spec, table, key_of), self.windows[name], self.at)
             out[name] = pa.array(exact.astype(np.float64))
             if name in self.with_bounds:
                 out[f"{name}_lower"] = pa.array(exact.astype(np.int64))
                 out[f"{name}_upper"] = pa.array(exact.astype(np.int64))
         return pa.RecordBatch.from_pydict(out)
-
-    def _now(self, t, present, run, keys):
-        """Each key's query time: ``at``, or its newest row with a value
-        (what the synopsis of those rows calls its newest)."""
-        if self.at is not None:
-            return np.full(keys, self.at, dtype=np.int64)
-        now = np.full(keys, np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(now, run[present], t[present])
-        return now
-
-    def _exact(self, spec, name, table, t, run, keys):
-        window = self.windows[name]
-        if spec.kind == "count":
-            inside = in_window(t, run, self._now(t, np.ones(t.size, dtype=bool), run, keys), window)
-            return np.bincount(run[inside], minlength=keys).astype(np.int64)
-        column = table.column(spec.column).chunk(0)
-        present = column.is_valid().to_numpy(zero_copy_only=False)
-        if spec.kind == "sum":
-            values = _integers(column)
-            if np.any(values[present] < 0):
-                raise ValueError(f"column {spec.column} holds a negative value: sums need values >= 0")
-            inside = in_window(t, run, self._now(t, present, run, keys), window)
-            return per_key_sums(values, inside & present, run, keys)
-        codes = np.full(len(column), -1, dtype=np.int64)
-        codes[present] = pd.factorize(items_of(column.filter(pa_mask(present)).to_pandas(), spec.column)[1])[0]
-        if spec.kind == "distinct":
-            inside = in_window(t, run, self._now(t, present, run, keys), window)
-            return per_key_distinct(codes, inside & present, run, keys)
-        values = np.ones(len(column))
-        if spec.value is not None:
-            v = table.column(spec.value).chunk(0)
-            present &= v.is_valid().to_numpy(zero_copy_only=False)
-            values = v.to_numpy(zero_copy_only=False).astype(np.float64)
-        inside = in_window(t, run, self._now(t, present, run, keys), window)
-        return per_key_lp_norms(spec.p, codes, values, inside & present, run, keys)
-
-
-def pa_mask(mask: np.ndarray):
-    import pyarrow as pa
-
-    return pa.array(mask, type=pa.bool_())
-
-
-def _integers(column) -> np.ndarray:
-    """An integral Arrow column as exact int64 (nulls as 0: callers mask them)."""
-    import pyarrow.compute as pc
-
-    return pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)

@@ -1,58 +1,166 @@
-"""Sliding-window synopses as PySpark column functions.
+"""Sliding-window synopses as PySpark column functions, and in Spark SQL.
 
-Named and shaped like Spark's sketch family (``hll_sketch_agg``,
-``hll_union_agg``, ``hll_sketch_estimate``): builders aggregate a group into
-a binary sketch, merges aggregate binary sketches (so sketches stored in
-Parquet can be rolled up later), estimators read a sketch column, and the
-one-step aggregates return a double.  Every function accepts column names
-or Columns and returns a Column; parameters are checked on the driver
-before any job runs.  Null values and items are skipped; a null timestamp
-is an error naming the column.  Timestamp units: see :mod:`udaf._convert`.
+Every function here is generated from the specs (:mod:`udaf.spec`), so a
+new synopsis family gets its functions, in Python and SQL, without an
+edit to this module.  The names follow Spark's sketch families
+(``hll_sketch_agg``, ``hll_union_agg``, ``hll_sketch_estimate``):
 
-Spark does not let a grouped-aggregate pandas UDF share one ``agg()`` with
+==================================  ===========================================
+function                            what
+==================================  ===========================================
+``<family>_sketch_agg``             aggregate: a binary sketch of the group
+``<family>_union_agg``              aggregate: the union of binary sketches
+                                    (stored sketch tables rolled up later)
+``<family>_sketch_estimate``        scalar: a sketch's estimate (double)
+``<family>_sketch_bounds``          scalar: ``struct<lower, upper>`` (bigint),
+                                    for families with deterministic bounds
+``sliding_count``, ``sliding_sum``  aggregate in one step: the estimate
+``sliding_distinct``...             (double)
+==================================  ===========================================
+
+Families: ``eh`` (counts and sums: exponential histograms), ``sliding_hll``
+(distinct counts: sliding HyperLogLog), ``sliding_fm`` (distinct counts:
+sliding Flajolet-Martin), ``sliding_lp`` (L_p norms).  Arguments come in
+one order in Python and in SQL: the time column, the input columns, the
+window, the spec's parameters, then optional inputs (``value`` of
+``eh_sketch_agg``: given for sums, left out for counts).  Parameters reach
+Spark as literals, so a result column prints as Spark prints a built-in
+call (``eh_sketch_agg(ts, 1 hour, 0.01)``), and :func:`register` makes the
+same calls work in ``spark.sql``.  :func:`signature` shows a function's
+arguments.
+
+Every function accepts column names or Columns and returns a Column;
+Python calls check their parameters on the driver.  Null values and items
+are skipped; a null time, a negative value or NaN is an
+:class:`~ehist.errors.InvalidInputError` naming the column, the value and
+(from :func:`udaf.aggregate` and the other drivers) the key, with the
+message every entry point gives (:mod:`udaf.inputs`).  Time columns:
+TimestampType and TimestampNTZType as epoch microseconds, DateType as
+days, integral types as they are; windows are ints in those units or
+interval strings ('1 hour').
+
+Spark does not let a Python aggregate UDF share one ``agg()`` with
 built-in aggregates (``F.max`` ...): aggregate those separately and join.
-
-The sketches are the plain bytes of :mod:`ehist`, :mod:`distinct` and
-:mod:`lp_norms` (``ExponentialHistogram.from_bytes`` reads an
-``eh_sketch`` value in plain Python).
 
 Examples
 --------
->>> from udaf import functions as U                         # doctest: +SKIP
->>> df.groupBy("src").agg(
-...     U.sliding_count("ts", window="1 hour").alias("packets_1h"),
-...     U.sliding_sum("ts", "bytes", window="1 hour").alias("bytes_1h"),
-...     U.sliding_distinct("ts", "dst", window="1 hour").alias("dsts_1h"),
-... ).show()                                                # doctest: +SKIP
-+---+----------+--------+-------+
-|src|packets_1h|bytes_1h|dsts_1h|
-+---+----------+--------+-------+
+>>> from udaf import functions as U                             # doctest: +SKIP
+>>> df.groupBy("src").agg(U.sliding_count("ts", "1 hour"),
+...                       U.sliding_sum("ts", "bytes", "1 hour")).show()  # doctest: +SKIP
++---+-------------------------------+-------------------------------------+
+|src|sliding_count(ts, 1 hour, 0.01)|sliding_sum(ts, bytes, 1 hour, 0.01)|
++---+-------------------------------+-------------------------------------+
 ...
+>>> signature("eh_sketch_agg")
+'eh_sketch_agg(ts, window, eps=0.01, value=None)'
 """
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import MISSING, fields
+
 import numpy as np
-import pandas as pd
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.functions import pandas_udf
 
-from distinct import SlidingFM, SlidingHyperLogLog
-from distinct.columnar import sketches_from_bytes, union_estimates
-from ehist import ExponentialHistogram
-from ehist._validation import check_eps
-from ehist.columnar import HistogramColumn
-from ehist.serialization import FAMILIES
-from lp_norms import SlidingLpNorm
+from ._convert import Window
+from .inputs import bad_value, check_arrow_type, parameter, times
+from .spec import FAMILIES, load_families, spec_for_bytes
 
-from ._convert import Window, items_of, now_to_int64, to_int64
+_FUNCTIONS: dict = {}  # name -> _Function
 
-__all__ = [
-    "eh_sketch", "eh_merge", "eh_estimate", "eh_bounds", "sliding_count", "sliding_sum",
-    "fm_sketch", "fm_merge", "hll_sliding_sketch", "hll_sliding_merge", "distinct_estimate",
-    "sliding_distinct", "lp_sketch", "lp_merge", "lp_estimate", "sliding_lp_norm",
-]
+
+class _Function:
+    """One generated function: its arguments (name, default, is a column)
+    and how its Arrow arrays are answered (``body``)."""
+
+    def __init__(self, name, args, body, return_type, grouped, doc):
+        self.name, self.args, self.body = name, args, body
+        self.return_type, self.grouped, self.doc = return_type, grouped, doc
+
+    def signature(self) -> str:
+        parts = [a if d is _REQUIRED else f"{a}={d!r}" for a, d, _ in self.args]
+        return f"{self.name}({', '.join(parts)})"
+
+    def udf(self, names=None):
+        """An Arrow UDF over the arguments given (every one a column:
+        data or a literal); ``names``: column names for messages."""
+        from pyspark.sql.functions import arrow_udf
+        import pyarrow as pa
+
+        body, arg_names = self.body, [a for a, _, _ in self.args]
+        shown = names or {}
+
+        def run(*arrays):
+            return body(dict(zip(arg_names, arrays)), shown)
+
+        # real objects, not strings: PySpark reads the hints to pick the UDF kind
+        run.__annotations__ = {"arrays": pa.Array, "return": {"binary": bytes, "double": float}[self.return_type]
+                               if self.grouped else pa.Array}
+        run.__name__ = run.__qualname__ = self.name
+        return arrow_udf(run, self.return_type)
+
+    def __call__(self, *args, **kwargs) -> Column:
+        given = self.bind(args, kwargs)
+        self.check(given)
+        names, columns = {}, []
+        for arg, _, is_column in self.args:
+            if arg not in given:
+                continue
+            value = given[arg]
+            if is_column and isinstance(value, (str, Column)):
+                names[arg] = value if isinstance(value, str) else str(value)
+                columns.append(_col(value, arg))
+            elif is_column and arg != "now":
+                raise TypeError(f"{self.name}: {arg} must be a column name or a Column, got {type(value).__name__}")
+            else:
+                columns.append(value if isinstance(value, Column) else F.lit(value))
+        return self.udf(names)(*columns)
+
+    def bind(self, args, kwargs) -> dict:
+        """Python arguments by name, trailing ones left out while unset
+        (the UDF sees only the arguments given)."""
+        names = [a for a, _, _ in self.args]
+        inputs = [a for a, d, c in self.args if c and d is _REQUIRED]
+        optional = [a for a, d, c in self.args if c and d is None and a != "now"]
+        if "window" in kwargs and len(args) > len(inputs) and optional:
+            # the old shape: optional inputs right after the required ones,
+            # parameters as keywords (sliding_lp_norm(ts, index, value, window=...))
+            extra = args[len(inputs):]
+            if len(extra) > len(optional):
+                raise TypeError(f"{self.signature()}: too many positional arguments")
+            kwargs = {**dict(zip(optional, extra)), **kwargs}
+            args = args[:len(inputs)]
+        if len(args) > len(names):
+            raise TypeError(f"{self.signature()} takes at most {len(names)} arguments, got {len(args)}")
+        given = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{self.signature()} has no argument {k!r}")
+            if k in given:
+                raise TypeError(f"{self.name}: argument {k!r} given twice")
+            given[k] = v
+        for a, d, _ in self.args:
+            if d is _REQUIRED and a not in given:
+                raise TypeError(f"{self.signature()} is missing its argument {a!r}")
+        # every argument up to the last one set is passed (defaults filled in)
+        last = max((i for i, a in enumerate(names) if given.get(a) is not None), default=-1)
+        out = {}
+        for i, (a, d, _) in enumerate(self.args):
+            if i <= last:
+                out[a] = given.get(a, d if d is not _REQUIRED else None)
+        return out
+
+    def check(self, given: dict) -> None:
+        """Driver-side checks of a Python call's literal parameters."""
+        checker = getattr(self.body, "check", None)
+        if checker is not None:
+            checker(given)
+
+
+_REQUIRED = object()
+
 
 def _col(c, what: str) -> Column:
     if isinstance(c, str):
@@ -62,452 +170,339 @@ def _col(c, what: str) -> Column:
     raise TypeError(f"{what} must be a column name or a Column, got {type(c).__name__}")
 
 
-def _name(c) -> str:
-    return c if isinstance(c, str) else str(c)
+def _literal(arrays: dict, name: str):
+    a = arrays.get(name)
+    if a is None or len(a) == 0:
+        return None
+    return parameter(a[0].as_py())
 
 
-def _check_sketches(series: pd.Series, fn: str, column: str) -> pd.Series:
-    """A batch of a sketch column, checked to be binary.  Spark does not
-    type a pandas UDF's inputs, so another column type would otherwise fail
-    deep in decoding ("'int' object is not subscriptable"); a column has one
-    type, so its first non-null value tells."""
-    want = f"{fn}: column {column} must be a binary sketch column (BinaryType, from a *_sketch or *_merge aggregate)"
-    if series.dtype != object:
-        raise TypeError(f"{want}, got pandas dtype {series.dtype}")
-    first = series.first_valid_index()
-    if first is not None and not isinstance(series[first], (bytes, bytearray, memoryview)):
-        raise TypeError(f"{want}, got {type(series[first]).__name__} values")
-    return series
+# ------------------------------------------------------------ signatures
+def _inputs(cls) -> tuple[list, list]:
+    """(required, optional) input fields of a spec class."""
+    required, optional = [], []
+    for f in fields(cls):
+        if f.name in cls.accepts:
+            (required if f.default is MISSING else optional).append(f.name)
+    return required, optional
 
 
-def _values(series: pd.Series, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(mask of non-null rows, int64 values) of a value column."""
-    mask = series.notna().to_numpy()
-    vals = series[mask]
-    if vals.dtype.kind == "f":
-        arr = vals.to_numpy()
-        if np.any(arr != np.floor(arr)) or np.any(arr < 0):
-            raise ValueError(f"column {column} must hold non-negative integers")
-        return mask, arr.astype(np.int64)
-    if vals.dtype.kind not in "iub" and len(vals):
-        raise ValueError(f"column {column} must be numeric, got pandas dtype {vals.dtype}")
-    return mask, vals.to_numpy(dtype=np.int64)
+def _arg(cls, field: str) -> str:
+    """An input's argument name: the spec's ``arg_names`` (``value``,
+    ``item``, ``index``) or the field's."""
+    return cls.arg_names.get(field, field)
 
 
-# ------------------------------------------------------------ EH: counts, sums
-def _eh_builder(ts_name, value_name, window: Window, eps: float):
-    """build(ts, values=None) -> (ExponentialHistogram, unit) for one group."""
-
-    def build(t: pd.Series, v: pd.Series | None = None):
-        ts, unit = to_int64(t, ts_name)
-        values = None
-        if v is not None:
-            mask, values = _values(v, value_name)
-            ts = ts[mask]
-        return ExponentialHistogram(window.resolve(unit, ts_name), eps).update(ts, values), unit
-
-    return build
+def _param_args(cls) -> list:
+    defaults = {f.name: f.default for f in fields(cls)}
+    return [(p, defaults[p], False) for p in cls.params]
 
 
-def eh_sketch(ts, value=None, *, window, eps: float = 0.01) -> Column:
-    """Aggregate: a binary :class:`~ehist.ExponentialHistogram` of the group.
-
-    Parameters
-    ----------
-    ts : str or Column
-        TimestampType, TimestampNTZType, DateType or integral.
-    value : str or Column, optional
-        Non-negative integers to sum (default: count rows); nulls skipped.
-    window : int or str
-        Longest window queried later: an int in the column's units or an
-        interval string ('1 hour').
-    eps : float
-        Relative error, in (0, 1).
-
-    Returns
-    -------
-    Column of BinaryType.
-    """
-    w = Window(window)
-    eps = check_eps(eps)
-    ts_col = _col(ts, "ts")  # argument errors before any Spark call
-    value_col = _col(value, "value") if value is not None else None
-    build = _eh_builder(_name(ts), _name(value) if value is not None else None, w, eps)
-    if value is None:
-
-        @pandas_udf("binary")
-        def eh_sketch_udf(t: pd.Series) -> bytes:
-            return build(t)[0].to_bytes()
-
-        return eh_sketch_udf(ts_col)
-
-    @pandas_udf("binary")
-    def eh_sketch_value_udf(t: pd.Series, v: pd.Series) -> bytes:
-        return build(t, v)[0].to_bytes()
-
-    return eh_sketch_value_udf(ts_col, value_col)
+def _spec_args(cls) -> list:
+    """Arguments of a spec class's functions after the time column:
+    required inputs, window, parameters, optional inputs."""
+    required, optional = _inputs(cls)
+    return ([(_arg(cls, f), _REQUIRED, True) for f in required] + [("window", _REQUIRED, False)]
+            + _param_args(cls) + [(_arg(cls, f), None, True) for f in optional])
 
 
-def _merge_udf(cls, name: str, column: str):
-    @pandas_udf("binary")
-    def merge_udf(s: pd.Series) -> bytes:
-        # a group's rows arrive in shuffle order: merge in byte order, so the
-        # result (float sums of L_p sketches, EH ties) is the same every run
-        blobs = sorted(bytes(b) for b in _check_sketches(s, name, column) if b is not None)
+def _family_args(classes) -> list:
+    """A family's builder arguments: its widest class's, inputs that not
+    every class reads moved to the end as optional (``eh_sketch_agg(ts,
+    window, eps, value)``: a Sum when ``value`` is given, else a Count)."""
+    widest = max(classes, key=lambda c: len(c.accepts))
+    required, optional = _inputs(widest)
+    shared = [f for f in required if all(f in c.accepts for c in classes)]
+    trailing = [f for f in required if f not in shared] + optional
+    return ([(_arg(widest, f), _REQUIRED, True) for f in shared] + [("window", _REQUIRED, False)]
+            + _param_args(widest) + [(_arg(widest, f), None, True) for f in trailing])
+
+
+def _spec(classes, values: dict, names: dict):
+    """The spec a call asks for: the class with most inputs whose required
+    inputs are all given; input fields get the columns' names (for
+    messages), parameters their values (checked by the spec)."""
+    for cls in sorted(classes, key=lambda c: -len(c.accepts)):
+        required, _ = _inputs(cls)
+        if all(values.get(_arg(cls, f)) is not None for f in required):
+            kwargs = {}
+            for f in fields(cls):
+                arg = _arg(cls, f.name)
+                if f.name in cls.accepts:
+                    if values.get(arg) is not None:
+                        kwargs[f.name] = names.get(arg, arg)
+                elif values.get(arg) is not None:
+                    kwargs[f.name] = values[arg]
+            return cls(**kwargs)
+    raise TypeError(f"no spec of {', '.join(c.__name__ for c in classes)} takes these inputs")
+
+
+# ------------------------------------------------------------- builders
+def _build(classes, args, one_step=False):
+    """Body of a builder (``<family>_sketch_agg``) or one-step aggregate."""
+    arg_names = [a for a, _, _ in args]
+    columns = {a for a, _, c in args if c}
+
+    def values_of(arrays):
+        """Argument -> True for a column given (not a NULL literal), the
+        Python value for a literal."""
+        return {a: (not _null_type(arrays[a])) or None if a in columns else _literal(arrays, a) for a in arrays}
+
+    def body(arrays, names):
+        values = values_of(arrays)
+        spec = _spec(classes, values, names)
+        ts_name = names.get("ts", "ts")
+        t, unit = times(arrays["ts"], ts_name)
+        data = spec.read({f: arrays[_arg(type(spec), f)] for f in spec.inputs()}, len(t))
+        order = np.argsort(t, kind="stable")
+        kept = order[data.present[order]]
+        rank = np.cumsum(data.present) - 1
+        sketch = spec.update(spec.make(Window(spec.window).resolve(unit, ts_name)), t[kept],
+                             data.take(rank[kept]))
+        if not one_step:
+            return sketch.to_bytes()
+        if sketch.newest is None:
+            return 0.0
+        now = values.get("now")
+        now = None if now is None else _now_literal(now, unit)
+        query = values.get("query_window")
+        query = None if query is None else Window(query, "query_window").resolve(unit, ts_name)
+        return float(type(spec).answer(sketch, now, query)[0])
+
+    def check(given):
+        if any(isinstance(v, Column) for a, v in given.items() if a not in columns):
+            return  # a parameter given as a Column: checked in the job
+        values = {a: (True if a in columns else v) for a, v in given.items() if v is not None}
+        spec = _spec(classes, values, {})
+        for a in ("query_window",):
+            if given.get(a) is not None:
+                Window(given[a], a)
+        del spec
+
+    body.check = check
+    return body
+
+
+def _null_type(array) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_null(array.type)
+
+
+def _now_literal(now, unit: str) -> int:
+    """A ``now`` literal (datetime, date or int) in a time unit."""
+    import datetime as dt
+
+    from .two_phase import now_in_unit
+
+    if isinstance(now, dt.datetime) and now.tzinfo is None and unit == "us":
+        now = now.replace(tzinfo=dt.timezone.utc)  # Arrow hands timestamps over in UTC
+    return now_in_unit(now, unit)
+
+
+# ------------------------------------------------------- sketch readers
+def _sketch_blobs(arrays, names, fn: str, classes) -> list:
+    """The sketch column of a call as bytes (None for null), checked to be
+    binary and of the family's sketches."""
+    column = names.get("sketch", "sketch")
+    array = arrays["sketch"]
+    check_arrow_type(column, array, ("binary",), f"{fn} needs a binary sketch column (from *_sketch_agg or "
+                                                  "*_union_agg), that is")
+    blobs = array.to_pylist()
+    wanted = {c.sketch_type.__name__ for c in classes}
+    for b in blobs:
+        if b is None:
+            continue
+        cls = spec_for_bytes(b)
+        if cls is None or cls.sketch_type.__name__ not in wanted:
+            found = "bytes of no ehist sketch" if cls is None else f"a {cls.sketch_type.__name__} sketch"
+            raise bad_value(column, _Shown(f"<{found}>"), f"{fn} needs {' or '.join(sorted(wanted))} sketches")
+    return blobs
+
+
+class _Shown(str):
+    def __repr__(self):
+        return str(self)
+
+
+def _union(fn, classes):
+    def body(arrays, names):
+        blobs = [b for b in _sketch_blobs(arrays, names, fn, classes) if b is not None]
         if not blobs:
             return None
-        sketches = [cls.from_bytes(b) for b in blobs]
-        if cls is ExponentialHistogram:
-            return ExponentialHistogram.merge_all(sketches).to_bytes()
-        out = sketches[0]
-        for other in sketches[1:]:
-            out = out.merge(other)
-        return out.to_bytes()
-
-    merge_udf.__name__ = name
-    return merge_udf
-
-
-def eh_merge(sketch) -> Column:
-    """Aggregate: the merge of binary exponential histograms (BinaryType)."""
-    return _merge_udf(ExponentialHistogram, "eh_merge", _name(sketch))(_col(sketch, "sketch"))
-
-
-def _per_row(cls):
-    """Decode a sketch column one value at a time (None for nulls)."""
-    return lambda s: [None if b is None else cls.from_bytes(b) for b in s]
-
-
-def _estimator(fn: str, sketch, decode, return_type: str, compute, now, window, unit: str,
-               frame: bool = False) -> Column:
-    """``fn``: a scalar UDF over the sketch column ``sketch``; ``now`` a
-    literal or a Column.
-
-    ``compute(decode(series), nows, window)``: ``nows`` an int64 array, one
-    per row, or None (each sketch's newest).  ``frame``: the result is a
-    struct (the UDF returns a DataFrame)."""
-    w = Window(window, allow_none=True)
-    column = _name(sketch)
-
-    def checked(s):
-        return decode(_check_sketches(s, fn, column))
-
-    if isinstance(now, (str, Column)):
-        now_col = _col(now, "now")
-        now_name = _name(now)
-
-        def run_now(s, n):
-            nows, now_unit = to_int64(n, now_name)
-            win = w.resolve(now_unit if now_unit != "int" else unit, "now")
-            return compute(checked(s), nows, win)
-
-        if frame:
-
-            @pandas_udf(return_type)
-            def est_now_frame(s: pd.Series, n: pd.Series) -> pd.DataFrame:
-                return run_now(s, n)
-
-            return est_now_frame(_col(sketch, "sketch"), now_col)
-
-        @pandas_udf(return_type)
-        def est_now(s: pd.Series, n: pd.Series) -> pd.Series:
-            return run_now(s, n)
-
-        return est_now(_col(sketch, "sketch"), now_col)
-    literal = now_to_int64(now, unit)
-    win = w.resolve(unit, "sketch")
-
-    def run(s):
-        return compute(checked(s), None if literal is None else np.full(len(s), literal, dtype=np.int64), win)
-
-    if frame:
-
-        @pandas_udf(return_type)
-        def est_frame(s: pd.Series) -> pd.DataFrame:
-            return run(s)
-
-        return est_frame(_col(sketch, "sketch"))
-
-    @pandas_udf(return_type)
-    def est(s: pd.Series) -> pd.Series:
-        return run(s)
-
-    return est(_col(sketch, "sketch"))
-
-
-def _estimates(sketches, nows, window):
-    if nows is None:
-        nows = [None] * len(sketches)
-    return pd.Series(
-        [None if h is None else h.estimate(None if n is None else int(n), window)
-         for h, n in zip(sketches, nows)],
-        dtype="float64",
-    )
-
-
-def _eh_bounds(blobs: pd.Series, nows, window) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(non-null mask, lower, upper) of every ``eh_sketch`` in a batch.
-
-    One :class:`~ehist.columnar.HistogramColumn` decode and one vectorized
-    query per Arrow batch and (window, eps), not a Python object per row.
-    Errors are ``ExponentialHistogram.from_bytes``'s and ``bounds``'s.
-    Bounds are int64 (0 for null sketches), exact beyond 2**53.
-    """
-    present = blobs.notna().to_numpy()
-    lower = np.zeros(len(blobs), dtype=np.int64)
-    upper = np.zeros(len(blobs), dtype=np.int64)
-    if not present.any():
-        return present, lower, upper
-    raw = blobs.to_numpy(dtype=object)[present]
-    at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-    # sketches of one (window, eps) share header bytes 6..22: decode each such group at once
-    groups, _ = pd.factorize(pd.Series([b[6:22] for b in raw], dtype=object))
-    lo = np.empty(raw.size, dtype=np.int64)
-    up = np.empty(raw.size, dtype=np.int64)
-    for g in range(int(groups.max()) + 1):
-        rows = np.flatnonzero(groups == g)
-        column = HistogramColumn.from_bytes(raw[rows])
-        if at is not None:
-            late = column.has_newest & (at[rows] < column.newest)
-            if late.any():
-                i = int(np.flatnonzero(late)[0])
-                raise ValueError(f"now ({int(at[rows][i])}) is earlier than the sketch's newest timestamp "
-                                 f"({int(column.newest[i])}); queries must look at now >= newest")
-        lo[rows], up[rows] = column.bounds(None if at is None else at[rows], window)
-    lower[present] = lo
-    upper[present] = up
-    return present, lower, upper
-
-
-def _eh_estimates(blobs, nows, window) -> pd.Series:
-    present, lower, upper = _eh_bounds(blobs, nows, window)
-    return pd.Series(np.where(present, lower * 0.5 + upper * 0.5, np.nan), dtype="float64")
-
-
-def _eh_bounds_frame(blobs, nows, window) -> pd.DataFrame:
-    present, lower, upper = _eh_bounds(blobs, nows, window)
-    return pd.DataFrame({"lower": pd.arrays.IntegerArray(lower, ~present),
-                         "upper": pd.arrays.IntegerArray(upper, ~present)})
-
-
-def eh_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
-    """Scalar: estimated windowed count or sum of an ``eh_sketch`` (DoubleType).
-
-    ``now``: int, datetime, date, or a Column (default: the sketch's newest
-    timestamp); ``window``: int in the sketch's units or an interval
-    string, converted with ``unit`` ('us' for timestamp sketches, 'day' for
-    date sketches).  Each Arrow batch is decoded and answered at once
-    (:class:`~ehist.columnar.HistogramColumn`).
-    """
-    return _estimator("eh_estimate", sketch, lambda s: s, "double", _eh_estimates, now, window, unit)
-
-
-def eh_bounds(sketch, now=None, window=None, *, unit: str = "us") -> Column:
-    """Scalar: ``struct<lower: bigint, upper: bigint>`` bracketing the exact answer."""
-    return _estimator("eh_bounds", sketch, lambda s: s, "struct<lower:bigint,upper:bigint>", _eh_bounds_frame,
-                      now, window, unit, frame=True)
-
-
-def _one_step(build_fn, answer_fn, cols):
-    """Grouped aggregate returning a double from a freshly built synopsis."""
-    if len(cols) == 1:
-
-        @pandas_udf("double")
-        def one(a: pd.Series) -> float:
-            return answer_fn(build_fn(a))
-
-        return one(*cols)
-    if len(cols) == 2:
-
-        @pandas_udf("double")
-        def two(a: pd.Series, b: pd.Series) -> float:
-            return answer_fn(build_fn(a, b))
-
-        return two(*cols)
-
-    @pandas_udf("double")
-    def three(a: pd.Series, b: pd.Series, c: pd.Series) -> float:
-        return answer_fn(build_fn(a, b, c))
-
-    return three(*cols)
-
-
-def _answer(now, window):
-    def answer(built) -> float:
-        synopsis, unit = built
-        n = now_to_int64(now, unit)
-        win = window.resolve(unit, "ts") if window.raw is not None else None
-        return float(synopsis.estimate(n, win))
-
-    return answer
-
-
-def sliding_count(ts, *, window, eps: float = 0.01, now=None, query_window=None) -> Column:
-    """Aggregate: estimated number of rows with ``now - window < ts <= now``
-    (DoubleType), within ``eps``.  ``now`` defaults to the group's newest
-    timestamp; ``query_window`` (default ``window``) may be shorter."""
-    return _sliding_eh(ts, None, window, eps, now, query_window)
-
-
-def sliding_sum(ts, value, *, window, eps: float = 0.01, now=None, query_window=None) -> Column:
-    """Aggregate: estimated sum of ``value`` over the window (DoubleType)."""
-    return _sliding_eh(ts, value, window, eps, now, query_window)
-
-
-def _sliding_eh(ts, value, window, eps, now, query_window):
-    q = Window(query_window, "query_window", allow_none=True)
-    build = _eh_builder(_name(ts), _name(value) if value is not None else None, Window(window), check_eps(eps))
-    cols = [_col(ts, "ts")] + ([_col(value, "value")] if value is not None else [])
-    return _one_step(build, _answer(now, q), cols)
-
-
-# ----------------------------------------------------------- distinct counts
-def _distinct_builder(cls, ts_name, item_name, window: Window, kwargs):
-    """build(ts, items) -> (sketch, unit) for one group; null items skipped."""
-
-    def build(t: pd.Series, items: pd.Series):
-        stamps, unit = to_int64(t, ts_name)
-        mask, values = items_of(items, item_name)
-        sketch = cls(window.resolve(unit, ts_name), **kwargs)
-        return sketch.update(stamps[mask], values), unit
-
-    return build
-
-
-def fm_sketch(ts, item, *, window, num_bitmaps: int = 64, seed: int = 0) -> Column:
-    """Aggregate: a binary :class:`~distinct.SlidingFM` of the group's items."""
-    SlidingFM(1, num_bitmaps, seed)  # checks the parameters on the driver
-    build = _distinct_builder(SlidingFM, _name(ts), _name(item), Window(window), {"num_bitmaps": num_bitmaps, "seed": seed})
-
-    @pandas_udf("binary")
-    def fm_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-        return build(t, i)[0].to_bytes()
-
-    return fm_sketch_udf(_col(ts, "ts"), _col(item, "item"))
-
-
-def hll_sliding_sketch(ts, item, *, window, precision: int = 12, seed: int = 0) -> Column:
-    """Aggregate: a binary :class:`~distinct.SlidingHyperLogLog` of the items."""
-    SlidingHyperLogLog(1, precision, seed)
-    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window), {"precision": precision, "seed": seed})
-
-    @pandas_udf("binary")
-    def hll_sliding_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-        return build(t, i)[0].to_bytes()
-
-    return hll_sliding_sketch_udf(_col(ts, "ts"), _col(item, "item"))
-
-
-def fm_merge(sketch) -> Column:
-    """Aggregate: the merge of binary SlidingFM sketches."""
-    return _merge_udf(SlidingFM, "fm_merge", _name(sketch))(_col(sketch, "sketch"))
-
-
-def hll_sliding_merge(sketch) -> Column:
-    """Aggregate: the merge of binary SlidingHyperLogLog sketches."""
-    return _merge_udf(SlidingHyperLogLog, "hll_sliding_merge", _name(sketch))(_col(sketch, "sketch"))
-
-
-def _distinct_estimates(blobs: pd.Series, nows, window) -> pd.Series:
-    """Estimates of a batch of ``fm_sketch`` / ``hll_sliding_sketch``
-    values (NaN for nulls).  The sliding HyperLogLogs are decoded and
-    estimated together (:mod:`distinct.columnar`, per window, precision and
-    seed), FM sketches one at a time; the errors are ``from_bytes``'s and
-    ``estimate``'s (sliding HyperLogLogs checked first)."""
-    out = np.full(len(blobs), np.nan)
-    raw = blobs.to_numpy(dtype=object)
-    at = None if nows is None else np.asarray(nows, dtype=np.int64)
-    present = np.flatnonzero(blobs.notna().to_numpy()).tolist()
-    fm = [i for i in present if len(raw[i]) > 2 and raw[i][2] == FAMILIES["SlidingFM"]]
-    hll = sorted(set(present) - set(fm))
-    sketches = sketches_from_bytes([raw[i] for i in hll])
-    rows = np.array(hll, dtype=np.int64)
-    params, _ = pd.factorize(pd.Series([(s.window, s.precision, s.seed) for s in sketches], dtype=object))
-    for g in range(int(params.max()) + 1 if params.size else 0):
-        mine = np.flatnonzero(params == g)
-        out[rows[mine]] = union_estimates([sketches[i] for i in mine], np.arange(mine.size),
-                                          now=None if at is None else at[rows[mine]], window=window)
-    for i in fm:
-        out[i] = SlidingFM.from_bytes(raw[i]).estimate(None if at is None else int(at[i]), window)
-    return pd.Series(out, dtype="float64")
+        by_class = {spec_for_bytes(b) for b in blobs}
+        return next(iter(by_class)).merge(blobs)
+
+    return body
+
+
+def _answers(fn, classes, bounds: bool):
+    def body(arrays, names):
+        import pyarrow as pa
+
+        blobs = _sketch_blobs(arrays, names, fn, classes)
+        unit = _literal(arrays, "unit") or "us"
+        nows = None
+        if "now" in arrays and not _null_type(arrays["now"]):
+            now = arrays["now"]
+            if now.null_count:
+                raise bad_value(names.get("now", "now"), None, f"{fn} needs a time in every row of now "
+                                                               "(leave now out to answer at each sketch's newest)")
+            nows, unit = times(now, names.get("now", "now"))
+        window = _literal(arrays, "window")
+        window = None if window is None else Window(window).resolve(unit, "now" if nows is not None else "sketch")
+        n = len(blobs)
+        estimate = np.full(n, np.nan)
+        lower = np.zeros(n, dtype=np.int64)
+        upper = np.zeros(n, dtype=np.int64)
+        kinds = [None if b is None else spec_for_bytes(b) for b in blobs]
+        for cls in {k for k in kinds if k is not None}:
+            rows = np.array([i for i, k in enumerate(kinds) if k is cls], dtype=np.int64)
+            got = cls.answers([blobs[i] for i in rows], None if nows is None else nows[rows], window)
+            estimate[rows] = got.estimate
+            if bounds:
+                lower[rows], upper[rows] = got.lower, got.upper
+        if not bounds:
+            return pa.array(estimate, type=pa.float64(), from_pandas=True)
+        missing = np.array([b is None for b in blobs], dtype=bool)  # null sketch: null bounds
+        return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
+                                          names=["lower", "upper"])
+
+    def check(given):
+        if given.get("window") is not None and not isinstance(given["window"], Column):
+            Window(given["window"])
+        unit = given.get("unit")
+        if unit is not None and unit not in ("us", "day", "int"):
+            raise ValueError(f"unit must be 'us' (timestamp sketches), 'day' (date sketches) or 'int', got {unit!r}")
+
+    body.check = check
+    return body
+
+
+# ------------------------------------------------------------- the table
+def _define(name, args, body, return_type, grouped, doc) -> _Function:
+    fn = _Function(name, args, body, return_type, grouped, doc)
+    _FUNCTIONS[name] = fn
+    return fn
+
+
+def _generate() -> None:
+    load_families()
+    query = [("now", None, False), ("query_window", None, False)]
+    estimate_args = [("sketch", _REQUIRED, True), ("now", None, True), ("window", None, False), ("unit", "us", False)]
+    for family, classes in FAMILIES.items():
+        names = " / ".join(c.__name__ for c in classes)
+        sketches = " or ".join(sorted({c.sketch_type.__name__ for c in classes}))
+        _define(f"{family}_sketch_agg", [("ts", _REQUIRED, True)] + _family_args(classes), _build(classes,
+                _family_args(classes)), "binary", True,
+                f"Aggregate: a binary {sketches} of the group ({names} spec), BinaryType.")
+        _define(f"{family}_union_agg", [("sketch", _REQUIRED, True)], _union(f"{family}_union_agg", classes),
+                "binary", True, f"Aggregate: the union of binary {sketches} sketches (BinaryType).")
+        _define(f"{family}_sketch_estimate", estimate_args, _answers(f"{family}_sketch_estimate", classes, False),
+                "double", False, f"Scalar: the estimate of a {sketches} sketch over the window as of now "
+                                 "(default: the sketch's window, at its newest time), DoubleType.")
+        if any(c.bounded for c in classes):
+            _define(f"{family}_sketch_bounds", estimate_args, _answers(f"{family}_sketch_bounds", classes, True),
+                    "struct<lower:bigint,upper:bigint>", False,
+                    "Scalar: struct<lower: bigint, upper: bigint> bracketing the exact answer.")
+        for cls in classes:
+            args = [("ts", _REQUIRED, True)] + _spec_args(cls) + query
+            _define(cls.one_step, args, _build([cls], args, one_step=True), "double", True,
+                    f"Aggregate: the {cls.__name__} spec's estimate over the window as of now (default: the "
+                    "group's newest time), within the spec's error, DoubleType.")
+
+
+_generate()
+
+
+# -------------------------------------------------------------- aliases
+_DEPRECATED = {
+    # old name: (new name, old keyword -> new keyword)
+    "eh_sketch": "eh_sketch_agg", "eh_merge": "eh_union_agg", "eh_estimate": "eh_sketch_estimate",
+    "eh_bounds": "eh_sketch_bounds", "fm_sketch": "sliding_fm_sketch_agg", "fm_merge": "sliding_fm_union_agg",
+    "hll_sliding_sketch": "sliding_hll_sketch_agg", "hll_sliding_merge": "sliding_hll_union_agg",
+    "lp_sketch": "sliding_lp_sketch_agg", "lp_merge": "sliding_lp_union_agg", "lp_estimate": "sliding_lp_sketch_estimate",
+}
+
+
+def _deprecated(old: str, new: str):
+    target = _FUNCTIONS[new]
+
+    def alias(*args, **kwargs):
+        warnings.warn(f"udaf.functions.{old} is deprecated and will be removed in the next minor version: "
+                      f"use {new} ({target.signature()})", DeprecationWarning, stacklevel=2)
+        return target(*args, **kwargs)
+
+    alias.__name__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new}`."
+    return alias
+
+
+def _old_builder(old: str, new: str, inputs: tuple):
+    """The old builders took inputs right after ts and parameters as
+    keywords: ``eh_sketch(ts, value=None, *, window, eps)``."""
+    target = _FUNCTIONS[new]
+
+    def alias(ts, *columns, **params):
+        warnings.warn(f"udaf.functions.{old} is deprecated and will be removed in the next minor version: "
+                      f"use {new} ({target.signature()})", DeprecationWarning, stacklevel=2)
+        given = dict(zip(inputs, columns))
+        for k in inputs:
+            if k in params:
+                given[k] = params.pop(k)
+        return target(ts, **{k: v for k, v in given.items() if v is not None}, **params)
+
+    alias.__name__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new}`."
+    return alias
 
 
 def distinct_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
-    """Scalar: estimated distinct items of an ``fm_sketch`` or
-    ``hll_sliding_sketch`` over the window (DoubleType).  Each Arrow batch's
-    sliding HyperLogLogs are decoded and answered at once
-    (:mod:`distinct.columnar`)."""
-    return _estimator("distinct_estimate", sketch, lambda s: s, "double", _distinct_estimates, now, window, unit)
+    """Deprecated: :func:`sliding_hll_sketch_estimate` or
+    :func:`sliding_fm_sketch_estimate` (this one reads either)."""
+    warnings.warn("udaf.functions.distinct_estimate is deprecated and will be removed in the next minor version: "
+                  "use sliding_hll_sketch_estimate or sliding_fm_sketch_estimate", DeprecationWarning, stacklevel=2)
+    fn = _Function("distinct_estimate", _FUNCTIONS["sliding_hll_sketch_estimate"].args,
+                   _answers("distinct_estimate", FAMILIES["sliding_hll"] + FAMILIES["sliding_fm"], False),
+                   "double", False, "")
+    return fn(sketch, now, window, unit)
 
 
-def sliding_distinct(ts, item, *, window, precision: int = 12, seed: int = 0, now=None,
-                     query_window=None) -> Column:
-    """Aggregate: estimated distinct items in the window (DoubleType), with a
-    sliding HyperLogLog (relative standard error ``1.04 / sqrt(2**precision)``)."""
-    SlidingHyperLogLog(1, precision, seed)
-    q = Window(query_window, "query_window", allow_none=True)
-    build = _distinct_builder(SlidingHyperLogLog, _name(ts), _name(item), Window(window), {"precision": precision, "seed": seed})
-    return _one_step(build, _answer(now, q), [_col(ts, "ts"), _col(item, "item")])
+def register(spark) -> list:
+    """Register every function for Spark SQL in ``spark`` (a classic or a
+    Spark Connect session); returns their names.
+
+    Arguments in SQL are those of the Python functions, in the same order
+    (:func:`signature`), parameters as literals::
+
+        SELECT k, eh_sketch_agg(ts, '1 hour', 0.01) AS s FROM t GROUP BY k
+        SELECT k, eh_sketch_estimate(s), eh_sketch_bounds(s, now(), '10 minutes') FROM stored
+        SELECT k, sliding_sum(ts, bytes, INTERVAL 1 HOUR) FROM t GROUP BY k
+    """
+    for name, fn in _FUNCTIONS.items():
+        spark.udf.register(name, fn.udf())
+    return sorted(_FUNCTIONS)
 
 
-# --------------------------------------------------------------- L_p norms
-def _lp_builder(ts_name, index_name, window: Window, p, eps, delta, seed):
-    """build(ts, index, value=None) -> (SlidingLpNorm, unit); null rows skipped."""
-
-    def build(t, i, v=None):
-        stamps, unit = to_int64(t, ts_name)
-        mask = i.notna().to_numpy()
-        vals = None
-        if v is not None:
-            mask &= v.notna().to_numpy()
-            vals = v[mask].to_numpy(dtype=np.float64)
-        indices = items_of(i[mask], index_name)[1]
-        sketch = SlidingLpNorm(p, window.resolve(unit, ts_name), eps, delta, seed)
-        return sketch.update(stamps[mask], indices, vals), unit
-
-    return build
+def signature(name: str) -> str:
+    """A function's arguments, as Python and SQL take them."""
+    return _FUNCTIONS[name].signature()
 
 
-def _lp_columns(ts, index, value):
-    return [_col(ts, "ts"), _col(index, "index")] + ([_col(value, "value")] if value is not None else [])
+def _export() -> list:
+    names = []
+    for name, fn in _FUNCTIONS.items():
+        def python(*args, _fn=fn, **kwargs) -> Column:
+            return _fn(*args, **kwargs)
+        python.__name__ = python.__qualname__ = name
+        python.__doc__ = f"{fn.doc}\n\n``{fn.signature()}``"
+        globals()[name] = python
+        names.append(name)
+    for old, new in _DEPRECATED.items():
+        inputs = {"eh_sketch": ("value",), "fm_sketch": ("item",), "hll_sliding_sketch": ("item",),
+                  "lp_sketch": ("index", "value")}.get(old)
+        globals()[old] = _old_builder(old, new, inputs) if inputs else _deprecated(old, new)
+    return names
 
 
-def lp_sketch(ts, index, value=None, *, p: float, window, eps: float = 0.05, delta: float = 0.05,
-              seed: int = 0) -> Column:
-    """Aggregate: a binary :class:`~lp_norms.SlidingLpNorm` of the group's
-    ``(ts, index, value)`` rows (value: non-negative, default 1)."""
-    SlidingLpNorm(p, 1, eps, delta, seed)
-    build = _lp_builder(_name(ts), _name(index), Window(window), p, eps, delta, seed)
-    cols = _lp_columns(ts, index, value)
-    if value is None:
-
-        @pandas_udf("binary")
-        def lp_sketch_udf(t: pd.Series, i: pd.Series) -> bytes:
-            return build(t, i)[0].to_bytes()
-
-        return lp_sketch_udf(*cols)
-
-    @pandas_udf("binary")
-    def lp_sketch_value_udf(t: pd.Series, i: pd.Series, v: pd.Series) -> bytes:
-        return build(t, i, v)[0].to_bytes()
-
-    return lp_sketch_value_udf(*cols)
-
-
-def lp_merge(sketch) -> Column:
-    """Aggregate: the merge of binary SlidingLpNorm sketches."""
-    return _merge_udf(SlidingLpNorm, "lp_merge", _name(sketch))(_col(sketch, "sketch"))
-
-
-def lp_estimate(sketch, now=None, window=None, *, unit: str = "us") -> Column:
-    """Scalar: estimated L_p norm of an ``lp_sketch`` over the window (DoubleType)."""
-    return _estimator("lp_estimate", sketch, _per_row(SlidingLpNorm), "double", _estimates, now, window, unit)
-
-
-def sliding_lp_norm(ts, index, value=None, *, p: float, window, eps: float = 0.05,
-                    delta: float = 0.05, seed: int = 0, now=None, query_window=None) -> Column:
-    """Aggregate: estimated L_p norm of the window's vector (DoubleType)."""
-    SlidingLpNorm(p, 1, eps, delta, seed)
-    q = Window(query_window, "query_window", allow_none=True)
-    build = _lp_builder(_name(ts), _name(index), Window(window), p, eps, delta, seed)
-    return _one_step(build, _answer(now, q), _lp_columns(ts, index, value))
+__all__ = sorted(_export()) + ["register", "signature", "distinct_estimate"] + sorted(_DEPRECATED)

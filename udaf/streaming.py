@@ -4,9 +4,10 @@ Spark's native sliding windows (``groupBy(key, window(ts, '1 hour', '1
 minute'))``) copy every event into window/slide windows and keep a state
 row per key and window, answering only at slide boundaries.
 :func:`sliding_window_state` keeps one value per key instead: the
-serialized synopses (an exponential histogram of the count, optionally of
-a value's sum, and a sliding HyperLogLog of distinct items), a few hundred
-bytes, answering for the last ``window`` as of each key's newest event.
+serialized synopses of its specs (the same ``Count``, ``Sum``,
+``Distinct``, ``DistinctFM``, ``LpNorm`` as :func:`udaf.aggregate` takes;
+an exponential histogram of a count is a few hundred bytes), answering for
+each spec's window as of each key's newest event.
 
 Built on ``transformWithState`` (the Row API; ``transformWithStateInPandas``
 where PySpark lacks it): each micro-batch, a key's new rows are sorted by
@@ -52,15 +53,17 @@ Examples
 >>> from udaf.streaming import local_session, sliding_window_state   # doctest: +SKIP
 >>> spark = local_session()                                          # doctest: +SKIP
 >>> events = spark.readStream.schema(schema).json("/data/flows")     # doctest: +SKIP
->>> counts = sliding_window_state(events, "src", "ts", "1 hour", eps=0.05,
-...                               value="bytes", distinct="dst",
-...                               watermark="5 minutes", ttl="2 hours")  # doctest: +SKIP
+>>> counts = sliding_window_state(events, "src", "ts", watermark="5 minutes", ttl="2 hours",
+...                               packets=Count(window="1 hour", eps=0.05),
+...                               bytes=Sum("bytes", window="1 hour", eps=0.05),
+...                               dsts=Distinct("dst", window="1 hour"))  # doctest: +SKIP
 >>> counts.writeStream.outputMode("update").format("console").start()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import struct
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -69,29 +72,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 
-from distinct import SlidingHyperLogLog
-from ehist import ExponentialHistogram
-from ehist._validation import check_eps
 from ehist.errors import EhistError, LateDataError
-from ehist.hashing import hash64
 
 from ._arrow import run_starts
-from ._convert import Window, items_of, key_names
-from .two_phase import micros_to_ntz, ntz_micros
+from ._convert import Window, key_names
+from .eh_spec import Count, Sum
+from .hll_spec import Distinct
+from .inputs import TIME, TIME_NEEDS, check_spark_type
+from .two_phase import check_specs, micros_to_ntz
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
-_INT_TYPES = (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-
-_STATE_SCHEMA = T.StructType([
-    T.StructField("count", T.BinaryType()),
-    T.StructField("sum", T.BinaryType()),
-    T.StructField("distinct", T.BinaryType()),
-    T.StructField("pending", T.BinaryType()),
-    T.StructField("late", T.LongType()),
-])
 
 
 class ConfigurationError(EhistError, RuntimeError):
@@ -143,11 +136,11 @@ def local_session(app_name: str = "ehist-streaming", cores: str = "*", **conf) -
     return builder.getOrCreate()
 
 
-def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: float = 0.05,
-                         value: str | None = None, distinct: str | None = None, precision: int = 12,
-                         seed: int = 0, watermark: str | None = None, ttl=None, late: str = "drop",
-                         output_mode: str = "update") -> DataFrame:
-    """Per-key sliding-window counts (and sums, distinct counts) of a stream.
+def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, watermark: str | None = None,
+                         ttl=None, late: str = "drop", output_mode: str = "update", bounds: bool = False,
+                         eps=None, value: str | None = None, distinct: str | None = None, precision=None,
+                         seed=None, **specs) -> DataFrame:
+    """Per-key sliding-window answers of a stream, from synopses in state.
 
     Parameters
     ----------
@@ -156,18 +149,9 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     key : str or list of str
         Key columns.
     event_time : str
-        TimestampType (windows as interval strings or microseconds) or an
-        integral column (windows in its units; no watermark).
-    window : int or str
-        The sliding window, e.g. ``'1 hour'``.
-    eps : float, default 0.05
-        Relative error of the count and sum (exponential histograms).
-    value : str, optional
-        A non-negative integral column to sum over the window (nulls skipped).
-    distinct : str, optional
-        A column whose distinct values to count over the window (sliding
-        HyperLogLog of ``precision``, relative standard error
-        ``1.04 / sqrt(2**precision)``; nulls skipped).
+        TimestampType or TimestampNTZType (windows as interval strings or
+        microseconds) or an integral column (windows in its units; no
+        watermark).
     watermark : str, optional
         Event-time mode: ``df.withWatermark(event_time, watermark)`` is
         applied, and events wait exactly in the state until the watermark
@@ -182,14 +166,25 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     output_mode : {'update', 'append'}
         Passed to Spark; every output row is final (one per key per
         micro-batch with input), so both modes give the same rows.
+    bounds : bool, default False
+        Also ``<name>_lower`` and ``<name>_upper`` (bigint) for the specs
+        with deterministic bounds (Count, Sum).
+    **specs : Count, Sum, Distinct, DistinctFM or LpNorm
+        Output column name -> what to compute, as for :func:`udaf.aggregate`.
+    window, eps, value, distinct, precision, seed
+        Deprecated (the call shape of release 0.1, kept for one minor
+        version): ``window`` with ``eps`` (default 0.05) gives columns
+        ``count``, ``count_lower``, ``count_upper``, with ``value`` also
+        ``sum``, ``sum_lower``, ``sum_upper``, with ``distinct`` (a column;
+        ``precision``, ``seed``) also ``distinct``, and keeps that
+        release's state layout, so its checkpoints restart.
 
     Returns
     -------
-    Streaming DataFrame of ``key columns, as_of, count, count_lower,
-    count_upper`` [``, sum, sum_lower, sum_upper``] [``, distinct``]``,
-    late_events``: the answers over ``(as_of - window, as_of]``, ``as_of``
-    the key's newest event (same type as ``event_time``); the exact count
-    and sum lie within their bounds.
+    Streaming DataFrame of the key columns, ``as_of`` (the key's newest
+    event, same type as ``event_time``), one column per spec (double) with
+    its bounds when asked, and ``late_events`` (late events dropped so
+    far for the key).
 
     Raises
     ------
@@ -200,31 +195,38 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     """
     check_configuration(df.sparkSession)
     keys = key_names(key, "sliding_window_state", "key")
+    legacy = window is not None
+    if legacy:
+        if specs:
+            raise TypeError("sliding_window_state takes specs (count=Count(window='1 hour')) or the deprecated "
+                            "window=/value=/distinct= arguments, not both")
+        warnings.warn("sliding_window_state(df, key, event_time, window, eps=, value=, distinct=) is deprecated and "
+                      "will be removed in the next minor version: pass specs, e.g. sliding_window_state(df, key, "
+                      "event_time, count=Count(window, eps), bytes=Sum(column, window, eps), "
+                      "dsts=Distinct(column, window))", DeprecationWarning, stacklevel=2)
+        eps = 0.05 if eps is None else eps
+        specs = {"count": Count(window, eps)}
+        if value is not None:
+            specs["sum"] = Sum(value, window, eps)
+        if distinct is not None:
+            specs["distinct"] = Distinct(distinct, window, 12 if precision is None else precision,
+                                         0 if seed is None else seed)
+        bounds = True
+    elif any(x is not None for x in (eps, value, distinct, precision, seed)):
+        raise TypeError("eps, value, distinct, precision and seed belong to the deprecated call shape with a "
+                        "window; pass specs instead, e.g. bytes=Sum('bytes', window='1 hour', eps=0.05)")
+    for name in specs:
+        if name in ("as_of", "late_events") or name in keys:
+            raise ValueError(f"spec {name}: the output already has a column {name!r}")
     names = set(df.columns)
-    for c in keys + [event_time] + [c for c in (value, distinct) if c is not None]:
+    for c in keys + [event_time]:
         if not isinstance(c, str):
             raise TypeError(f"sliding_window_state takes column names, got {c!r}")
         if c not in names:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
-    for c in (value, distinct):
-        if c is not None and (c in keys or c == event_time):
-            raise ValueError(f"column {c!r} is a key or the event-time column")
     ts_type = df.schema[event_time].dataType
-    if isinstance(ts_type, T.TimestampType):
-        unit, time_expr = "us", F.unix_micros(F.col(event_time))
-    elif isinstance(ts_type, T.TimestampNTZType):
-        unit, time_expr = "us", ntz_micros(F.col(event_time))
-    elif isinstance(ts_type, _INT_TYPES):
-        unit, time_expr = "int", F.col(event_time).cast("long")
-    else:
-        raise TypeError(f"column {event_time} must be a timestamp (with or without time zone) or integral column, "
-                        f"got {ts_type.simpleString()}")
-    if value is not None and not isinstance(df.schema[value].dataType, _INT_TYPES):
-        raise TypeError(f"column {value} must be integral, got {df.schema[value].dataType.simpleString()}")
-    w = Window(window).resolve(unit, event_time)
-    eps = check_eps(eps)
-    if distinct is not None:
-        SlidingHyperLogLog(1, precision, seed)  # checks precision and seed
+    check_spark_type(event_time, ts_type, tuple(t for t in TIME if t != "date"), TIME_NEEDS)
+    time_expr, unit, windows, needed = check_specs(df, keys, event_time, specs, "sliding_window_state")
     if late not in ("drop", "raise"):
         raise ValueError(f"late must be 'drop' or 'raise', got {late!r}")
     mode = str(output_mode).lower()
@@ -244,32 +246,27 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     else:
         time_mode = "ProcessingTime" if ttl_ms is not None else "None"
 
-    columns = [F.col(k) for k in keys] + [time_expr.alias("ehist_ts")]
-    columns += [F.col(value).cast("long").alias("ehist_value")] if value is not None else []
-    columns += [F.col(distinct).alias("ehist_item")] if distinct is not None else []
+    slots = _slots(specs, legacy)
+    columns = [F.col(k) for k in keys] + [time_expr.alias("ehist_ts")] + [F.col(c) for c in needed]
     pack_fields = [df.schema[k] for k in keys] + [T.StructField("ehist_ts", T.BinaryType(), False)]
-    pack_fields += [T.StructField("ehist_value", T.BinaryType(), False)] if value is not None else []
-    pack_fields += [T.StructField("ehist_hash", T.BinaryType(), False)] if distinct is not None else []
+    pack_fields += [T.StructField(f"ehist_w{i}", T.BinaryType(), False) for i in range(len(slots))]
     if watermark is not None:
         pack_fields.append(T.StructField("ehist_event_time", T.TimestampType(), False))
-    packer = _Packer(keys, event_time, value is not None, distinct is not None, seed, watermark is not None)
+    packer = _Packer(keys, event_time, slots, watermark is not None)
     packed = df.select(*columns).mapInArrow(packer, T.StructType(pack_fields))
     if watermark is not None:
         # the watermark on each pack's newest event: the same maximum event
         # time, hence the same watermark, as on the events themselves
         packed = packed.withWatermark("ehist_event_time", watermark)
-    out_fields = [df.schema[k] for k in keys] + [
-        T.StructField("as_of_us", T.LongType()), T.StructField("count", T.DoubleType()),
-        T.StructField("count_lower", T.LongType()), T.StructField("count_upper", T.LongType())]
-    if value is not None:
-        out_fields += [T.StructField("sum", T.DoubleType()), T.StructField("sum_lower", T.LongType()),
-                       T.StructField("sum_upper", T.LongType())]
-    if distinct is not None:
-        out_fields.append(T.StructField("distinct", T.DoubleType()))
+    out_fields = [df.schema[k] for k in keys] + [T.StructField("as_of_us", T.LongType())]
+    with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
+    for name in specs:
+        out_fields.append(T.StructField(name, T.DoubleType()))
+        if name in with_bounds:
+            out_fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
     out_fields.append(T.StructField("late_events", T.LongType()))
 
-    processor = _SlidingProcessor(keys, event_time, w, eps, value is not None, distinct is not None,
-                                  precision, seed, watermark is not None, ttl_ms, late)
+    processor = _SlidingProcessor(keys, slots, windows, with_bounds, watermark is not None, ttl_ms, late)
     grouped = packed.groupBy(*keys)
     # the Row API (where PySpark has it) skips a pandas frame per key and batch
     processor.row_api = hasattr(grouped, "transformWithState")
@@ -284,52 +281,83 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window, *, eps: fl
     return out.select(*[F.col(k) for k in keys], as_of.alias("as_of"), *rest)
 
 
+def _slots(specs: dict, legacy: bool) -> list:
+    """The state's synopsis slots: (state field, output name, spec, word
+    columns).  The deprecated call shape keeps release 0.1's layout
+    (fields count, sum, distinct; two word columns in pending events)."""
+    if not legacy:
+        return [(name, name, spec, _width(spec)) for name, spec in specs.items()]
+    return [("count", "count", specs["count"], 0), ("sum", "sum", specs.get("sum"), 1),
+            ("distinct", "distinct", specs.get("distinct"), 1)]
+
+
+def _width(spec) -> int:
+    from .spec import Data
+
+    return spec.words(Data(np.zeros(0, dtype=bool), {})).shape[1] if spec.inputs() else 0
+
+
+def _state_schema(slots) -> T.StructType:
+    return T.StructType([T.StructField(field, T.BinaryType()) for field, _, _, _ in slots] + [
+        T.StructField("pending", T.BinaryType()), T.StructField("late", T.LongType())])
+
+
 # ------------------------------------------------------------------ state
-def _pack_pending(ts: np.ndarray, vals: np.ndarray, hashes: np.ndarray) -> bytes:
-    return struct.pack("<q", ts.size) + ts.tobytes() + vals.tobytes() + hashes.tobytes()
+def _pack_pending(ts: np.ndarray, words: np.ndarray) -> bytes:
+    """Events waiting for the watermark: their count, times, then each word
+    column (column-major, as release 0.1 stored times, values, hashes)."""
+    return struct.pack("<q", ts.size) + ts.tobytes() + np.ascontiguousarray(words.T).tobytes()
 
 
-def _unpack_pending(blob) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _unpack_pending(blob, width: int) -> tuple[np.ndarray, np.ndarray]:
     if blob is None:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z, z.view(np.uint64)
+        return np.zeros(0, dtype=np.int64), np.zeros((0, width), dtype=np.int64)
     blob = bytes(blob)
     (n,) = struct.unpack_from("<q", blob)
-    arr = np.frombuffer(blob, dtype=np.int64, offset=8, count=3 * n)
-    return arr[:n].copy(), arr[n:2 * n].copy(), arr[2 * n:].copy().view(np.uint64)
+    arr = np.frombuffer(blob, dtype=np.int64, offset=8, count=(1 + width) * n)
+    return arr[:n].copy(), arr[n:].reshape(width, n).T.copy()
 
 
 class _SlidingProcessor(StatefulProcessor):
-    """One ValueState per key: the synopses' bytes, the events waiting for
-    the watermark (exact), and the number of late events dropped."""
+    """One ValueState per key: each spec's synopsis bytes, the events
+    waiting for the watermark (exact), and the number of late events
+    dropped."""
 
-    def __init__(self, keys, event_time, window, eps, with_sum, with_distinct, precision, seed,
-                 event_mode, ttl_ms, late):
-        self.keys, self.event_time, self.window, self.eps = keys, event_time, window, eps
-        self.with_sum, self.with_distinct = with_sum, with_distinct
-        self.precision, self.seed = precision, seed
+    def __init__(self, keys, slots, windows, with_bounds, event_mode, ttl_ms, late):
+        self.keys, self.slots, self.windows, self.with_bounds = keys, slots, windows, with_bounds
         self.event_mode, self.ttl_ms, self.late = event_mode, ttl_ms, late
+        self.width = sum(w for _, _, _, w in slots)
         self.row_api = False
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("synopses", _STATE_SCHEMA, self.ttl_ms)
+        self.state = handle.getValueState("synopses", _state_schema(self.slots), self.ttl_ms)
 
     def _load(self):
         row = self.state.get()  # None when the key has no state (one round trip, not two)
-        if row is not None:
-            count = ExponentialHistogram.from_bytes(row[0])
-            total = ExponentialHistogram.from_bytes(row[1]) if row[1] is not None else None
-            items = SlidingHyperLogLog.from_bytes(row[2]) if row[2] is not None else None
-            return count, total, items, _unpack_pending(row[3]), int(row[4])
-        count = ExponentialHistogram(self.window, self.eps)
-        total = ExponentialHistogram(self.window, self.eps) if self.with_sum else None
-        items = SlidingHyperLogLog(self.window, self.precision, self.seed) if self.with_distinct else None
-        return count, total, items, _unpack_pending(None), 0
+        sketches = []
+        for i, (_, name, spec, _) in enumerate(self.slots):
+            if spec is None:
+                sketches.append(None)
+            elif row is not None and row[i] is not None:
+                sketches.append(spec.sketch_type.from_bytes(row[i]))
+            else:
+                sketches.append(spec.make(self.windows[name]))
+        n = len(self.slots)
+        pending = _unpack_pending(None if row is None else row[n], self.width)
+        return sketches, pending, 0 if row is None else int(row[n + 1])
+
+    def _split(self, words):
+        """Each slot's word columns."""
+        out, at = [], 0
+        for _, _, _, w in self.slots:
+            out.append(words[:, at:at + w])
+            at += w
+        return out
 
     def handleInputRows(self, key, rows, timerValues):
-        t, vals, hashes, has_item = self._arrays(key, rows)
-        count, total, items, (p_ts, p_val, p_hash), late_total = self._load()
-        folded = count.newest
+        t, words = self._arrays(rows)
+        sketches, (p_ts, p_words), late_total = self._load()
+        folded = max([s.newest for s in sketches if s is not None and s.newest is not None], default=None)
         if folded is not None:
             is_late = t < folded
             n_late = int(is_late.sum())
@@ -339,14 +367,11 @@ class _SlidingProcessor(StatefulProcessor):
                                         f"key {tuple(key)}: {n_late} late event(s) in this micro-batch "
                                         "(late='raise'; late='drop' drops and counts them)")
                 late_total += n_late
-                t, vals, hashes, has_item = t[~is_late], vals[~is_late], hashes[~is_late], has_item[~is_late]
-        # rows without an item carry the reserved hash _NO_ITEM, rows
-        # without a value the value -1: counted, not summed nor hashed
+                t, words = t[~is_late], words[~is_late]
         all_t = np.concatenate([p_ts, t])
-        all_v = np.concatenate([p_val, vals])
-        all_h = np.concatenate([p_hash, np.where(has_item, hashes, _NO_ITEM)])
+        all_w = np.concatenate([p_words, words])
         order = np.argsort(all_t, kind="stable")
-        all_t, all_v, all_h = all_t[order], all_v[order], all_h[order]
+        all_t, all_w = all_t[order], all_w[order]
         if self.event_mode:
             wm = timerValues.getCurrentWatermarkInMs()
             horizon = wm * 1000 if wm is not None and wm > 0 else None
@@ -354,27 +379,28 @@ class _SlidingProcessor(StatefulProcessor):
             horizon = int(all_t[-1]) if all_t.size else None
         n_fold = 0 if horizon is None else int(np.searchsorted(all_t, horizon, side="right"))
         if n_fold:
-            self._fold(count, total, items, all_t[:n_fold], all_v[:n_fold], all_h[:n_fold])
-        wait_t, wait_v, wait_h = all_t[n_fold:], all_v[n_fold:], all_h[n_fold:]
-        newest = max([x for x in (count.newest, int(all_t[-1]) if all_t.size else None) if x is not None],
-                     default=None)
-        self.state.update((count.to_bytes(), total.to_bytes() if total is not None else None,
-                           items.to_bytes() if items is not None else None,
-                           _pack_pending(wait_t, wait_v, wait_h), late_total))
+            for sketch, (_, _, spec, _), w in zip(sketches, self.slots, self._split(all_w[:n_fold])):
+                if spec is not None:
+                    data = spec.from_words(w)
+                    spec.update(sketch, all_t[:n_fold][data.present], data)
+        wait_t, wait_w = all_t[n_fold:], all_w[n_fold:]
+        self.state.update(tuple(None if s is None else s.to_bytes() for s in sketches) +
+                          (_pack_pending(wait_t, wait_w), late_total))
+        newest = max([x for x in [folded] + [s.newest for s in sketches if s is not None] +
+                      ([int(all_t[-1])] if all_t.size else []) if x is not None], default=None)
         if newest is None:
             return
-        row = self._answer(key, newest, count, total, items, wait_t, wait_v, wait_h, late_total)
+        row = self._answer(key, newest, sketches, wait_t, wait_w, late_total)
         if self.row_api:
             yield Row(**row)
         else:
             yield pd.DataFrame({name: [v] for name, v in row.items()})
 
-    def _arrays(self, key, rows):
-        """(event times, values with -1 for none, item hashes, has-item
-        mask) of a key's packs (see :class:`_Packer`): Rows or pandas
-        frames, a few per key and micro-batch whatever its event count."""
-        fields = ["ehist_ts"] + (["ehist_value"] if self.with_sum else []) + \
-            (["ehist_hash"] if self.with_distinct else [])
+    def _arrays(self, rows):
+        """(event times, word columns) of a key's packs (see
+        :class:`_Packer`): Rows or pandas frames, a few per key and
+        micro-batch whatever its event count."""
+        fields = ["ehist_ts"] + [f"ehist_w{i}" for i in range(len(self.slots))]
         cells = {f: [] for f in fields}
         for chunk in rows:
             if isinstance(chunk, pd.DataFrame):
@@ -384,38 +410,34 @@ class _SlidingProcessor(StatefulProcessor):
                 for f in fields:
                     cells[f].append(chunk[f])
         t = np.frombuffer(b"".join(cells["ehist_ts"]), dtype=np.int64)
-        vals = np.frombuffer(b"".join(cells["ehist_value"]), dtype=np.int64) if self.with_sum \
-            else np.zeros(t.size, dtype=np.int64)
-        hashes = np.frombuffer(b"".join(cells["ehist_hash"]), dtype=np.uint64) if self.with_distinct \
-            else np.zeros(t.size, dtype=np.uint64)
-        return t, vals, hashes, hashes != _NO_ITEM
+        columns = []
+        for i, (_, _, _, w) in enumerate(self.slots):
+            if w == 0:
+                continue
+            # each pack holds its run's words column-major: split per pack
+            parts = [np.frombuffer(bytes(c), dtype=np.int64).reshape(w, -1).T for c in cells[f"ehist_w{i}"]]
+            columns.append(np.concatenate(parts) if parts else np.zeros((0, w), dtype=np.int64))
+        words = np.concatenate(columns, axis=1) if columns else np.zeros((t.size, 0), dtype=np.int64)
+        return t, words
 
-    def _fold(self, count, total, items, t, v, h):
-        count.update(t)
-        if total is not None:
-            present = v >= 0
-            total.update(t[present], v[present])
-        if items is not None:
-            present = h != _NO_ITEM
-            items.update_hashes(t[present], h[present])
-
-    def _answer(self, key, now, count, total, items, wt, wv, wh, late_total):
-        cutoff = now - self.window
-        in_window = wt > cutoff
-        lo, up = count.bounds(now=now)
-        n_wait = int(in_window.sum())
+    def _answer(self, key, now, sketches, wait_t, wait_w, late_total):
         row = dict(zip(self.keys, key))
-        row.update(as_of_us=now, count=(lo + up) / 2 + n_wait, count_lower=lo + n_wait, count_upper=up + n_wait)
-        if total is not None:
-            s_wait = int(wv[in_window & (wv >= 0)].sum())
-            lo, up = total.bounds(now=now) if total.newest is not None else (0, 0)
-            row.update(sum=(lo + up) / 2 + s_wait, sum_lower=lo + s_wait, sum_upper=up + s_wait)
-        if items is not None:
-            merged = items.copy()
-            sel = in_window & (wh != _NO_ITEM)
-            if sel.any():
-                merged.update_hashes(wt[sel], wh[sel])
-            row["distinct"] = float(merged.estimate(now=now)) if merged.newest is not None else 0.0
+        row["as_of_us"] = now
+        waiting = self._split(wait_w)
+        for sketch, (_, name, spec, _), w in zip(sketches, self.slots, waiting):
+            if spec is None:
+                continue
+            inside = wait_t > now - self.windows[name]
+            data = spec.from_words(w[inside])
+            if data.present.any():  # the waiting events, exact, on a copy
+                sketch = spec.update(sketch.copy(), wait_t[inside][data.present], data)
+            if sketch.newest is None:
+                estimate, lower, upper = 0.0, 0, 0
+            else:
+                estimate, lower, upper = spec.answer(sketch, now, None)
+            row[name] = float(estimate)
+            if name in self.with_bounds:
+                row[f"{name}_lower"], row[f"{name}_upper"] = int(lower), int(upper)
         row["late_events"] = late_total
         return row
 
@@ -425,17 +447,17 @@ class _SlidingProcessor(StatefulProcessor):
 
 class _Packer:
     """``mapInArrow`` before the state: a partition's events become one
-    row per key (its event times, values and item hashes as little-endian
-    int64 / uint64 bytes), so the stateful operator's Python side handles a
-    few rows per key and micro-batch instead of one per event (its per-row
-    cost, not the synopses, bounded the throughput).  Checks null event
-    times and negative values, and hashes items, vectorized over the whole
-    partition.  A key may get several packs (one per partition and
-    ``_PACK_ROWS`` events); the state sorts them together."""
+    row per key (its event times and each spec's input words as
+    little-endian int64 bytes), so the stateful operator's Python side
+    handles a few rows per key and micro-batch instead of one per event
+    (its per-row cost, not the synopses, bounded the throughput).  Reads
+    and checks the inputs through the specs, vectorized over the whole
+    partition (a bad value names its key).  A key may get several packs
+    (one per partition and ``_PACK_ROWS`` events); the state sorts them
+    together."""
 
-    def __init__(self, keys, event_time, with_value, with_item, seed, with_event_time):
-        self.keys, self.event_time = keys, event_time
-        self.with_value, self.with_item, self.seed = with_value, with_item, seed
+    def __init__(self, keys, event_time, slots, with_event_time):
+        self.keys, self.event_time, self.slots = keys, event_time, slots
         self.with_event_time = with_event_time
 
     def __call__(self, batches):
@@ -456,8 +478,9 @@ class _Packer:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if table["ehist_ts"].null_count:
-            raise ValueError(f"null event time in column {self.event_time}: event times must not be null")
+        from .inputs import times
+        from .two_phase import read_spec
+
         n = table.num_rows
         try:
             order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in self.keys] +
@@ -465,24 +488,25 @@ class _Packer:
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
             order = None  # a key type pyarrow cannot sort (a struct): a pack per event
         table = (table.take(order) if order is not None else table).combine_chunks()
+
+        def key_of(row):
+            return tuple(table.column(k)[int(row)].as_py() for k in self.keys)
+
+        ts = times(table["ehist_ts"].chunk(0), self.event_time, key_of)[0]
         starts = run_starts([table[k].chunk(0) for k in self.keys], n) if order is not None else None
         if starts is None:  # a pack per event: still correct (Spark groups the packs), only less packed
             starts = np.arange(n)
         ends = np.append(starts[1:], n)
-        ts = table["ehist_ts"].to_numpy()
         out = {k: table[k].take(pa.array(starts)) for k in self.keys}
-        out["ehist_ts"] = _binary(ts, starts, n)
-        if self.with_value:
-            v = table["ehist_value"]
-            smallest = pc.min(v).as_py()  # None when every value is null
-            if smallest is not None and smallest < 0:
-                raise ValueError("the summed column holds a negative value: sums need values >= 0")
-            out["ehist_value"] = _binary(pc.fill_null(v, -1).to_numpy(), starts, n)
-        if self.with_item:
-            has_item, items = items_of(table["ehist_item"].to_pandas(), "distinct")
-            hashes = np.zeros(n, dtype=np.uint64)  # _NO_ITEM: counted, not hashed
-            hashes[has_item] = hash64(items, self.seed)
-            out["ehist_hash"] = _binary(hashes, starts, n)
+        out["ehist_ts"] = _binary(ts[:, None], starts, n)
+        for i, (_, _, spec, width) in enumerate(self.slots):
+            if spec is None:  # release 0.1's layout: an unused slot's word column of zeros
+                words = np.zeros((n, width), dtype=np.int64)
+            elif width == 0:
+                words = np.zeros((n, 0), dtype=np.int64)
+            else:
+                words = spec.words(read_spec(spec, table, key_of))
+            out[f"ehist_w{i}"] = _binary(words, starts, n)
         if self.with_event_time:
             out["ehist_event_time"] = pa.array(ts[ends - 1], type=pa.timestamp("us", tz="UTC"))
         return pa.Table.from_pydict(out)
@@ -491,15 +515,19 @@ class _Packer:
 _PACK_ROWS = 1 << 20  # events per pack at most: bounds a map task's memory
 
 
-def _binary(values: np.ndarray, starts: np.ndarray, n: int):
-    """One binary cell per run: the run's ``values`` as 8-byte words."""
+def _binary(words: np.ndarray, starts: np.ndarray, n: int):
+    """One binary cell per run: the run's rows of ``words`` (rows x k
+    int64) as little-endian 8-byte words, column-major within the run."""
     import pyarrow as pa
 
-    values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<"))
-    offsets = (np.append(starts, n) * 8).astype(np.int32)
-    return pa.Array.from_buffers(pa.binary(), starts.size, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
-
-
-# A reserved hash for "this row has no item" (nulls are skipped by the HLL);
-# hash64 never returns it for a real item with probability 1 - 2**-64.
-_NO_ITEM = np.uint64(0)
+    k = words.shape[1]
+    ends = np.append(starts[1:], n)
+    if k <= 1:
+        flat = np.ascontiguousarray(words.reshape(-1), dtype="<i8")
+    else:
+        # run r's cell: words[a:b, 0], words[a:b, 1], ...
+        run = np.repeat(np.arange(starts.size), ends - starts)
+        order = np.lexsort((np.tile(np.arange(n), k), np.repeat(np.arange(k), n), np.tile(run, k)))
+        flat = np.ascontiguousarray(words.T.reshape(-1)[order], dtype="<i8")
+    offsets = (np.append(starts, n) * 8 * k).astype(np.int32)
+    return pa.Array.from_buffers(pa.binary(), starts.size, [None, pa.py_buffer(offsets), pa.py_buffer(flat)])

@@ -1,12 +1,17 @@
-"""Two-phase aggregation: partial sketches per partition, shuffle only sketches.
+"""Windowed aggregates per key: :func:`aggregate` and :func:`sketch_table`.
 
-Grouped-aggregate pandas UDFs have no partial aggregation: every row of a
-key is shuffled to one Python worker.  :func:`aggregate` builds one sketch
-per key in each partition (``mapInPandas``, one numpy sort by key and
-time, no shuffle), shuffles those sketches, merges them per key and
-estimates.  Because it sees the DataFrame, it checks column types on the
-driver and converts timestamps on the JVM side exactly (TimestampType:
-epoch microseconds; DateType: epoch days; integral: as is).
+Grouped-aggregate Python UDFs have no partial aggregation: every row of a
+key is shuffled to one Python worker.  :func:`aggregate` either builds one
+partial sketch per key in each partition (``mapInArrow``, one numpy sort
+by key and time, no shuffle), shuffles those sketches and unites them per
+key (``two_phase``), or shuffles the rows and answers exactly from them
+(``shuffle``); both answer every key of an Arrow batch in one numpy pass.
+Because it sees the DataFrame, it checks column types on the driver and
+converts timestamps on the JVM side exactly (TimestampType: epoch
+microseconds; DateType: epoch days; integral: as is).
+
+Both drivers ask the specs (:mod:`udaf.spec`) for everything that depends
+on the synopsis; nothing here knows which families exist.
 
 Examples
 --------
@@ -20,112 +25,21 @@ Examples
 from __future__ import annotations
 
 import datetime as _dt
-import math
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from distinct import SlidingHyperLogLog
-from distinct.columnar import sliding_hll_bytes
-from ehist import ExponentialHistogram
-from ehist.columnar import histogram_bytes
-from ehist.hashing import hash64
-from ehist._validation import check_eps
-from lp_norms import SlidingLpNorm, rows_for
+from ._convert import Window, key_names
+from .eh_spec import Count, Sum
+from .fm_spec import DistinctFM
+from .hll_spec import Distinct
+from .inputs import TIME, TIME_NEEDS, check_spark_type
+from .lp_spec import LpNorm
+from .spec import Spec
 
-from . import functions as U
-from .exact import ExactAnswers
-from .union import UnionAnswers, merged_estimate
-from ._convert import Window, items_of, key_names
-
-__all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "LpNorm"]
-
-
-class _Spec:
-    """Base of the aggregate specs (each a frozen dataclass)."""
-
-    kind = ""
-
-    def check(self):
-        Window(self.window)
-
-
-class _HistogramSpec(_Spec):
-    """Specs answered by an exponential histogram (within ``eps``)."""
-
-    def check(self):
-        Window(self.window)
-        check_eps(self.eps)
-
-    def make(self, window):
-        return ExponentialHistogram(window, self.eps)
-
-
-@dataclass(frozen=True)
-class Count(_HistogramSpec):
-    """Sliding count of rows (exponential histogram, within ``eps``)."""
-
-    window: object
-    eps: float = 0.01
-    kind = "count"
-
-
-@dataclass(frozen=True)
-class Sum(_HistogramSpec):
-    """Sliding sum of a non-negative integral column (within ``eps``)."""
-
-    column: str
-    window: object
-    eps: float = 0.01
-    kind = "sum"
-
-
-@dataclass(frozen=True)
-class Distinct(_Spec):
-    """Sliding distinct count of a column (sliding HyperLogLog)."""
-
-    column: str
-    window: object
-    precision: int = 12
-    seed: int = 0
-    kind = "distinct"
-
-    def check(self):
-        Window(self.window)
-        SlidingHyperLogLog(1, self.precision, self.seed)
-
-    def make(self, window):
-        return SlidingHyperLogLog(window, self.precision, self.seed)
-
-
-@dataclass(frozen=True)
-class LpNorm(_Spec):
-    """Sliding L_p norm of the vector ``column -> sum(value)`` (value default 1)."""
-
-    column: str
-    window: object
-    value: str | None = None
-    p: float = 2.0
-    eps: float = 0.05
-    delta: float = 0.05
-    seed: int = 0
-    kind = "lp"
-
-    def check(self):
-        Window(self.window)
-        SlidingLpNorm(self.p, 1, self.eps, self.delta, self.seed)
-
-    def make(self, window):
-        return SlidingLpNorm(self.p, window, self.eps, self.delta, self.seed)
-
-
-_MERGES = {"count": U.eh_merge, "sum": U.eh_merge, "distinct": U.hll_sliding_merge, "lp": U.lp_merge}
-_ESTIMATES = {"count": U.eh_estimate, "sum": U.eh_estimate, "distinct": U.distinct_estimate,
-              "lp": U.lp_estimate}
+__all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial"]
 
 
 def ntz_micros(column):
@@ -143,28 +57,25 @@ def _NTZ_EPOCH():  # noqa: N802 - a constant, built lazily (needs an active sess
     return F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
 
 
-def _time_expression(df: DataFrame, ts: str):
+def time_expression(df: DataFrame, ts: str):
+    """(JVM expression of the time column in int64 units, unit)."""
     dtype = df.schema[ts].dataType
+    check_spark_type(ts, dtype, TIME, TIME_NEEDS)
     if isinstance(dtype, T.TimestampType):
         return F.unix_micros(F.col(ts)), "us"
     if isinstance(dtype, T.TimestampNTZType):
         return ntz_micros(F.col(ts)), "us"
     if isinstance(dtype, T.DateType):
         return F.unix_date(F.col(ts)).cast("long"), "day"
-    if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
-        return F.col(ts).cast("long"), "int"
-    raise TypeError(f"column {ts} must be a timestamp (with or without time zone), date or integral column, "
-                    f"got {dtype.simpleString()}")
+    return F.col(ts).cast("long"), "int"
 
 
-def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed=None,
-           appends: bool = False):
-    """Check columns, types and specs on the driver.
+def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, appends: bool = False):
+    """Check columns, types and specs on the driver, before any job.
 
-    Returns (JVM time expression, {name: window in the column's unit},
-    sorted value columns the specs read).
+    Returns (JVM time expression, unit, {name: window in the column's
+    unit}, sorted input columns the specs read).
     """
-    allowed = allowed or (Count, Sum, Distinct, LpNorm)
     if not specs:
         raise ValueError(f"{caller} needs at least one spec, e.g. packets=Count(window='1 hour')")
     names = set(df.columns)
@@ -173,75 +84,80 @@ def _check(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, allowed
             raise TypeError(f"{caller} takes column names, got {c!r}")
         if c not in names:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
-    time_expr, unit = _time_expression(df, ts)
+    time_expr, unit = time_expression(df, ts)
     windows = {}
     for name, spec in specs.items():
-        if not isinstance(spec, allowed):
-            raise TypeError(f"spec {name} must be one of {', '.join(a.__name__ for a in allowed)}, "
+        if not isinstance(spec, Spec):
+            raise TypeError(f"spec {name} must be a spec ({', '.join(c.__name__ for c in all_specs())}), "
                             f"got {type(spec).__name__}")
         if name in (names if appends else keys):
             raise ValueError(f"spec {name}: the {'DataFrame' if appends else 'grouping'} already has a column {name!r}")
-        spec.check()
-        for c in (getattr(spec, "column", None), getattr(spec, "value", None)):
-            if c is not None and c not in names:
+        for role, c in spec.inputs().items():
+            if c not in names:
                 raise ValueError(f"spec {name}: column {c!r} is not in the DataFrame")
-            if c is not None and (c == ts or (c in keys and spec.kind != "distinct")):
-                raise ValueError(f"spec {name}: column {c!r} is a grouping or the time column")
-        if spec.kind == "sum":
-            dtype = df.schema[spec.column].dataType
-            if not isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
-                raise TypeError(f"spec {name}: column {spec.column} must be integral, got {dtype.simpleString()}")
+            if c == ts:
+                raise ValueError(f"spec {name}: column {c!r} is the time column")
+            check_spark_type(c, df.schema[c].dataType, spec.accepts[role], f"{spec.who} needs")
         windows[name] = Window(spec.window).resolve(unit, ts)
-    needed = sorted({c for s in specs.values() for c in (getattr(s, "column", None), getattr(s, "value", None)) if c})
-    return time_expr, windows, [c for c in needed if c not in keys and c != ts]
+    needed = sorted({c for s in specs.values() for c in s.inputs().values()} - set(keys))
+    return time_expr, unit, windows, needed
+
+
+def all_specs() -> list:
+    """Every registered spec class."""
+    from .spec import load_families
+
+    return [c for classes in load_families().values() for c in classes]
 
 
 # Key types whose runs pyarrow finds exactly (equality kernels; Spark's sort
-# puts equal keys together): these keys take the mapInArrow paths (exact
-# answers here, sliding_over).  Floating keys keep the grouped paths: Spark
-# groups NaN with NaN and -0.0 with 0.0, which Arrow's equality and a hash
-# repartition need not.
+# puts equal keys together).  Other keys (floating point, nested) are
+# shuffled, sorted and split into runs on stand-in columns (run_columns).
 RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
                  T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
 
 
-# Below this many rows per key per partition, partial sketches cost more
-# than the rows they summarize (measured: benchmarks/bench_udaf.py).
-_MIN_ROWS_PER_PARTIAL = 64
-# Bytes of one row of the shuffle (key, time, an index and a value as an
-# UnsafeRow), against which an L_p partial's size is weighed.
-_ROW_BYTES = 48
+def run_columns(df: DataFrame, keys: list) -> tuple[list, list]:
+    """(names, expressions) of the columns that key runs are found on: a
+    key of a run type is its own; a floating-point key becomes a NaN flag
+    and its value with NaN and -0.0 as 0.0 (Spark groups NaN with NaN and
+    -0.0 with 0.0, Arrow's equality does not); a nested key its JSON text.
+    Shuffling and sorting on these puts each Spark group in one run."""
+    names, exprs = [], []
+    for i, k in enumerate(keys):
+        dtype = df.schema[k].dataType
+        if isinstance(dtype, RUN_KEY_TYPES):
+            names.append(k)
+            continue
+        c = F.col(k)
+        if isinstance(dtype, (T.DoubleType, T.FloatType)):
+            odd = F.isnan(c) | (c == 0)
+            names += [f"__run{i}_nan", f"__run{i}"]
+            exprs += [F.isnan(c).alias(f"__run{i}_nan"), F.when(odd, F.lit(0.0)).otherwise(c).alias(f"__run{i}")]
+        else:
+            names.append(f"__run{i}")
+            exprs.append(F.to_json(F.struct(c)).alias(f"__run{i}"))
+    return names, exprs
 
 
-def _lp_partial_bytes(spec: LpNorm, n: int) -> float:
-    """An upper estimate of an L_p partial's bytes over ``n`` rows:
-    ``rows_for(p, eps, delta)`` float64s per bucket, at most
-    ``k (log2(n / k) + 2)`` buckets (``k = ceil(1/eps)``; measured counts
-    stay below it)."""
-    k = math.ceil(1 / spec.eps)
-    return rows_for(spec.p, spec.eps, spec.delta) * 8.0 * k * (math.log2(max(n / k, 1.0)) + 2)
+def partition_count(df: DataFrame) -> int:
+    """The shuffle partition count of the session (set explicitly:
+    adaptive execution would otherwise coalesce small shuffles into fewer
+    tasks than cores)."""
+    return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
 
 def min_rows_per_partial(specs: dict) -> int:
-    """Rows per key and partition from which ``auto`` builds partials:
-    64 for counts, sums and distinct counts (a histogram or sketch of that
-    many rows is smaller than they are), and for an L_p norm the first
-    power of two of rows whose shuffle bytes exceed the partial's estimated
-    bytes (dense p-stable sketches in every bucket: tens of thousands of
-    rows at the default eps and delta)."""
-    need = _MIN_ROWS_PER_PARTIAL
-    for spec in specs.values():
-        if spec.kind == "lp":
-            n = _MIN_ROWS_PER_PARTIAL
-            while n * _ROW_BYTES < _lp_partial_bytes(spec, n):
-                n *= 2
-            need = max(need, n)
-    return need
+    """Rows per key and partition from which ``auto`` builds partials: the
+    largest the specs ask for (:meth:`Spec.min_rows_per_partial`: 64 for
+    counts, sums and distinct counts, 131,072 for an L_p norm at the
+    defaults)."""
+    return max(spec.min_rows_per_partial() for spec in specs.values())
 
 
 def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, sketches: bool = False,
               strategy: str = "auto", **specs) -> DataFrame:
-    """Windowed aggregates per key in two phases (partial sketches, then merge).
+    """Windowed aggregates per key, in two phases or from the rows.
 
     Parameters
     ----------
@@ -249,8 +165,8 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     by : str or list of str
         Grouping columns.
     ts : str
-        The event-time column (TimestampType, DateType or integral); every
-        spec's window is measured on it.
+        The event-time column (TimestampType, TimestampNTZType, DateType or
+        integral); every spec's window is measured on it.
     now : datetime, date or int, optional
         Answer every key as of this time (the end of the monitoring
         period: keys that went quiet then count only what is left in their
@@ -260,25 +176,22 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         each key's newest timestamp.
     bounds : bool, default False
         Also return ``<name>_lower`` and ``<name>_upper`` (bigint) for the
-        Count and Sum specs: the exact value always lies between them.
+        specs with deterministic bounds (Count, Sum): the exact value
+        always lies between them.
     sketches : bool, default False
         Also return each spec's merged binary sketch as ``<name>_sketch``
-        (always two-phase; merging costs about 5 ms per key and partition
-        in Python, so prefer the default when only estimates are needed).
+        (always two-phase; merging costs about 5 ms per key in Python, so
+        prefer the default when only estimates are needed).
     strategy : {"auto", "two_phase", "shuffle"}
         ``two_phase`` builds partial sketches per partition and shuffles
         only them; ``shuffle`` sends the rows by key and, with a key's rows
-        at hand, answers exactly (counts, sums, distinct counts, L_p norms;
-        bounds equal to the answer), all keys of an Arrow batch in one
-        numpy pass (:mod:`udaf.exact`; floating-point keys: one
-        grouped-aggregate UDF per key, Spark's plain path).
-        ``auto`` (default) counts rows and approximate keys first (one
+        at hand, answers exactly (bounds equal to the answer), all keys of
+        an Arrow batch in one numpy pass (:mod:`udaf.exact`).  ``auto``
+        (default) counts rows, approximate keys and partitions first (one
         cheap JVM-side pass) and picks two-phase when partitions hold at
-        least 64 rows per key on average, where it shuffles far fewer bytes;
-        with an LpNorm spec, only from the row count where its partials
-        (a dense sketch per bucket) are smaller than the rows
-        (:func:`min_rows_per_partial`: 131,072 at the defaults).
-    **specs : Count, Sum, Distinct or LpNorm
+        least :func:`min_rows_per_partial` rows per key on average, where
+        it shuffles far fewer bytes.
+    **specs : Count, Sum, Distinct, DistinctFM or LpNorm
         Output column name -> what to compute.  Estimates are as of each
         key's newest timestamp (for a spec reading a column: the newest
         row where that column is not null, the rows its synopsis holds;
@@ -292,75 +205,54 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     ------
     TypeError, ValueError
         On the driver, before any job: unknown columns, wrong types, bad
-        parameters.
+        parameters.  In the job: :class:`~ehist.errors.InvalidInputError`
+        for bad values (see :mod:`udaf.inputs`).
     """
     keys = key_names(by, "aggregate", "by")
-    time_expr, windows, needed = _check(df, keys, ts, specs, "aggregate")
-    at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
-    prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
-    key_fields = [df.schema[k] for k in keys]
-    out_schema = T.StructType(key_fields + [T.StructField(n, T.BinaryType()) for n in specs])
-
-    partial = _partial_builder(keys, specs, windows, needed)
-
+    time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "aggregate")
+    at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     if strategy not in ("auto", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'two_phase' or 'shuffle', got {strategy!r}")
-    if strategy == "auto" and not sketches:
-        stats = df.agg(F.count(F.lit(1)).alias("n"),
-                       F.approx_count_distinct(F.struct(*keys)).alias("keys")).collect()[0]
-        per_partial = stats.n / max(1, stats["keys"]) / max(1, df.rdd.getNumPartitions())
+    if sketches:
+        strategy = "two_phase"
+    if strategy == "auto":
+        # partitions from the data, not df.rdd (Spark Connect has no rdd)
+        stats = df.select(*keys, F.spark_partition_id().alias("__part")).agg(
+            F.count(F.lit(1)).alias("n"), F.approx_count_distinct(F.struct(*keys)).alias("keys"),
+            (F.max("__part") + 1).alias("parts")).collect()[0]
+        per_partial = (stats["n"] or 0) / max(1, stats["keys"] or 0) / max(1, stats["parts"] or 0)
         strategy = "two_phase" if per_partial >= min_rows_per_partial(specs) else "shuffle"
-    with_bounds = {n for n, s in specs.items() if bounds and s.kind in ("count", "sum")}
-    columns = [F.col(k) for k in keys]
-    if not sketches:
-        if all(isinstance(df.schema[k].dataType, RUN_KEY_TYPES) for k in keys):
-            fields = list(key_fields)
-            for name in specs:
-                fields.append(T.StructField(name, T.DoubleType()))
-                if name in with_bounds:
-                    fields += [T.StructField(f"{name}_lower", T.LongType()),
-                               T.StructField(f"{name}_upper", T.LongType())]
-            parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-            if strategy == "shuffle":
-                # every row of a key meets in one place: exact answers, all
-                # keys of an Arrow batch in one numpy pass (udaf/exact.py)
-                return prepared.repartition(parts, *keys).sortWithinPartitions(*keys, "__ts").mapInArrow(
-                    ExactAnswers(keys, ts, specs, windows, at, with_bounds), T.StructType(fields))
-            # the partials meet by key: unions of all keys of an Arrow
-            # batch at once (udaf/union.py)
-            return prepared.mapInPandas(partial, out_schema).repartition(parts, *keys).sortWithinPartitions(
-                *keys).mapInArrow(UnionAnswers(keys, specs, windows, at, with_bounds), T.StructType(fields))
-        if strategy == "shuffle":
-            answers = prepared.groupBy(*keys).agg(*[
-                (_rows_interval(spec, windows[name], at) if name in with_bounds
-                 else _one_step_column(spec, windows[name], at)).alias(name)
-                for name, spec in specs.items()
-            ])
-        else:
-            # Estimates straight from the partials: no merged sketch is built.
-            answers = prepared.mapInPandas(partial, out_schema).groupBy(*keys).agg(
-                *[_union_estimate(spec, at, name in with_bounds)(F.col(name)).alias(name)
-                  for name, spec in specs.items()]
-            )
-        for name in specs:
-            if name in with_bounds:  # [lower, estimate, upper]
-                columns += [F.col(name)[1].alias(name), F.col(name)[0].cast("long").alias(f"{name}_lower"),
-                            F.col(name)[2].cast("long").alias(f"{name}_upper")]
-            else:
-                columns.append(F.col(name))
-        return answers.select(*columns)
-    partials = prepared.mapInPandas(partial, out_schema)
-    merged = partials.groupBy(*keys).agg(*[_MERGES[s.kind](n).alias(n) for n, s in specs.items()])
-    for name, spec in specs.items():
-        columns.append(_ESTIMATES[spec.kind](name, now=at).alias(name))
+    runs, run_exprs = run_columns(df, keys)
+    extra = [r for r in runs if r not in keys]
+    prepared = df.select(*[F.col(k) for k in keys], *run_exprs, time_expr.alias("__ts"),
+                         *[F.col(c) for c in needed])
+    key_fields = [df.schema[k] for k in keys]
+    with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
+    fields = list(key_fields)
+    for name in specs:
+        fields.append(T.StructField(name, T.DoubleType()))
         if name in with_bounds:
-            b = U.eh_bounds(name, now=at)
-            columns += [b["lower"].alias(f"{name}_lower"), b["upper"].alias(f"{name}_upper")]
-        columns.append(F.col(name).alias(f"{name}_sketch"))
-    return merged.select(*columns)
+            fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
+        if sketches:
+            fields.append(T.StructField(f"{name}_sketch", T.BinaryType()))
+    parts = partition_count(df)
+    from .exact import ExactAnswers
+    from .union import UnionAnswers
+
+    if strategy == "shuffle":
+        # every row of a key meets in one place: exact answers, all keys of
+        # an Arrow batch in one numpy pass (udaf/exact.py)
+        return prepared.repartition(parts, *runs).sortWithinPartitions(*runs, "__ts").mapInArrow(
+            ExactAnswers(keys, runs, ts, specs, windows, at, with_bounds), T.StructType(fields))
+    partial_fields = key_fields + [prepared.schema[r] for r in extra] + \
+        [T.StructField(n, T.BinaryType()) for n in specs]
+    partials = prepared.mapInArrow(PartialSketches(keys, extra, ts, specs, windows), T.StructType(partial_fields))
+    # the partials meet by key: unions of all keys of an Arrow batch at once (udaf/union.py)
+    return partials.repartition(parts, *runs).sortWithinPartitions(*runs).mapInArrow(
+        UnionAnswers(keys, runs, specs, at, with_bounds, sketches), T.StructType(fields))
 
 
-def _now_in_unit(now, unit: str, ntz: bool = False):
+def now_in_unit(now, unit: str, ntz: bool = False):
     """A literal ``now`` in the time column's unit (epoch micros, days or as
     is); against a TimestampNTZ column (``ntz``) a datetime is wall-clock
     time, its time zone if any dropped."""
@@ -387,77 +279,75 @@ def _now_in_unit(now, unit: str, ntz: bool = False):
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def _partial_builder(keys, specs, windows, value_columns, at=None, with_bounds=()):
-    """mapInPandas function: one sketch per key of each partition, from one
-    numpy sort by (key, time) and slices; ``with_bounds`` names also get
-    ``<name>_lower`` and ``<name>_upper`` as of ``at`` (default: the key's
-    newest row)."""
-    names = list(specs)
-    for name in with_bounds:
-        names += [f"{name}_lower", f"{name}_upper"]
+class PartialSketches:
+    """``mapInArrow`` function of phase one: one sketch per key of each
+    partition and spec, from one numpy sort by (key, time) and the specs'
+    many-keys builders (:meth:`Spec.partials`); with ``at``/``with_bounds``
+    the bounded specs also get ``<name>_lower`` / ``<name>_upper``."""
 
-    def partial(batches):
-        frames = [b for b in batches if len(b)]
-        if not frames:
+    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=()):
+        self.keys, self.carried, self.ts, self.specs, self.windows = keys, carried, ts, specs, windows
+        self.at, self.with_bounds = at, list(with_bounds)
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        held, n = [], 0
+        for batch in batches:
+            if batch.num_rows:
+                held.append(batch)
+                n += batch.num_rows
+        if not held:
             return
-        part = pd.concat(frames, ignore_index=True)
-        # one vectorized pass: group codes, one sort by (code, time), then
-        # numpy slices per key (no sort on the JVM side)
-        codes = part.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
-        order = np.lexsort((part["__ts"].to_numpy(), codes))
-        codes = codes[order]
-        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
-        ends = np.concatenate([starts[1:], [codes.size]])
-        ts_all = part["__ts"].to_numpy(dtype=np.int64)[order]
-        used = set(value_columns) | {getattr(x, "column", None) for x in specs.values()} - {None}
-        columns = {c: part[c].to_numpy()[order] for c in used}
-        key_frame = part[keys].iloc[order[starts]].reset_index(drop=True)
-        key_newest = ts_all[ends - 1]
-        out = {}
-        for name, spec in specs.items():
-            if spec.kind in ("count", "sum"):
-                # every key's histogram in a few numpy passes (ehist.columnar)
-                t, vals, runs = ts_all, None, starts
-                if spec.kind == "sum":
-                    vals = columns[spec.column]
-                    keep = ~pd.isna(vals)
-                    if not keep.all():
-                        t, vals = t[keep], vals[keep]
-                        runs = np.concatenate([[0], np.cumsum(keep)])[starts]
-                    vals = vals.astype(np.int64)
-                blobs, lower, upper = histogram_bytes(t, runs, vals, window=windows[name], eps=spec.eps,
-                                                      now=key_newest if at is None else at)
-                out[name] = blobs
-                if name in with_bounds:
-                    out[f"{name}_lower"], out[f"{name}_upper"] = lower, upper
-            elif spec.kind == "distinct":  # every key's sketch in a few numpy passes (distinct.columnar)
-                keep, items = items_of(pd.Series(columns[spec.column]), spec.column)
-                runs = np.concatenate([[0], np.cumsum(keep)])[starts]
-                out[name] = sliding_hll_bytes(ts_all[keep], runs, hash64(items, spec.seed), window=windows[name],
-                                              precision=spec.precision, seed=spec.seed)
-            else:
-                out[name] = [_lp_sketch(spec, windows[name], ts_all[a:b], columns, a, b).to_bytes()
-                             for a, b in zip(starts.tolist(), ends.tolist())]
-        for a in range(0, len(key_frame), 10_000):
-            chunk = key_frame.iloc[a:a + 10_000].reset_index(drop=True)
-            for name in names:
-                chunk[name] = out[name][a:a + 10_000]
-            yield chunk
+        table = pa.Table.from_batches(held).combine_chunks()
+        yield from self._partials(table)
 
-    return partial
+    def _partials(self, table):
+        import pyarrow as pa
+
+        from .inputs import times
+
+        codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()
+        t, _ = times(table.column("__ts").chunk(0), self.ts)
+        order = np.lexsort((t, codes))
+        codes, t = codes[order], t[order]
+        table = table.take(pa.array(order)).combine_chunks()
+        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys + self.carried}
+
+        def key_of(row):
+            return tuple(table.column(k)[int(row)].as_py() for k in self.keys)
+
+        bounds = {}  # after every sketch column, as the schema has them
+        for name, spec in self.specs.items():
+            data = read_spec(spec, table, key_of)
+            blobs, answers = spec.partials(t, starts, data, self.windows[name],
+                                           None if self.at is None else np.full(starts.size, self.at))
+            out[name] = pa.array(blobs, type=pa.binary())
+            if name in self.with_bounds:
+                bounds[f"{name}_lower"], bounds[f"{name}_upper"] = pa.array(answers.lower), pa.array(answers.upper)
+        out.update(bounds)
+        result = pa.Table.from_pydict(out)
+        yield from result.to_batches(max_chunksize=10_000)
+
+
+def read_spec(spec, table, key_of=None):
+    """A spec's :class:`~udaf.spec.Data` from an Arrow table's columns."""
+    return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
+                      for role, c in spec.inputs().items()}, table.num_rows, key_of)
 
 
 def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, **specs) -> DataFrame:
     """One row per key with each spec's binary sketch, built without
     grouped-aggregate UDFs: the rows are repartitioned by key and every
-    partition builds its keys' sketches in one numpy pass (``mapInPandas``).
+    partition builds its keys' sketches in one numpy pass (``mapInArrow``).
 
     For many small keys this is far cheaper than ``groupBy(...).agg(
-    eh_sketch(...))``, which pays a Python call per key and sketch.  The
-    table is what :mod:`udaf.functions` reads and merges (``eh_merge``,
-    ``eh_bounds``, ``hll_sliding_merge``...): a fine-grained sketch table
-    (a Gigascope *phantom*) from which coarser groupings are answered
-    without the rows (``examples/rollups.py``).
+    eh_sketch_agg(...))``, which pays a Python call per key and sketch.  The
+    table is what :mod:`udaf.functions` reads and unites
+    (``eh_union_agg``, ``eh_sketch_bounds``, ``sliding_hll_union_agg``...):
+    a fine-grained sketch table (a Gigascope *phantom*) from which coarser
+    groupings are answered without the rows (``examples/rollups.py``).
 
     Parameters
     ----------
@@ -469,115 +359,14 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
         newest row), computed while the histogram is at hand.
     """
     keys = key_names(by, "sketch_table", "by")
-    time_expr, windows, needed = _check(df, keys, ts, specs, "sketch_table")
-    at = _now_in_unit(now, _time_expression(df, ts)[1], isinstance(df.schema[ts].dataType, T.TimestampNTZType))
-    with_bounds = [n for n, s in specs.items() if bounds and s.kind in ("count", "sum")]
-    prepared = df.select(*[F.col(k) for k in keys], time_expr.alias("__ts"), *[F.col(c) for c in needed])
+    time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "sketch_table")
+    at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
+    with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
+    runs, run_exprs = run_columns(df, keys)
+    prepared = df.select(*[F.col(k) for k in keys], *run_exprs, time_expr.alias("__ts"),
+                         *[F.col(c) for c in needed])
     fields = [df.schema[k] for k in keys] + [T.StructField(n, T.BinaryType()) for n in specs]
     for name in with_bounds:
         fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
-    return prepared.repartition(*[F.col(k) for k in keys]).mapInPandas(
-        _partial_builder(keys, specs, windows, needed, at, with_bounds), T.StructType(fields))
-
-
-def _union_estimate(spec, at=None, with_bounds=False):
-    """Grouped aggregate: the estimate of the union of a key's partial
-    sketches, as of ``at`` (default: the key's newest timestamp), without
-    merging them; ``[lower, estimate, upper]`` when ``with_bounds``.
-
-    Exponential histograms: lower and upper bounds add up over the
-    partials, and the union of in-budget histograms is in budget
-    (:mod:`ehist.compress`), so the midpoint is within eps, as after a
-    merge.  Distinct counts: the exact merge (cheap).  L_p norms: the sum
-    of the partials' composed sketches (linearity).
-    """
-    from pyspark.sql.functions import pandas_udf
-
-    kind = spec.kind
-
-    def union_bounds(s: pd.Series):
-        hs = [ExponentialHistogram.from_bytes(b) for b in s if b is not None]
-        stamps = [h.newest for h in hs if h.newest is not None]
-        if not stamps:
-            return 0, 0
-        now = max(stamps) if at is None else at
-        lower = upper = 0
-        for h in hs:
-            lo, up = h.bounds(now=now)
-            lower += lo
-            upper += up
-        return lower, upper
-
-    if with_bounds:
-        @pandas_udf("array<double>")
-        def union_interval(s: pd.Series) -> list:
-            lower, upper = union_bounds(s)
-            return [float(lower), lower * 0.5 + upper * 0.5, float(upper)]
-
-        return union_interval
-
-    @pandas_udf("double")
-    def union_estimate(s: pd.Series) -> float:
-        blobs = [b for b in s if b is not None]
-        if kind in ("count", "sum"):
-            lower, upper = union_bounds(s)
-            return lower * 0.5 + upper * 0.5
-        return merged_estimate(spec, blobs, at)
-
-    return union_estimate
-
-
-def _lp_sketch(spec, window, t, columns, a, b):
-    """One key's L_p sketch from rows a..b of the partition's sorted columns
-    (counts, sums and distinct counts are built for all keys at once)."""
-    idx = columns[spec.column][a:b]
-    mask = ~pd.isna(idx)
-    vals = None
-    if spec.value is not None:
-        v = columns[spec.value][a:b]
-        mask &= ~pd.isna(v)
-        vals = v[mask].astype(np.float64)
-    return spec.make(window).update(t[mask], items_of(pd.Series(idx[mask]), spec.column)[1], vals)
-
-
-def _rows_interval(spec, window, at):
-    """The plain-path ``[lower, estimate, upper]`` of a Count or Sum spec."""
-    from pyspark.sql.functions import pandas_udf
-
-    def interval(t: pd.Series, v: pd.Series | None = None) -> list:
-        ts = t.to_numpy(dtype=np.int64)
-        values = None
-        if v is not None:
-            mask = v.notna().to_numpy()
-            ts, values = ts[mask], v[mask].to_numpy(dtype=np.int64)
-        h = ExponentialHistogram(window, spec.eps).update(ts, values)
-        if h.newest is None:
-            return [0.0, 0.0, 0.0]
-        lower, upper = h.bounds(now=h.newest if at is None else at)
-        return [float(lower), lower * 0.5 + upper * 0.5, float(upper)]
-
-    if spec.kind == "count":
-        @pandas_udf("array<double>")
-        def count_interval(t: pd.Series) -> list:
-            return interval(t)
-
-        return count_interval(F.col("__ts"))
-
-    @pandas_udf("array<double>")
-    def sum_interval(t: pd.Series, v: pd.Series) -> list:
-        return interval(t, v)
-
-    return sum_interval(F.col("__ts"), F.col(spec.column))
-
-
-def _one_step_column(spec, window, at=None):
-    """The plain-path aggregate for a spec, on the prepared int64 '__ts'."""
-    if spec.kind == "count":
-        return U.sliding_count("__ts", window=window, eps=spec.eps, now=at)
-    if spec.kind == "sum":
-        return U.sliding_sum("__ts", spec.column, window=window, eps=spec.eps, now=at)
-    if spec.kind == "distinct":
-        return U.sliding_distinct("__ts", spec.column, window=window, precision=spec.precision, seed=spec.seed,
-                                  now=at)
-    return U.sliding_lp_norm("__ts", spec.column, spec.value, p=spec.p, window=window, eps=spec.eps,
-                             delta=spec.delta, seed=spec.seed, now=at)
+    return prepared.repartition(partition_count(df), *runs).mapInArrow(
+        PartialSketches(keys, [], ts, specs, windows, at, with_bounds), T.StructType(fields))

@@ -1,0 +1,209 @@
+"""The Spark face as one protocol: SQL registration, one message per
+mistake across entry points, generated names, deprecated aliases."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyspark")
+
+from pyspark.errors import PythonException  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from ehist import ExponentialHistogram  # noqa: E402
+from udaf import Count, Distinct, LpNorm, Sum, aggregate, register, sketch_table, sliding_over  # noqa: E402
+from udaf import functions as U  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def flows(spark):
+    rng = np.random.default_rng(4)
+    n = 3000
+    pdf = pd.DataFrame({"k": rng.choice(["a", "b", "c"], n), "ts": np.sort(rng.integers(0, 50_000, n)),
+                        "bytes": rng.integers(0, 1500, n), "dst": rng.integers(0, 300, n)})
+    sdf = spark.createDataFrame(pdf).repartition(2)
+    sdf.createOrReplaceTempView("flows")
+    register(spark)
+    return pdf, sdf
+
+
+def exact(pdf, window):
+    out = {}
+    for k, g in pdf.groupby("k"):
+        inside = g[g.ts > g.ts.max() - window]
+        out[k] = (len(inside), int(inside.bytes.sum()), inside.dst.nunique())
+    return out
+
+
+def test_sql_builds_stores_and_reads_sketches(spark, flows, tmp_path):
+    """Every function is callable from spark.sql with literal parameters,
+    and the estimators read a Parquet table of stored sketches."""
+    pdf, _ = flows
+    names = register(spark)
+    assert {"eh_sketch_agg", "eh_union_agg", "eh_sketch_estimate", "eh_sketch_bounds", "sliding_count",
+            "sliding_hll_sketch_agg", "sliding_lp_norm"} <= set(names)
+    got = {r.k: r for r in spark.sql(
+        "SELECT k, sliding_count(ts, 10000, 0.02) AS c, sliding_sum(ts, bytes, 10000) AS s, "
+        "sliding_distinct(ts, dst, 10000, 12) AS d FROM flows GROUP BY k").collect()}
+    for k, (c, s, d) in exact(pdf, 10_000).items():
+        assert abs(got[k].c - c) <= 0.02 * c and abs(got[k].s - s) <= 0.01 * s
+        assert abs(got[k].d / d - 1) < 0.1
+    stored = spark.sql("SELECT k, eh_sketch_agg(ts, 10000, 0.01) AS pk, eh_sketch_agg(ts, 10000, 0.01, bytes) AS b, "
+                       "sliding_hll_sketch_agg(ts, dst, 10000) AS ds FROM flows GROUP BY k, ts % 2")
+    path = str(tmp_path / "sketches")
+    stored.write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("stored")
+    rolled = spark.sql("SELECT k, eh_union_agg(pk) AS pk, eh_union_agg(b) AS b, sliding_hll_union_agg(ds) AS ds "
+                       "FROM stored GROUP BY k")
+    rolled.createOrReplaceTempView("rolled")
+    rows = {r.k: r for r in spark.sql(
+        "SELECT k, eh_sketch_estimate(pk) AS c, eh_sketch_bounds(b) AS sb, sliding_hll_sketch_estimate(ds) AS d, "
+        "eh_sketch_estimate(pk, 60000, 5000) AS later FROM rolled").collect()}
+    for k, (c, s, d) in exact(pdf, 10_000).items():
+        assert abs(rows[k].c - c) <= 0.01 * c
+        assert rows[k].sb.lower <= s <= rows[k].sb.upper
+        assert abs(rows[k].d / d - 1) < 0.1
+        g = pdf[pdf.k == k]
+        later = int(((g.ts > 55_000) & (g.ts <= 60_000)).sum())
+        assert abs(rows[k].later - later) <= 0.01 * later + 1e-9
+
+
+def test_python_and_sql_print_like_builtins(spark, flows):
+    """Result columns are named like Spark's own calls: the function and
+    its arguments, never an internal name."""
+    _, sdf = flows
+    cols = sdf.groupBy("k").agg(U.sliding_count("ts", 1000), U.sliding_sum("ts", "bytes", "1000")
+                                if False else U.sliding_sum("ts", "bytes", 1000)).columns
+    assert cols == ["k", "sliding_count(ts, 1000)", "sliding_sum(ts, bytes, 1000)"]
+    assert spark.sql("SELECT sliding_count(ts, 1000) FROM flows").columns == ["sliding_count(ts, 1000)"]
+    assert U.signature("eh_sketch_agg") == "eh_sketch_agg(ts, window, eps=0.01, value=None)"
+
+
+def test_deprecated_names_warn_and_answer_alike(spark, flows):
+    _, sdf = flows
+    with pytest.warns(DeprecationWarning, match="eh_sketch is deprecated.*eh_sketch_agg"):
+        old = U.eh_sketch("ts", "bytes", window=1000, eps=0.05)
+    new = U.eh_sketch_agg("ts", 1000, 0.05, "bytes")
+    a = {r.k: bytes(r.s) for r in sdf.groupBy("k").agg(old.alias("s")).collect()}
+    b = {r.k: bytes(r.s) for r in sdf.groupBy("k").agg(new.alias("s")).collect()}
+    assert a == b
+    with pytest.warns(DeprecationWarning, match="sliding_window_state.* is deprecated"):
+        from udaf.streaming import sliding_window_state
+
+        try:
+            sliding_window_state(sdf, "k", "ts", 100)
+        except Exception:  # noqa: BLE001 - the default test session has no RocksDB store: the warning came first
+            pass
+
+
+def final_line(exc) -> str:
+    """The project's error line of an exception (a PythonException's last
+    ``ehist.errors...`` or ``TypeError`` line), class name included."""
+    text = str(exc)
+    lines = [ln for ln in text.splitlines() if re.match(r"^(ehist\.errors\.\w+|TypeError|ValueError): ", ln)]
+    line = lines[-1] if lines else f"{type(exc).__name__}: {text}"
+    return re.sub(r"^ehist\.errors\.", "", line)
+
+
+def unkeyed(message: str) -> str:
+    return re.sub(r" \(key [^)]*\)", "", message)
+
+
+def run_all(spark, sdf, spec, name, column_function):
+    """The message of each entry point given the same bad input."""
+    out = {}
+    calls = {
+        "aggregate two_phase": lambda: aggregate(sdf, "k", "ts", strategy="two_phase", **{name: spec}).collect(),
+        "aggregate shuffle": lambda: aggregate(sdf, "k", "ts", strategy="shuffle", **{name: spec}).collect(),
+        "sketch_table": lambda: sketch_table(sdf, "k", "ts", **{name: spec}).collect(),
+        "sliding_over": lambda: sliding_over(sdf, "k", "ts", **{name: spec}).collect(),
+        "column function": lambda: sdf.groupBy("k").agg(column_function).collect(),
+    }
+    for label, call in calls.items():
+        with pytest.raises((PythonException, TypeError, ValueError)) as info:
+            call()
+        out[label] = final_line(info.value)
+    return out
+
+
+@pytest.mark.parametrize("case", ["negative", "nan", "null time", "double value", "string time", "bool value"])
+def test_one_mistake_one_message_in_every_entry_point(spark, case):
+    """The bad-input table: each mistake through every entry point gives
+    the same exception class and message (the key where it is known: the
+    column functions see one group's rows, not its key)."""
+    rows = [("a", 1, 5, 1.0, "x", True), ("a", 2, -5, float("nan"), "y", False), ("b", 3, 7, 2.0, "z", True)]
+    sdf = spark.createDataFrame(rows, "k string, ts long, v long, f double, s string, flag boolean")
+    if case == "negative":
+        spec, fn, want = Sum("v", 10), U.sliding_sum("ts", "v", 10), \
+            "InvalidInputError: column v holds -5 (key 'a'): Sum needs non-negative integers"
+    elif case == "nan":
+        spec, fn, want = LpNorm("s", 10, value="f"), U.sliding_lp_norm("ts", "s", 10, value="f"), \
+            ("InvalidInputError: column f holds nan (key 'a'): LpNorm needs finite non-negative numbers "
+             "(NaN is never skipped: filter or fill it)")
+    elif case == "null time":
+        sdf = sdf.withColumn("ts", F.when(F.col("ts") == 2, None).otherwise(F.col("ts")))
+        spec, fn, want = Count(10), U.sliding_count("ts", 10), \
+            "InvalidInputError: column ts holds null (key 'a'): timestamps must not be null"
+    elif case == "double value":
+        spec, fn, want = Sum("f", 10), U.sliding_sum("ts", "f", 10), \
+            "TypeError: column f: Sum needs an integral column (bigint, int, smallint, tinyint), got double"
+    elif case == "string time":
+        sdf = sdf.withColumn("ts", F.col("ts").cast("string"))
+        spec, fn, want = Count(10), U.sliding_count("ts", 10), \
+            "TypeError: column ts: the time column needs a timestamp, date or integral column, got string"
+    else:  # a boolean column is no integer to sum, in every entry point
+        spec, fn, want = Sum("flag", 10), U.sliding_sum("ts", "flag", 10), \
+            "TypeError: column flag: Sum needs an integral column (bigint, int, smallint, tinyint), got boolean"
+    got = run_all(spark, sdf, spec, "out", fn)
+    for label, message in got.items():
+        assert unkeyed(message) == unkeyed(want), label
+    assert got["aggregate shuffle"] == want  # the drivers name the key
+
+
+def test_bool_items_count_alike_everywhere(spark):
+    """Booleans are items 0 and 1 in every family and entry point (the
+    core hashes a bool like the int)."""
+    from distinct import SlidingHyperLogLog
+
+    sdf = spark.createDataFrame([("a", i, i % 3 == 0) for i in range(30)], "k string, ts long, b boolean")
+    got = aggregate(sdf, "k", "ts", strategy="two_phase", d=Distinct("b", 100)).collect()[0].d
+    sketch = SlidingHyperLogLog(100).update(np.arange(30), [i % 3 == 0 for i in range(30)])
+    assert got == sketch.estimate() and round(got) == 2
+    assert sliding_over(sdf, "k", "ts", d=Distinct("b", 100)).agg(F.max("d")).collect()[0][0] == 2
+
+
+def test_now_older_than_the_data_and_foreign_sketches(spark, flows):
+    _, sdf = flows
+    sk = sdf.groupBy("k").agg(U.eh_sketch_agg("ts", 1000).alias("s"), U.sliding_hll_sketch_agg("ts", "dst", 1000)
+                              .alias("h"))
+    with pytest.raises(PythonException, match=r"now \(5\) is earlier than the sketch's newest timestamp"):
+        sk.select(U.eh_sketch_estimate("s", 5)).collect()
+    with pytest.raises(PythonException, match="column h holds <a SlidingHyperLogLog sketch>: eh_union_agg needs "
+                                              "ExponentialHistogram sketches"):
+        sk.agg(U.eh_union_agg("h")).collect()
+    other = sdf.groupBy("k").agg(U.eh_sketch_agg("ts", 2000).alias("s"))
+    with pytest.raises(PythonException, match="IncompatibleSketchError: cannot merge ExponentialHistogram sketches "
+                                              "with different window: 1000 and 2000"):
+        sk.select("s").union(other.select("s")).agg(U.eh_union_agg("s")).collect()
+
+
+def test_datetime64_in_the_core_is_refused_with_how_to_convert():
+    from distinct import SlidingFM, SlidingHyperLogLog
+    from ehist.errors import InvalidInputError
+    from lp_norms import SlidingLpNorm
+
+    stamps = np.array(["2026-01-01T00:00", "2026-01-01T00:01"], dtype="datetime64[ns]")
+    for make in (lambda: ExponentialHistogram(60).update(stamps), lambda: SlidingHyperLogLog(60).update(stamps, [1, 2]),
+                 lambda: SlidingFM(60).update(stamps, [1, 2]), lambda: SlidingLpNorm(2.0, 60).update(stamps, [1, 2])):
+        with pytest.raises(InvalidInputError, match=r"timestamps are datetime64\[ns\].*astype\('datetime64\[s\]'\)"):
+            make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SlidingHyperLogLog(60).update([1, 2], [True, False]) == SlidingHyperLogLog(60).update([1, 2], [1, 0])

@@ -1,0 +1,179 @@
+"""Counts and sums over sliding windows: the exponential histogram family.
+
+``Count(window, eps)`` and ``Sum(column, window, eps)`` are answered by
+:class:`ehist.ExponentialHistogram` (within ``eps``, with deterministic
+bounds); SQL names ``eh_sketch_agg``, ``eh_union_agg``,
+``eh_sketch_estimate``, ``eh_sketch_bounds``, and the one-step
+``sliding_count`` / ``sliding_sum``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ehist import ExponentialHistogram
+from ehist._validation import check_eps
+from ehist.columnar import HistogramColumn, histogram_bytes
+from ehist.exponential_histogram import PARAMETERS
+from ehist.serialization import parameter_bytes
+
+from .exact import in_window, per_key_sums
+from .frames import frame_counts, frame_sums
+from .inputs import INTEGRAL, integers
+from .spec import Answers, Data, Spec, key_now
+
+__all__ = ["Count", "Sum"]
+
+
+class _Histogram(Spec):
+    """What Count and Sum share: an exponential histogram per key."""
+
+    family = "eh"
+    sketch_type = ExponentialHistogram
+    bounded = True
+    params = ("eps",)
+
+    def check(self):
+        check_eps(self.eps)
+
+    def make(self, window):
+        return ExponentialHistogram(window, self.eps)
+
+    def _values(self, data: Data):
+        return data.arrays.get("value")
+
+    def update(self, sketch, t, data):
+        return sketch.update(t, self._values(data))
+
+    def partials(self, t, starts, data, window, now=None):
+        present = data.present
+        runs, values = starts, self._values(data)
+        if not present.all():
+            t = t[present]
+            runs = np.concatenate([[0], np.cumsum(present)])[starts]
+        if now is None:
+            ends = np.append(runs[1:], t.size)
+            now = np.where(ends > runs, t[np.maximum(ends - 1, 0)] if t.size else 0, np.iinfo(np.int64).min + 1)
+        blobs, lower, upper = histogram_bytes(t, runs, values, window=window, eps=self.eps, now=now)
+        return blobs, Answers(lower * 0.5 + upper * 0.5, lower, upper)
+
+    @classmethod
+    def answer(cls, sketch, now, window):
+        lo, up = sketch.bounds(now, window)
+        return lo * 0.5 + up * 0.5, lo, up
+
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """Every sketch of a batch decoded and bounded at once
+        (:class:`~ehist.columnar.HistogramColumn`, per window and eps)."""
+        n = len(blobs)
+        lower = np.zeros(n, dtype=np.int64)
+        upper = np.zeros(n, dtype=np.int64)
+        present = np.array([b is not None for b in blobs], dtype=bool)
+        if present.any():
+            raw = np.array([bytes(b) for b in blobs if b is not None], dtype=object)
+            at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
+            lo = np.empty(raw.size, dtype=np.int64)
+            up = np.empty(raw.size, dtype=np.int64)
+            # sketches of one (window, eps) are decoded and bounded together
+            groups, _ = pd.factorize(pd.Series([parameter_bytes(b, PARAMETERS) for b in raw], dtype=object))
+            for g in range(int(groups.max()) + 1):
+                rows = np.flatnonzero(groups == g)
+                column = HistogramColumn.from_bytes(list(raw[rows]))
+                when = None if at is None else at[rows]
+                if when is not None:
+                    late = column.has_newest & (when < column.newest)
+                    if late.any():
+                        i = int(np.flatnonzero(late)[0])
+                        raise ValueError(f"now ({int(when[i])}) is earlier than the sketch's newest timestamp "
+                                         f"({int(column.newest[i])}); queries must look at now >= newest")
+                lo[rows], up[rows] = column.bounds(when, window)
+            lower[present], upper[present] = lo, up
+        return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan), lower, upper)
+
+    @classmethod
+    def merge(cls, blobs):
+        blobs = sorted(bytes(b) for b in blobs)
+        if not blobs:
+            return None
+        return ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(b) for b in blobs]).to_bytes()
+
+    def union(self, blobs, starts, at=None):
+        """A key's bounds are the sums of its partials' bounds as of the
+        key's newest timestamp: the midpoint is within eps of the exact
+        union without merging (each partial is within eps of its share)."""
+        column = HistogramColumn.from_bytes(blobs)
+        lower, upper = column.union_bounds(starts, now=at)
+        return Answers(lower * 0.5 + upper * 0.5, lower, upper)
+
+    def exact(self, t, run, keys, data, window, at=None):
+        present = data.present
+        inside = in_window(t, run, key_now(t, present, run, keys, at), window) & present
+        values = np.zeros(t.size, dtype=np.int64)
+        values[present] = 1 if self._values(data) is None else self._values(data)
+        return per_key_sums(values, inside, run, keys)
+
+    def words(self, data):
+        values = self._values(data)
+        if values is None:
+            return np.zeros((data.present.size, 0), dtype=np.int64)
+        out = np.full((data.present.size, 1), -1, dtype=np.int64)  # -1: no value (null)
+        out[data.present, 0] = values
+        return out
+
+    def from_words(self, words):
+        if words.shape[1] == 0:
+            return Data(np.ones(words.shape[0], dtype=bool))
+        present = words[:, 0] >= 0
+        return Data(present, {"value": words[present, 0]})
+
+
+@dataclass(frozen=True)
+class Count(_Histogram):
+    """Sliding count of rows (exponential histogram, within ``eps``).
+
+    >>> Count(window="1 hour")
+    Count(window='1 hour', eps=0.01)
+    """
+
+    window: object
+    eps: float = 0.01
+    one_step = "sliding_count"
+
+    def read(self, columns, n, key_of=None):
+        return Data(np.ones(n, dtype=bool))
+
+    def frames(self, lo, hi, data, window):
+        return frame_counts(lo, hi)
+
+
+@dataclass(frozen=True)
+class Sum(_Histogram):
+    """Sliding sum of a non-negative integral column (within ``eps``);
+    null values are skipped, a negative one is an error naming it.
+
+    >>> Sum("bytes", window="1 hour", eps=0.02)
+    Sum(column='bytes', window='1 hour', eps=0.02)
+    """
+
+    column: str
+    window: object
+    eps: float = 0.01
+    one_step = "sliding_sum"
+    accepts = {"column": INTEGRAL}
+    arg_names = {"column": "value"}
+
+    def read(self, columns, n, key_of=None):
+        present, values = integers(columns["column"], self.column, self.who, key_of)
+        return Data(present, {"value": values[present]})
+
+    def frames(self, lo, hi, data, window):
+        import pandas as pd
+
+        pos = np.flatnonzero(data.present)
+        sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
+        sums = frame_sums(data.arrays["value"], sub_lo, sub_hi)
+        return pd.arrays.IntegerArray(sums, mask=sub_hi <= sub_lo)  # null: no value in the frame

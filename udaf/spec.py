@@ -1,0 +1,277 @@
+"""The synopsis protocol: what every entry point asks a synopsis family.
+
+A spec (``Count(window='1 hour')``, ``Distinct('dst', window='1 hour')``)
+says what to compute; its class says how, once, for every driver:
+
+==================  =====================================================
+driver              asks the spec
+==================  =====================================================
+driver checks       :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
+                    per input), parameters (checked when the spec is made)
+:func:`aggregate`   :meth:`read`, :meth:`partials` (phase one, many keys
+                    at once), :meth:`union` (phase two), :meth:`exact`
+                    (rows at hand), :meth:`answer` of a merged sketch
+:func:`sliding_over`:meth:`frames` (every row's frame at once)
+streaming state     :meth:`make`, :meth:`update`, :meth:`words` /
+                    :meth:`from_words` (events waiting in the state)
+column functions    :meth:`update` (``<family>_sketch_agg``),
+and SQL             :meth:`merge` (``<family>_union_agg``),
+                    :meth:`answers` (``<family>_sketch_estimate`` /
+                    ``_bounds``), :attr:`one_step` (``sliding_count``...)
+==================  =====================================================
+
+Drivers never ask which family a spec is: adding a family is one module
+with a :class:`Spec` subclass (and its tests); the class registers itself
+(:data:`FAMILIES`), and every entry point, the SQL registration included,
+serves it.
+
+Data between the Arrow columns and the synopses is a :class:`Data`: the
+rows where every input of the spec is present (nulls skipped) and the
+input arrays, already checked by :mod:`udaf.inputs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
+
+import numpy as np
+
+from ehist.serialization import family_of
+
+from ._convert import Window
+
+__all__ = ["Spec", "Data", "Answers", "FAMILIES", "load_families", "spec_for_bytes", "key_now"]
+
+#: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
+#: filled in as the family modules are imported.
+FAMILIES: dict[str, list[type]] = {}
+_BY_SKETCH: dict[str, type] = {}
+
+
+@dataclass
+class Data:
+    """A batch's inputs for one spec: ``present`` marks the rows whose
+    inputs are all non-null (the rows the synopsis summarizes); each array
+    in ``arrays`` has one entry per present row."""
+
+    present: np.ndarray
+    arrays: dict = field(default_factory=dict)
+
+    def take(self, rows: np.ndarray) -> "Data":
+        """The data of some present rows (positions among the present)."""
+        return Data(np.ones(len(rows), dtype=bool), {k: v[rows] for k, v in self.arrays.items()})
+
+
+@dataclass
+class Answers:
+    """One answer per key (or row): ``estimate`` (float64) and, for the
+    families with deterministic bounds, ``lower`` and ``upper`` (int64)."""
+
+    estimate: np.ndarray
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+
+
+class Spec:
+    """Base of the specs.  A subclass is a frozen dataclass with a
+    ``window`` field and sets the class attributes below; the defaults of
+    the methods are what a family needs when it has nothing faster."""
+
+    #: Family name, the prefix of its SQL names (``eh_sketch_agg``...).
+    family: ClassVar[str] = ""
+    #: The synopsis class (``ExponentialHistogram``...).
+    sketch_type: ClassVar[type]
+    #: Name of the one-step aggregate column function (``sliding_count``).
+    one_step: ClassVar[str] = ""
+    #: Whether answers carry deterministic ``lower`` / ``upper`` bounds.
+    bounded: ClassVar[bool] = False
+    #: Spark type of a per-row frame answer (:func:`udaf.sliding_over`).
+    frame_type: ClassVar[str] = "bigint"
+    #: Input role -> accepted Spark types (simpleString), checked on the driver.
+    accepts: ClassVar[dict] = {}
+    #: Parameters other than the inputs and ``window`` (sketch parameters).
+    #: Subclasses list them in the order SQL takes them.
+    params: ClassVar[tuple] = ()
+    #: Input field -> its argument name in the column functions and SQL
+    #: (``Sum.column`` is ``value``: ``sliding_sum(ts, value, window)``).
+    arg_names: ClassVar[dict] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.family and not cls.__name__.startswith("_"):
+            FAMILIES.setdefault(cls.family, []).append(cls)
+            _BY_SKETCH.setdefault(cls.sketch_type.__name__, cls)
+
+    def __post_init__(self):
+        Window(self.window)
+        self.check()
+
+    # -------------------------------------------------------- declaration
+    def check(self) -> None:
+        """Check the parameters (ValueError naming the allowed range)."""
+
+    def inputs(self) -> dict:
+        """Input role -> column name, for the roles the spec reads."""
+        return {role: getattr(self, role) for role in self.accepts if getattr(self, role, None) is not None}
+
+    @property
+    def who(self) -> str:
+        """The spec's name in messages (``Sum``)."""
+        return type(self).__name__
+
+    def with_window(self, window) -> "Spec":
+        """The same spec with another window (a resolved int)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["window"] = window
+        return type(self)(**values)
+
+    # ------------------------------------------------------------ reading
+    def read(self, columns: dict, n: int, key_of=None) -> Data:
+        """The spec's :class:`Data` from ``n`` rows of Arrow arrays by role
+        (checked by :mod:`udaf.inputs`; ``key_of(row)`` names a bad row's
+        key)."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- building
+    def make(self, window: int):
+        """An empty synopsis for ``window`` (in the time column's units)."""
+        raise NotImplementedError
+
+    def update(self, sketch, t: np.ndarray, data: Data):
+        """Insert the present rows (times ``t[data.present]``, sorted)."""
+        raise NotImplementedError
+
+    def partials(self, t, starts, data: Data, window: int, now=None) -> tuple[list, Answers | None]:
+        """Serialized synopses of many keys at once: rows ``starts[i]`` to
+        ``starts[i + 1]`` (sorted by time) are key ``i``'s.  Also the
+        keys' bounds as of ``now`` (default: each key's newest present
+        row) for bounded families, else None.  Default: one synopsis per
+        key."""
+        present = data.present
+        pos = np.concatenate([[0], np.cumsum(present)])
+        ends = np.append(starts[1:], t.size)
+        blobs = []
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            sketch = self.make(window)
+            rows = np.arange(pos[a], pos[b])
+            blobs.append(self.update(sketch, t[a:b][present[a:b]], data.take(rows)).to_bytes())
+        return blobs, None
+
+    def min_rows_per_partial(self) -> int:
+        """Rows per key and partition from which a partial synopsis is
+        smaller than the rows it summarizes (``aggregate``'s ``auto``
+        strategy builds partials from there): 64 unless a family says
+        otherwise (measured: benchmarks/bench_udaf.py)."""
+        return 64
+
+    # ---------------------------------------------------------- answering
+    @classmethod
+    def answer(cls, sketch, now, window) -> tuple:
+        """(estimate, lower, upper) of one synopsis (bounds None when the
+        family has none); ``now`` None: the synopsis' newest."""
+        return float(sketch.estimate(now, window)), None, None
+
+    @classmethod
+    def answers(cls, blobs: list, nows, window) -> Answers:
+        """Answers of stored sketches (bytes, None for null), one per row,
+        as of ``nows[i]`` (None: each sketch's newest)."""
+        est = np.full(len(blobs), np.nan)
+        lower = np.zeros(len(blobs), dtype=np.int64) if cls.bounded else None
+        upper = np.zeros(len(blobs), dtype=np.int64) if cls.bounded else None
+        for i, b in enumerate(blobs):
+            if b is None:
+                continue
+            e, lo, up = cls.answer(cls.sketch_type.from_bytes(b), None if nows is None else int(nows[i]), window)
+            est[i] = e
+            if cls.bounded:
+                lower[i], upper[i] = lo, up
+        return Answers(est, lower, upper)
+
+    @classmethod
+    def merge(cls, blobs: list) -> bytes | None:
+        """The union of a group's sketches (non-null bytes), merged in byte
+        order so float sums come out the same on every run."""
+        blobs = sorted(bytes(b) for b in blobs)
+        if not blobs:
+            return None
+        out = cls.sketch_type.from_bytes(blobs[0])
+        for b in blobs[1:]:
+            out = out.merge(cls.sketch_type.from_bytes(b))
+        return out.to_bytes()
+
+    def union(self, blobs: list, starts: np.ndarray, at=None) -> Answers:
+        """Answers of the union of each key's partials (``blobs[starts[i]:
+        starts[i + 1]]``) as of ``at`` (default: the key's newest).
+        Default: merge and answer."""
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        est, lower, upper = [], [], []
+        for a, b in zip(starts.tolist(), ends):
+            merged = self.merge([x for x in blobs[a:b] if x is not None])
+            sketch = self.sketch_type.from_bytes(merged)
+            e, lo, up = (0.0, 0, 0) if sketch.newest is None else self.answer(sketch, at, None)
+            est.append(e)
+            lower.append(lo)
+            upper.append(up)
+        return Answers(np.array(est, dtype=np.float64), *(
+            (np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)) if self.bounded else (None, None)))
+
+    def exact(self, t, run, keys: int, data: Data, window: int, at=None) -> np.ndarray:
+        """Exact answers per key from the rows (sorted by key; ``run`` each
+        row's key number), over each key's window as of ``at`` (default:
+        its newest present row)."""
+        raise NotImplementedError
+
+    def frames(self, lo, hi, data: Data, window: int):
+        """Each row's answer over its frame ``[lo, hi)`` (row positions,
+        one key's rows or several keys' runs, sorted by time)."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------- streaming
+    def words(self, data: Data) -> np.ndarray:
+        """The inputs of every row as 8-byte words (rows x k int64), so
+        events can wait in streaming state; absent inputs encoded so that
+        :meth:`from_words` marks the row not present."""
+        return np.zeros((data.present.size, 0), dtype=np.int64)
+
+    def from_words(self, words: np.ndarray) -> Data:
+        """The inverse of :meth:`words`."""
+        return Data(np.ones(words.shape[0], dtype=bool))
+
+    # ----------------------------------------------------------- metadata
+    @classmethod
+    def sql_signature(cls) -> list:
+        """SQL arguments of ``<family>_sketch_agg`` after the time column:
+        input roles, ``window``, then :attr:`params`."""
+        return list(cls.accepts) + ["window"] + list(cls.params)
+
+
+def load_families() -> dict:
+    """Import every family module of the package (``udaf/*_spec.py``),
+    which registers its classes, and return :data:`FAMILIES`: a new family
+    is found by its file name, with no list to edit."""
+    import importlib
+    import pkgutil
+
+    package = __name__.rpartition(".")[0]
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if module.name.endswith("_spec"):
+            importlib.import_module(f"{package}.{module.name}")
+    return FAMILIES
+
+
+def spec_for_bytes(blob) -> type | None:
+    """The spec class of a serialized synopsis (by its preamble), or None."""
+    name = family_of(blob)
+    return None if name is None else _BY_SKETCH.get(name)
+
+
+def key_now(t: np.ndarray, present: np.ndarray, run: np.ndarray, keys: int, at=None) -> np.ndarray:
+    """Each key's query time: ``at``, or its newest present row (what the
+    synopsis of those rows calls its newest)."""
+    if at is not None:
+        return np.full(keys, at, dtype=np.int64)
+    now = np.full(keys, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(now, run[present], t[present])
+    return now
+
