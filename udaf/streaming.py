@@ -193,7 +193,6 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
     TypeError, ValueError
         Unknown columns, wrong types, bad parameters (on the driver).
     """
-    check_configuration(df.sparkSession)
     keys = key_names(key, "sliding_window_state", "key")
     legacy = window is not None
     if legacy:
@@ -215,6 +214,7 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
     elif any(x is not None for x in (eps, value, distinct, precision, seed)):
         raise TypeError("eps, value, distinct, precision and seed belong to the deprecated call shape with a "
                         "window; pass specs instead, e.g. bytes=Sum('bytes', window='1 hour', eps=0.05)")
+    check_configuration(df.sparkSession)
     for name in specs:
         if name in ("as_of", "late_events") or name in keys:
             raise ValueError(f"spec {name}: the output already has a column {name!r}")
