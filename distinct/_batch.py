@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ehist._validation import coerce_timestamps, sort_batch
-from ehist.hashing import hash64
+from ehist.hashing import as_hashes, hash64
 
 
 def hashed_batch(timestamps, items, seed: int, newest: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -30,11 +30,7 @@ def checked_hashes(timestamps, hashes, newest: int | None) -> tuple[np.ndarray, 
     """Sorted ``(timestamps, hashes)`` of a batch of items already hashed
     (uint64, or int64 bit patterns), validated whole."""
     ts = coerce_timestamps(timestamps)
-    hashes = np.asarray(hashes)
-    if hashes.dtype != np.uint64:
-        if hashes.dtype.kind not in "iu":
-            raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
-        hashes = hashes.astype(np.int64).view(np.uint64)
+    hashes = as_hashes(hashes)
     if hashes.shape != ts.shape:
         raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {hashes.size})")
     if ts.size == 0:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hash64", "mix64", "check_seed"]
+__all__ = ["hash64", "mix64", "check_seed", "as_hashes"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -55,6 +55,21 @@ def check_seed(seed) -> int:
     if not 0 <= seed <= _MASK64:
         raise ValueError(f"seed must be an integer in [0, 2**64), got {seed}")
     return seed
+
+
+def as_hashes(hashes) -> np.ndarray:
+    """Precomputed :func:`hash64` values as uint64 (int64 bit patterns
+    accepted, as streaming state stores them).
+
+    >>> as_hashes(np.array([-1], dtype=np.int64)).tolist()
+    [18446744073709551615]
+    """
+    hashes = np.asarray(hashes)
+    if hashes.dtype != np.uint64:
+        if hashes.dtype.kind not in "iu":
+            raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
+        hashes = hashes.astype(np.int64).view(np.uint64)
+    return hashes
 
 
 def mix64(x: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.errors import CorruptSketchError, require_same
-from ehist.hashing import check_seed, hash64
+from ehist.hashing import as_hashes, check_seed, hash64
 from ehist.serialization import Writer, open_synopsis
 
 from .stable import check_p, median_abs_stable, stable_variates
@@ -292,11 +292,7 @@ class SlidingLpNorm:
         True
         """
         ts = coerce_timestamps(timestamps)
-        hashes = np.asarray(hashes)
-        if hashes.dtype != np.uint64:
-            if hashes.dtype.kind not in "iu":
-                raise ValueError(f"hashes must be 64-bit integers, got dtype {hashes.dtype}")
-            hashes = hashes.astype(np.int64).view(np.uint64)
+        hashes = as_hashes(hashes)
         if hashes.size != ts.size:
             raise ValueError(
                 f"timestamps and indices have different lengths ({ts.size} and {hashes.size})"
