@@ -38,10 +38,11 @@ def run(spark) -> dict:
     df = data(spark)
     window = ROWS // 2
     one_step = df.groupBy("src").agg(
-        U.eh_sketch("ts", "bytes", window=window, eps=0.02).alias("eh"),
-        U.hll_sliding_sketch("ts", "dst", window=window, precision=10, seed=3).alias("hll"),
-        U.fm_sketch("ts", "dst", window=window, num_bitmaps=32, seed=5).alias("fm"),
-        U.lp_sketch("ts", "dst", "bytes", p=1.0, window=window, eps=0.2, delta=0.1, seed=9).alias("lp"),
+        U.eh_sketch_agg("ts", window=window, eps=0.02, value="bytes").alias("eh"),
+        U.sliding_hll_sketch_agg("ts", "dst", window=window, precision=10, seed=3).alias("hll"),
+        U.sliding_fm_sketch_agg("ts", "dst", window=window, num_bitmaps=32, seed=5).alias("fm"),
+        U.sliding_lp_sketch_agg("ts", "dst", window=window, p=1.0, eps=0.2, delta=0.1, seed=9,
+                                value="bytes").alias("lp"),
     ).orderBy("src").collect()
     two_phase = aggregate(
         df, "src", "ts", strategy="two_phase",

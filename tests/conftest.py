@@ -3,6 +3,9 @@
 EHIST_HYPOTHESIS_SCALE multiplies every property test's example count
 (default 1): ``EHIST_HYPOTHESIS_SCALE=20 python -m pytest tests`` is the
 thorough run to do before touching a guarantee.
+
+Tests marked ``slow`` are skipped unless asked for (``--slow``: the root
+conftest.py).
 """
 
 from __future__ import annotations

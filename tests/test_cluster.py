@@ -19,7 +19,7 @@ pytest.importorskip("pandas")
 
 from . import cluster_job  # noqa: E402
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]  # about 110 s: python -m pytest --slow
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -76,5 +76,5 @@ def test_loss_alarms():
 @pytest.mark.spark
 def test_rollups():
     pytest.importorskip("pyspark")
-    out = run("rollups.py", "--rows", "30000")  # asserts the eps guarantee on every group itself
+    out = run("rollups.py", "--rows", "12000")  # asserts the eps guarantee on every group itself
     assert "per (source, destination)" in out and "total" in out

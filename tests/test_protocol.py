@@ -116,15 +116,17 @@ def unkeyed(message: str) -> str:
     return re.sub(r" \(key [^)]*\)", "", message)
 
 
-def run_all(spark, sdf, spec, name, column_function):
+def run_all(spark, sdf, spec, name, column_function, sql):
     """The message of each entry point given the same bad input."""
     out = {}
+    sdf.createOrReplaceTempView("bad_input")
     calls = {
         "aggregate two_phase": lambda: aggregate(sdf, "k", "ts", strategy="two_phase", **{name: spec}).collect(),
         "aggregate shuffle": lambda: aggregate(sdf, "k", "ts", strategy="shuffle", **{name: spec}).collect(),
         "sketch_table": lambda: sketch_table(sdf, "k", "ts", **{name: spec}).collect(),
         "sliding_over": lambda: sliding_over(sdf, "k", "ts", **{name: spec}).collect(),
         "column function": lambda: sdf.groupBy("k").agg(column_function).collect(),
+        "sql": lambda: spark.sql(f"SELECT k, {sql} FROM bad_input GROUP BY k").collect(),
     }
     for label, call in calls.items():
         with pytest.raises((PythonException, TypeError, ValueError)) as info:
@@ -133,37 +135,70 @@ def run_all(spark, sdf, spec, name, column_function):
     return out
 
 
+def stream_of(spark, sdf, tmp_path):
+    """A file-source stream with sdf's schema (no data: the type checks of
+    sliding_window_state run on the driver, before any row)."""
+    return spark.readStream.schema(sdf.schema).parquet(str(tmp_path))
+
+
 @pytest.mark.parametrize("case", ["negative", "nan", "null time", "double value", "string time", "bool value"])
-def test_one_mistake_one_message_in_every_entry_point(spark, case):
+def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     """The bad-input table: each mistake through every entry point gives
     the same exception class and message (the key where it is known: the
-    column functions see one group's rows, not its key)."""
+    column functions see one group's rows, not its key; SQL hands Python
+    no column names, so its messages name the argument: ``column value``).
+    The streaming state checks types on the driver here; its bad values
+    (null time, negative) are in tests/test_streaming_pack.py."""
+    register(spark)
     rows = [("a", 1, 5, 1.0, "x", True), ("a", 2, -5, float("nan"), "y", False), ("b", 3, 7, 2.0, "z", True)]
     sdf = spark.createDataFrame(rows, "k string, ts long, v long, f double, s string, flag boolean")
+    column = None
     if case == "negative":
-        spec, fn, want = Sum("v", 10), U.sliding_sum("ts", "v", 10), \
+        spec, fn, sql, column, want = Sum("v", 10), U.sliding_sum("ts", "v", 10), "sliding_sum(ts, v, 10)", "v", \
             "InvalidInputError: column v holds -5 (key 'a'): Sum needs non-negative integers"
     elif case == "nan":
-        spec, fn, want = LpNorm("s", 10, value="f"), U.sliding_lp_norm("ts", "s", 10, value="f"), \
-            ("InvalidInputError: column f holds nan (key 'a'): LpNorm needs finite non-negative numbers "
-             "(NaN is never skipped: filter or fill it)")
+        spec, fn, sql, column = LpNorm("s", 10, value="f"), U.sliding_lp_norm("ts", "s", 10, value="f"), \
+            "sliding_lp_norm(ts, s, 10, 2.0, 0.05, 0.05, 0, f)", "f"
+        want = ("InvalidInputError: column f holds nan (key 'a'): LpNorm needs finite non-negative numbers "
+                "(NaN is never skipped: filter or fill it)")
     elif case == "null time":
         sdf = sdf.withColumn("ts", F.when(F.col("ts") == 2, None).otherwise(F.col("ts")))
-        spec, fn, want = Count(10), U.sliding_count("ts", 10), \
+        sdf.createOrReplaceTempView("bad_input")
+        spec, fn, sql, want = Count(10), U.sliding_count("ts", 10), "sliding_count(ts, 10)", \
             "InvalidInputError: column ts holds null (key 'a'): timestamps must not be null"
     elif case == "double value":
-        spec, fn, want = Sum("f", 10), U.sliding_sum("ts", "f", 10), \
-            "TypeError: column f: Sum needs an integral column (bigint, int, smallint, tinyint), got double"
+        spec, fn, sql, column = Sum("f", 10), U.sliding_sum("ts", "f", 10), "sliding_sum(ts, f, 10)", "f"
+        want = "TypeError: column f: Sum needs an integral column (bigint, int, smallint, tinyint), got double"
     elif case == "string time":
         sdf = sdf.withColumn("ts", F.col("ts").cast("string"))
-        spec, fn, want = Count(10), U.sliding_count("ts", 10), \
+        spec, fn, sql, want = Count(10), U.sliding_count("ts", 10), "sliding_count(ts, 10)", \
             "TypeError: column ts: the time column needs a timestamp, date or integral column, got string"
     else:  # a boolean column is no integer to sum, in every entry point
-        spec, fn, want = Sum("flag", 10), U.sliding_sum("ts", "flag", 10), \
-            "TypeError: column flag: Sum needs an integral column (bigint, int, smallint, tinyint), got boolean"
-    got = run_all(spark, sdf, spec, "out", fn)
+        spec, fn, sql, column = Sum("flag", 10), U.sliding_sum("ts", "flag", 10), "sliding_sum(ts, flag, 10)", "flag"
+        want = "TypeError: column flag: Sum needs an integral column (bigint, int, smallint, tinyint), got boolean"
+    got = run_all(spark, sdf, spec, "out", fn, sql)
+    if want.startswith("TypeError"):
+        from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+
+        provider = "spark.sql.streaming.stateStore.providerClass"
+        before = spark.conf.get(provider, None)
+        spark.conf.set(provider, ROCKSDB_PROVIDER)
+        try:
+            with pytest.raises(TypeError) as info:
+                sliding_window_state(stream_of(spark, sdf, tmp_path), "k", "ts", out=spec)
+        finally:
+            spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+        streaming = final_line(info.value)
+        if case == "string time":  # the streaming state takes no dates (watermarks need timestamps)
+            assert "needs a timestamp or integral column" in streaming
+            streaming = streaming.replace("a timestamp or integral", "a timestamp, date or integral")
+        got["streaming"] = streaming
+    sql_message = got.pop("sql")
     for label, message in got.items():
         assert unkeyed(message) == unkeyed(want), label
+    in_sql = want if column is None else want.replace(f"column {column} ", f"column value ") \
+        .replace(f"column {column}:", "column value:")
+    assert unkeyed(sql_message) == unkeyed(in_sql)
     assert got["aggregate shuffle"] == want  # the drivers name the key
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("google.protobuf")
 from pyspark.errors import StreamingQueryException  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
-from udaf import Count, Distinct, Sum, aggregate  # noqa: E402
+from udaf import Count, Distinct, DistinctFM, LpNorm, Sum, aggregate  # noqa: E402
 from udaf.streaming import ROCKSDB_PROVIDER, ConfigurationError, sliding_window_state  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -74,17 +74,34 @@ def batches(seed=1, n=4, size=3000):
     return out
 
 
-def run_stream(spark, src, checkpoint, *, schema=SCHEMA, ts="ts", window=WINDOW, **kw):
+def specs(window=WINDOW, value=None, distinct=None) -> dict:
+    """The specs of a query: count, and sum / distinct when columns are given."""
+    out = {"count": Count(window, EPS)}
+    if value is not None:
+        out["sum"] = Sum(value, window, EPS)
+    if distinct is not None:
+        out["distinct"] = Distinct(distinct, window)
+    return out
+
+
+def run_stream(spark, src, checkpoint, *, schema=SCHEMA, ts="ts", window=WINDOW, value=None, distinct=None,
+               extra=None, legacy=False, **kw):
     """Process every file of ``src`` (one per micro-batch, trigger
     availableNow) and stop; return the output rows (dicts).  Started again
-    on the same checkpoint, it processes only the files added since."""
+    on the same checkpoint, it processes only the files added since.
+    ``legacy``: the deprecated window=/value=/distinct= call shape."""
     got = []
 
     def sink(df, _):
         got.extend(r.asDict() for r in df.collect())
 
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
-    out = sliding_window_state(stream, "k", ts, window, **{"eps": EPS, **kw})
+    if legacy:
+        with pytest.warns(DeprecationWarning, match="pass specs"):
+            out = sliding_window_state(stream, "k", ts, window, eps=EPS, value=value, distinct=distinct, **kw)
+    else:
+        out = sliding_window_state(stream, "k", ts, bounds=True, **kw,
+                                   **specs(window, value, distinct), **(extra or {}))
     q = out.writeStream.outputMode(kw.get("output_mode", "update")).foreachBatch(sink) \
         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     try:
@@ -117,10 +134,19 @@ def test_stream_matches_exact_and_batch(sspark, tmp_path):
     data = batches()
     for rows in data:
         write_batch(str(tmp_path / "in"), rows)
-    out = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck"), value="b", distinct="dst")
+    extra = {"fm": DistinctFM("dst", WINDOW, num_bitmaps=256, seed=1),
+             "l1": LpNorm("dst", WINDOW, value="b", p=1.0, eps=0.25, delta=0.1, seed=2)}
+    out = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck"), value="b", distinct="dst", extra=extra)
     all_rows = [r for rows in data for r in rows]
     assert len(out) == 2 * len(data)  # one row per key per micro-batch
     check_against_exact(out, all_rows)
+    low, high = extra["l1"].sketch_type(1.0, WINDOW, 0.25, 0.1).guarantee()
+    for r in out:  # every family through the same state: FM within 3 standard errors, L1 within its guarantee
+        sel = [x for x in all_rows if x["k"] == r["k"] and r["as_of"] - WINDOW < x["ts"] <= r["as_of"]]
+        d = len({x["dst"] for x in sel if x["dst"] is not None})
+        l1 = sum(x["b"] for x in sel if x["b"] is not None and x["dst"] is not None)
+        assert abs(r["fm"] / d - 1) <= 3 * 0.78 / 16
+        assert low * l1 <= r["l1"] <= high * l1
     # the batch function on the same data answers within the same bound
     last = {r["k"]: r for r in out if r["as_of"] == max(x["as_of"] for x in out if x["k"] == r["k"])}
     batch = {r.k: r for r in aggregate(sspark.createDataFrame(all_rows, SCHEMA), "k", "ts", bounds=True,
@@ -145,6 +171,18 @@ def test_restart_from_checkpoint_equals_uninterrupted(sspark, tmp_path):
     second = run_stream(sspark, str(tmp_path / "parts"), str(tmp_path / "ck2"), value="b", distinct="dst")
     key = lambda r: (r["k"], r["as_of"])  # noqa: E731
     assert sorted(first + second, key=key) == sorted(whole, key=key)
+
+
+def test_deprecated_call_shape_gives_the_same_rows(sspark, tmp_path):
+    """sliding_window_state(df, key, ts, window, eps=, value=, distinct=)
+    warns and answers as count=/sum=/distinct= specs with bounds do."""
+    for rows in batches(seed=5, n=2, size=500):
+        write_batch(str(tmp_path / "in"), rows)
+    kw = dict(value="b", distinct="dst")
+    old = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck1"), legacy=True, **kw)
+    new = run_stream(sspark, str(tmp_path / "in"), str(tmp_path / "ck2"), **kw)
+    key = lambda r: (r["k"], r["as_of"])  # noqa: E731
+    assert len(old) == 4 and sorted(old, key=key) == sorted(new, key=key)
 
 
 def test_late_events_dropped_and_counted(sspark, tmp_path):
@@ -222,7 +260,8 @@ def test_ttl_evicts_idle_keys(sspark, tmp_path):
     src = str(tmp_path / "in")
     write_batch(src, [{"k": k, "ts": t, "b": 1, "dst": 1} for k in "ab" for t in range(10)])
     got = []
-    out = sliding_window_state(sspark.readStream.schema(SCHEMA).json(src), "k", "ts", 10_000, ttl="15 seconds")
+    out = sliding_window_state(sspark.readStream.schema(SCHEMA).json(src), "k", "ts", ttl="15 seconds",
+                               bounds=True, count=Count(10_000))
     q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(r.asDict() for r in df.collect())) \
         .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="500 milliseconds").start()
 
@@ -252,25 +291,30 @@ def test_configuration_is_checked_on_the_driver(spark, tmp_path):
     spark.conf.set(PROVIDER, "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider")
     try:
         with pytest.raises(ConfigurationError, match="RocksDB.*Fix"):
-            sliding_window_state(stream, "k", "ts", 100)
+            sliding_window_state(stream, "k", "ts", n=Count(100))
     finally:
         spark.conf.unset(PROVIDER) if before is None else spark.conf.set(PROVIDER, before)
 
 
 def test_bad_parameters(sspark, tmp_path):
     stream = sspark.readStream.schema(SCHEMA).json(str(tmp_path))
+    n = Count(100)
     with pytest.raises(ValueError, match="late must be"):
-        sliding_window_state(stream, "k", "ts", 100, late="keep")
+        sliding_window_state(stream, "k", "ts", late="keep", n=n)
     with pytest.raises(TypeError, match="sliding_window_state takes column names for key"):
-        sliding_window_state(stream, stream["k"], "ts", 100)
+        sliding_window_state(stream, stream["k"], "ts", n=n)
     with pytest.raises(ValueError, match="not in the DataFrame"):
-        sliding_window_state(stream, "k", "nope", 100)
+        sliding_window_state(stream, "k", "nope", n=n)
     with pytest.raises(ValueError, match="watermark needs a timestamp"):
-        sliding_window_state(stream, "k", "ts", 100, watermark="1 minute")
+        sliding_window_state(stream, "k", "ts", watermark="1 minute", n=n)
     with pytest.raises(ValueError, match="interval but column ts is integral"):
-        sliding_window_state(stream, "k", "ts", "1 hour")
+        sliding_window_state(stream, "k", "ts", n=Count("1 hour"))
     with pytest.raises(ValueError, match="eps"):
-        sliding_window_state(stream, "k", "ts", 100, eps=2)
+        sliding_window_state(stream, "k", "ts", n=Count(100, eps=2))
+    with pytest.raises(ValueError, match="spec late_events: the output already has a column"):
+        sliding_window_state(stream, "k", "ts", late_events=n)
+    with pytest.raises(TypeError, match="not both"):
+        sliding_window_state(stream, "k", "ts", 100, n=n)
 
 
 def test_timestamp_ntz_event_time(sspark, tmp_path):

@@ -14,7 +14,7 @@ pd = pytest.importorskip("pandas")
 
 from ehist.hashing import hash64  # noqa: E402
 from tests.conftest import examples  # noqa: E402
-from udaf import Count, Distinct, Sum  # noqa: E402
+from udaf import Count, Distinct, DistinctFM, LpNorm, Sum  # noqa: E402
 from udaf.streaming import _Packer, _slots, _SlidingProcessor  # noqa: E402
 
 _NO_ITEM = 0  # the word of a row without an item (hash64 never gives 0, p 2**-64)
@@ -100,3 +100,31 @@ def test_struct_keys_fall_back_to_a_pack_per_event():
     got = sorted((str(k), np.frombuffer(b, np.int64).tolist())
                  for k, b in zip(out.column("s").to_pylist(), out.column("ehist_ts").to_pylist(), strict=True))
     assert got == sorted((str(k), [t]) for k, t in zip(keys.to_pylist(), [3, 1, 2], strict=True))
+
+
+WORD_SPECS = [Count(10), Sum("v", 10), Distinct("i", 10), DistinctFM("i", 10), LpNorm("i", 10, value="v")]
+
+
+def test_every_family_is_in_the_word_layout_test():
+    from udaf.spec import load_families
+
+    assert {type(s) for s in WORD_SPECS} == {c for cs in load_families().values() for c in cs}
+
+
+@pytest.mark.parametrize("spec", WORD_SPECS, ids=lambda s: type(s).__name__)
+def test_words_per_row_is_what_words_writes(spec):
+    """The state schema is laid out from ``words_per_row`` before any row
+    is read: it must be the width of ``words``, and the words must give
+    back the rows' presence and inputs."""
+    arrays = {"i": pa.array([1, None, 3, 4], pa.int64()), "v": pa.array([5, 6, None, 0], pa.int64())}
+    data = spec.read({role: arrays[c] for role, c in spec.inputs().items()}, 4)
+    words = spec.words(data)
+    assert words.shape == (4, spec.words_per_row) and words.dtype == np.int64
+    back = spec.from_words(words)
+    assert back.present.tolist() == data.present.tolist()
+    for name, values in back.arrays.items():
+        mine = data.arrays.get(name)
+        if mine is None and name == "hash":
+            mine = hash64(arrays["i"].to_numpy(zero_copy_only=False)[data.present], spec.seed)
+        if mine is not None:
+            assert np.asarray(values).tolist() == np.asarray(mine).tolist(), name

@@ -81,19 +81,19 @@ def test_sketch_merge_estimate_bounds(df, events):
     window, eps = 50_000, 0.05
     parts = df.withColumn("part", F.spark_partition_id())
     partial = parts.groupBy("k", "part").agg(
-        U.eh_sketch("ts", "bytes", window=window, eps=eps).alias("eh"),
-        U.hll_sliding_sketch("ts", "dst", window=window, precision=11).alias("hll"),
-        U.fm_sketch("ts", "dst", window=window, num_bitmaps=256).alias("fm"),
-        U.lp_sketch("ts", "dst", "bytes", p=1.0, window=window, eps=0.1).alias("lp"),
+        U.eh_sketch_agg("ts", window=window, eps=eps, value="bytes").alias("eh"),
+        U.sliding_hll_sketch_agg("ts", "dst", window=window, precision=11).alias("hll"),
+        U.sliding_fm_sketch_agg("ts", "dst", window=window, num_bitmaps=256).alias("fm"),
+        U.sliding_lp_sketch_agg("ts", "dst", window=window, p=1.0, eps=0.1, value="bytes").alias("lp"),
     )
     rolled = partial.groupBy("k").agg(
-        U.eh_merge("eh").alias("eh"), U.hll_sliding_merge("hll").alias("hll"),
-        U.fm_merge("fm").alias("fm"), U.lp_merge("lp").alias("lp"),
+        U.eh_union_agg("eh").alias("eh"), U.sliding_hll_union_agg("hll").alias("hll"),
+        U.sliding_fm_union_agg("fm").alias("fm"), U.sliding_lp_union_agg("lp").alias("lp"),
     )
     out = rolled.select(
-        "k", "eh", U.eh_estimate("eh").alias("est"), U.eh_bounds("eh").alias("b"),
-        U.distinct_estimate("hll").alias("hll_est"), U.distinct_estimate("fm").alias("fm_est"),
-        U.lp_estimate("lp").alias("l1"),
+        "k", "eh", U.eh_sketch_estimate("eh").alias("est"), U.eh_sketch_bounds("eh").alias("b"),
+        U.sliding_hll_sketch_estimate("hll").alias("hll_est"),
+        U.sliding_fm_sketch_estimate("fm").alias("fm_est"), U.sliding_lp_sketch_estimate("lp").alias("l1"),
     ).collect()
     exact = exact_by_key(events, window)
     for r in out:
@@ -112,10 +112,10 @@ def test_estimate_with_now_column_and_shorter_window(df, events):
     window = 50_000
     # Spark does not mix pandas aggregate UDFs with built-in aggregates in
     # one agg(): aggregate separately and join
-    sk = df.groupBy("k").agg(U.eh_sketch("ts", window=window, eps=0.05).alias("s"))
+    sk = df.groupBy("k").agg(U.eh_sketch_agg("ts", window=window, eps=0.05).alias("s"))
     newest = df.groupBy("k").agg(F.max("ts").alias("newest"))
     later = sk.join(newest, "k").withColumn("now", F.col("newest") + 10_000)
-    rows = later.select("k", "now", U.eh_estimate("s", now=F.col("now"), window=20_000).alias("e")).collect()
+    rows = later.select("k", "now", U.eh_sketch_estimate("s", now=F.col("now"), window=20_000).alias("e")).collect()
     for r in rows:
         g = events[events.k == r.k]
         exact = int(((g.ts > r.now - 20_000) & (g.ts <= r.now)).sum())
@@ -140,8 +140,8 @@ def test_estimators_equal_each_sketch_read_in_python(spark):
     rows = [(i, b, 25_000 + i) for i, b in enumerate(blobs)]
     sdf = spark.createDataFrame(rows, "i int, s binary, now long").repartition(2)
     got = sdf.select(
-        "i", U.eh_estimate("s").alias("e"), U.eh_estimate("s", now=F.col("now"), window=2_000).alias("e_now"),
-        U.eh_bounds("s", now=30_000, window=4_000).alias("b"),
+        "i", U.eh_sketch_estimate("s").alias("e"), U.eh_sketch_estimate("s", now=F.col("now"), window=2_000).alias("e_now"),
+        U.eh_sketch_bounds("s", now=30_000, window=4_000).alias("b"),
     ).collect()
     assert len(got) == len(blobs)
     for r in got:
@@ -154,7 +154,7 @@ def test_estimators_equal_each_sketch_read_in_python(spark):
         assert r.e_now == h.estimate(25_000 + r.i, 2_000)
         assert (r.b.lower, r.b.upper) == h.bounds(30_000, 4_000)
     with pytest.raises(PythonException, match="earlier than the sketch's newest timestamp"):
-        sdf.select(U.eh_estimate("s", now=F.col("now") - 20_000)).collect()
+        sdf.select(U.eh_sketch_estimate("s", now=F.col("now") - 20_000)).collect()
 
 
 def test_distinct_estimate_equals_each_sketch_read_in_python(spark):
@@ -176,9 +176,10 @@ def test_distinct_estimate_equals_each_sketch_read_in_python(spark):
         blobs.append(None if i % 17 == 0 else s.to_bytes())
     rows = [(i, b, 25_000 + i) for i, b in enumerate(blobs)]
     sdf = spark.createDataFrame(rows, "i int, s binary, now long").repartition(2)
-    got = sdf.select("i", U.distinct_estimate("s").alias("d"),
-                     U.distinct_estimate("s", now=F.col("now"), window=2_000).alias("d_now"),
-                     U.distinct_estimate("s", now=30_000).alias("d_lit")).collect()
+    with pytest.warns(DeprecationWarning, match="distinct_estimate is deprecated"):  # it reads FM and HLL alike
+        got = sdf.select("i", U.distinct_estimate("s").alias("d"),
+                         U.distinct_estimate("s", now=F.col("now"), window=2_000).alias("d_now"),
+                         U.distinct_estimate("s", now=30_000).alias("d_lit")).collect()
     assert len(got) == len(blobs)
     for r in got:
         b = blobs[r.i]
@@ -188,7 +189,7 @@ def test_distinct_estimate_equals_each_sketch_read_in_python(spark):
         s = SlidingFM.from_bytes(b) if r.i % 5 == 0 else SlidingHyperLogLog.from_bytes(b)
         assert (r.d, r.d_now, r.d_lit) == (s.estimate(), s.estimate(25_000 + r.i, 2_000), s.estimate(30_000))
     with pytest.raises(PythonException, match="is earlier than the newest timestamp"):
-        sdf.select(U.distinct_estimate("s", now=F.col("now") - 20_000)).collect()
+        sdf.where("i % 5 != 0").select(U.sliding_hll_sketch_estimate("s", now=F.col("now") - 20_000)).collect()
 
 
 def test_partials_merge_the_same_in_any_arrival_order():
@@ -244,8 +245,8 @@ def test_null_timestamp_names_the_column(spark):
         (lambda: U.sliding_count("ts", window="1 fortnight"), "unknown unit 'fortnight'"),
         (lambda: U.sliding_sum("ts", "v", window=10, eps=2.0), "eps must be in \\(0, 1\\)"),
         (lambda: U.sliding_distinct("ts", "x", window=10, precision=3), "precision must be in \\[4, 18\\]"),
-        (lambda: U.lp_sketch("ts", "i", p=3.0, window=10), "p must be in \\(0, 2\\]"),
-        (lambda: U.eh_sketch(42, window=10), "ts must be a column name or a Column"),
+        (lambda: U.sliding_lp_sketch_agg("ts", "i", p=3.0, window=10), "p must be in \\(0, 2\\]"),
+        (lambda: U.eh_sketch_agg(42, window=10), "ts must be a column name or a Column"),
     ],
 )
 def test_bad_parameters_fail_on_the_driver(call, match):
@@ -403,7 +404,7 @@ def test_integer_items_with_nulls_hash_as_integers(spark):
     pdf = pd.DataFrame({"g": [1, 1, 1, 2, 2], "ts": [1, 2, 3, 1, 2],
                         "dst": pd.array([7, None, 9, 7, 9], dtype="Int64")})
     rows = {r.g: r.s for r in spark.createDataFrame(pdf).groupBy("g").agg(
-        U.hll_sliding_sketch("ts", "dst", window=10).alias("s")).collect()}
+        U.sliding_hll_sketch_agg("ts", "dst", window=10).alias("s")).collect()}
     from distinct import SlidingHyperLogLog
 
     with_null = SlidingHyperLogLog.from_bytes(rows[1])
@@ -461,9 +462,9 @@ def test_sketch_table_equals_grouped_sketches(spark):
     table = {r.k: r for r in sketch_table(sdf, "k", "ts", now=n, bounds=True, c=Count(window=1000, eps=0.05),
                                           s=Sum("b", window=1000, eps=0.05),
                                           dd=Distinct("d", window=1000, precision=8)).collect()}
-    grouped = {r.k: r for r in sdf.groupBy("k").agg(U.eh_sketch("ts", window=1000, eps=0.05).alias("c"),
-                                                    U.hll_sliding_sketch("ts", "d", window=1000,
-                                                                         precision=8).alias("dd")).collect()}
+    grouped = {r.k: r for r in sdf.groupBy("k").agg(U.eh_sketch_agg("ts", window=1000, eps=0.05).alias("c"),
+                                                    U.sliding_hll_sketch_agg("ts", "d", window=1000,
+                                                                             precision=8).alias("dd")).collect()}
     assert table.keys() == grouped.keys() and len(table) == 40
     for k, r in table.items():
         assert bytes(r.c) == bytes(grouped[k].c) and bytes(r.dd) == bytes(grouped[k].dd)

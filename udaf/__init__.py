@@ -2,8 +2,8 @@
 
 ``from udaf import functions as U`` then ``df.groupBy(k).agg(U.sliding_count(
 "ts", "1 hour"))``; ``aggregate``, ``sketch_table`` and ``sliding_over``
-take specs (``Count``, ``Sum``, ``Distinct``, ``DistinctFM``, ``LpNorm``),
-as does ``udaf.streaming.sliding_window_state``; ``register(spark)`` makes
+take specs (``Count``, ``Sum``, ``Distinct``, ``DistinctFM``, ``LpNorm``:
+every spec class of the family modules ``udaf/*_spec.py``), as does ``udaf.streaming.sliding_window_state``; ``register(spark)`` makes
 every function callable from ``spark.sql``.  This package is the only one
 that imports pyspark, pandas or pyarrow; ``import udaf`` itself does not,
 so the core packages stay usable without Spark.
@@ -13,8 +13,7 @@ __all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register",
            "Count", "Sum", "Distinct", "DistinctFM", "LpNorm"]
 
 _WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "sliding_over": "per_row",
-          "register": "functions", "Count": "eh_spec", "Sum": "eh_spec", "Distinct": "hll_spec",
-          "DistinctFM": "fm_spec", "LpNorm": "lp_spec"}
+          "register": "functions"}
 
 
 def __getattr__(name):
@@ -25,4 +24,11 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.functions")
     if name in _WHERE:
         return getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    if name[:1].isupper():  # a spec class: found in the family modules, no list to edit
+        from .spec import load_families
+
+        for classes in load_families().values():
+            for cls in classes:
+                if cls.__name__ == name:
+                    return cls
     raise AttributeError(f"module 'udaf' has no attribute {name!r}")

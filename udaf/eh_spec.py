@@ -163,6 +163,7 @@ class Sum(_Histogram):
     window: object
     eps: float = 0.01
     one_step = "sliding_sum"
+    words_per_row = 1
     accepts = {"column": INTEGRAL}
     arg_names = {"column": "value"}
 

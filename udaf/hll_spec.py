@@ -33,6 +33,7 @@ class _Items(Spec):
 
     accepts = {"column": ITEM}
     arg_names = {"column": "item"}
+    words_per_row = 1
 
     def read(self, columns, n, key_of=None):
         present, kept = items(columns["column"], self.column, self.who)

@@ -46,6 +46,8 @@ __all__ = ["InvalidInputError", "bad_value", "wrong_type", "INTEGRAL", "TIME", "
 # Accepted input kinds, by Spark simpleString (driver) and Arrow type (executors).
 INTEGRAL = ("bigint", "int", "smallint", "tinyint")
 TIME = ("timestamp", "timestamp_ntz", "date") + INTEGRAL
+#: Event time of the streaming state (watermarks take no dates).
+EVENT_TIME = ("timestamp", "timestamp_ntz") + INTEGRAL
 ITEM = INTEGRAL + ("string", "binary", "boolean", "date", "timestamp", "timestamp_ntz")
 NUMERIC = INTEGRAL + ("double", "float")
 
@@ -73,10 +75,11 @@ def wrong_type(column: str, need: str, accepted, found: str) -> TypeError:
     'column bytes: Sum needs an integral column (bigint, int, smallint, tinyint), got double'
     """
     kinds = {INTEGRAL: "an integral column", TIME: "a timestamp, date or integral column",
+             EVENT_TIME: "a timestamp or integral column",
              ITEM: "an integral, string, binary, boolean, date or timestamp column",
              NUMERIC: "a numeric column"}.get(tuple(accepted), "a column")
     listed = "" if tuple(accepted) == ITEM else f" ({', '.join(accepted)})"
-    if tuple(accepted) == TIME:
+    if tuple(accepted) in (TIME, EVENT_TIME):
         listed = ""
     return TypeError(f"column {column}: {need} {kinds}{listed}, got {found}")
 

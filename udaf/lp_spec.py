@@ -51,6 +51,7 @@ class LpNorm(Spec):
     sketch_type = SlidingLpNorm
     one_step = "sliding_lp_norm"
     frame_type = "double"
+    words_per_row = 2
     accepts = {"column": ITEM, "value": NUMERIC}
     arg_names = {"column": "index"}
     params = ("p", "eps", "delta", "seed")

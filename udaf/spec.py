@@ -96,6 +96,9 @@ class Spec:
     #: Input field -> its argument name in the column functions and SQL
     #: (``Sum.column`` is ``value``: ``sliding_sum(ts, value, window)``).
     arg_names: ClassVar[dict] = {}
+    #: Columns of :meth:`words` (8-byte words per row waiting in streaming
+    #: state): the state schema is laid out from it before any row is read.
+    words_per_row: ClassVar[int] = 0
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -78,7 +78,7 @@ from ._arrow import run_starts
 from ._convert import Window, key_names
 from .eh_spec import Count, Sum
 from .hll_spec import Distinct
-from .inputs import TIME, TIME_NEEDS, check_spark_type
+from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type
 from .two_phase import check_specs, micros_to_ntz
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
@@ -194,6 +194,15 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
         Unknown columns, wrong types, bad parameters (on the driver).
     """
     keys = key_names(key, "sliding_window_state", "key")
+    from .spec import Spec
+
+    # output columns may carry the deprecated keywords' names (distinct=Distinct(...))
+    named = {"eps": eps, "value": value, "distinct": distinct, "precision": precision, "seed": seed}
+    for name, given in named.items():
+        if isinstance(given, Spec):
+            specs = {**specs, name: given}
+            named[name] = None
+    eps, value, distinct, precision, seed = named.values()
     legacy = window is not None
     if legacy:
         if specs:
@@ -225,7 +234,7 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
         if c not in names:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
     ts_type = df.schema[event_time].dataType
-    check_spark_type(event_time, ts_type, tuple(t for t in TIME if t != "date"), TIME_NEEDS)
+    check_spark_type(event_time, ts_type, EVENT_TIME, TIME_NEEDS)
     time_expr, unit, windows, needed = check_specs(df, keys, event_time, specs, "sliding_window_state")
     if late not in ("drop", "raise"):
         raise ValueError(f"late must be 'drop' or 'raise', got {late!r}")
@@ -286,15 +295,9 @@ def _slots(specs: dict, legacy: bool) -> list:
     columns).  The deprecated call shape keeps release 0.1's layout
     (fields count, sum, distinct; two word columns in pending events)."""
     if not legacy:
-        return [(name, name, spec, _width(spec)) for name, spec in specs.items()]
+        return [(name, name, spec, spec.words_per_row) for name, spec in specs.items()]
     return [("count", "count", specs["count"], 0), ("sum", "sum", specs.get("sum"), 1),
             ("distinct", "distinct", specs.get("distinct"), 1)]
-
-
-def _width(spec) -> int:
-    from .spec import Data
-
-    return spec.words(Data(np.zeros(0, dtype=bool), {})).shape[1] if spec.inputs() else 0
 
 
 def _state_schema(slots) -> T.StructType:

@@ -1,0 +1,68 @@
+"""The Spark face from a Spark Connect client: column functions, every
+aggregate strategy, sketch_table, sliding_over, SQL registration, the
+messages of mistakes and the streaming state, run through a local Connect
+server (``remote("local[2]")``, in a subprocess: tests/connect_job.py) and
+on the classic session; the results must be equal, sketch bytes included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pandas")
+pytest.importorskip("grpc", reason="the Spark Connect client needs pyspark[connect] (pip install 'ehist[connect]')")
+pytest.importorskip("google.protobuf")
+
+from . import connect_job  # noqa: E402
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def results(spark, tmp_path_factory):
+    """(through Spark Connect, on the classic session)."""
+    work = tmp_path_factory.mktemp("connect")
+    out = work / "result.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_REMOTE", "SPARK_CONNECT"))}
+    done = subprocess.run([sys.executable, "-m", "tests.connect_job", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    remote = json.loads(out.read_text())
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(provider, None)
+    try:
+        local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"))))
+    finally:
+        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+    return remote, local
+
+
+def test_the_job_ran_through_a_connect_client(results):
+    remote, _ = results
+    assert remote["remote"] is True and remote["client"].startswith("pyspark.sql.connect")
+
+
+@pytest.mark.parametrize("part", ["sketches", "estimates", "unions", "one_step", "aggregate_auto",
+                                  "aggregate_two_phase", "aggregate_shuffle", "sketch_table",
+                                  "sketch_table_union", "sliding_over", "registered", "sql", "streaming"])
+def test_connect_equals_classic(results, part):
+    remote, local = results
+    assert local[part], f"{part}: no rows"
+    assert remote[part] == local[part]
+
+
+def test_mistakes_give_the_same_message_through_connect(results):
+    remote, local = results
+    assert remote["errors"] == local["errors"]
+    driver, in_executor, in_function = remote["errors"]
+    assert driver == ("TypeError: column dst: Sum needs an integral column (bigint, int, smallint, tinyint), "
+                      "got string")
+    assert "column bytes holds -5 (key 2): Sum needs non-negative integers" in in_executor
+    assert "column value holds -5" in in_function or "column bytes holds -5" in in_function
