@@ -24,10 +24,10 @@ source (``udaf.sliding_over``).
 Run (local Spark, embedded):   python examples/network_monitor.py
 On a cluster:                  see "Run it on a cluster" in the README
 Options: --rows N (default 600000), --out PATH (default network_monitor.png),
-         --strategy two_phase|auto|shuffle (default two_phase: the
-         sketches.  ``auto``, aggregate's default, shuffles the rows and
-         answers exactly when partitions hold few rows per key, as here:
-         about 15 per source and partition)
+         --strategy two_phase|auto|native|shuffle (default two_phase: the
+         sketches.  ``auto``, aggregate's default, runs Spark's own
+         aggregates here and answers exactly: the rows are at hand and the
+         question is one window as of one time)
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rows", type=int, default=600_000)
     ap.add_argument("--out", default="network_monitor.png")
     ap.add_argument("--top", type=int, default=12)
-    ap.add_argument("--strategy", default="two_phase", choices=["two_phase", "auto", "shuffle"])
+    ap.add_argument("--strategy", default="two_phase", choices=["two_phase", "auto", "native", "shuffle"])
     args = ap.parse_args(argv)
 
     from pyspark.sql import functions as F

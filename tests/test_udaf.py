@@ -380,7 +380,7 @@ def test_two_phase_checks_on_the_driver(df):
         aggregate(df, "k", "ts", c=Count(window=10, eps=3.0))
     with pytest.raises(ValueError, match="column 'ts' is the time column"):
         aggregate(df, "k", "ts", d=Distinct("ts", window=10))
-    with pytest.raises(ValueError, match="strategy must be 'auto', 'two_phase' or 'shuffle'"):
+    with pytest.raises(ValueError, match="strategy must be 'auto', 'native', 'two_phase' or 'shuffle'"):
         aggregate(df, "k", "ts", strategy="fast", c=Count(window=10))
     with pytest.raises(ValueError, match="at least one spec"):
         aggregate(df, "k", "ts")

@@ -149,6 +149,11 @@ class Count(_Histogram):
     def frames(self, lo, hi, data, window):
         return frame_counts(lo, hi)
 
+    def native(self, columns, inside, key_text):
+        from pyspark.sql import functions as F
+
+        return F.count(F.when(inside, F.lit(1)))
+
 
 @dataclass(frozen=True)
 class Sum(_Histogram):
@@ -170,6 +175,16 @@ class Sum(_Histogram):
     def read(self, columns, n, key_of=None):
         present, values = integers(columns["column"], self.column, self.who, key_of)
         return Data(present, {"value": values[present]})
+
+    def native(self, columns, inside, key_text):
+        from pyspark.sql import functions as F
+
+        from .native import raise_bad_value
+
+        v = columns["column"]
+        checked = F.when(v < 0, raise_bad_value(self.column, v, f"{self.who} needs non-negative integers", key_text)) \
+            .otherwise(v.cast("long"))
+        return F.coalesce(F.sum(F.when(inside, checked)), F.lit(0).cast("long"))
 
     def frames(self, lo, hi, data, window):
         import pandas as pd

@@ -61,6 +61,11 @@ class _Items(Spec):
         codes = pd.factorize(data.arrays["item"])[0] if "item" in data.arrays else pd.factorize(data.arrays["hash"])[0]
         return frame_distinct(codes, sub_lo, sub_hi)
 
+    def native(self, columns, inside, key_text):
+        from pyspark.sql import functions as F
+
+        return F.count_distinct(F.when(inside, columns["column"]))
+
     def words(self, data):
         out = np.zeros((data.present.size, 1), dtype=np.uint64)  # 0: no item (hash64 never gives it, p 2**-64)
         out[data.present, 0] = self._hashes(data)

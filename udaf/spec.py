@@ -230,6 +230,28 @@ class Spec:
         one key's rows or several keys' runs, sorted by time)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------- native
+    def native(self, columns: dict, inside, key_text):
+        """Spark's own aggregate answering this spec exactly over the rows
+        where ``inside`` (a boolean Column: in the key's window, inputs
+        present), for the native plan of :func:`udaf.aggregate`
+        (:mod:`udaf.native`): a numeric Column, or None when the family
+        has none (the default; ``auto`` then builds synopses).
+        ``columns``: input role -> Column.  Bad values are raised with
+        :func:`udaf.native.raise_bad_value` (``key_text``: the key as text,
+        for the message every entry point gives)."""
+        return None
+
+    def native_present(self, columns: dict):
+        """Whether a row counts for this spec (a boolean Column): its
+        inputs are not null.  A key's window ends at its newest such row."""
+        from pyspark.sql import functions as F
+
+        present = F.lit(True)
+        for c in columns.values():
+            present = present & c.isNotNull()
+        return present
+
     # ---------------------------------------------------------- streaming
     def words(self, data: Data) -> np.ndarray:
         """The inputs of every row as 8-byte words (rows x k int64), so

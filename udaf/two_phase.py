@@ -182,15 +182,21 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         Also return each spec's merged binary sketch as ``<name>_sketch``
         (always two-phase; merging costs about 5 ms per key in Python, so
         prefer the default when only estimates are needed).
-    strategy : {"auto", "two_phase", "shuffle"}
-        ``two_phase`` builds partial sketches per partition and shuffles
-        only them; ``shuffle`` sends the rows by key and, with a key's rows
-        at hand, answers exactly (bounds equal to the answer), all keys of
-        an Arrow batch in one numpy pass (:mod:`udaf.exact`).  ``auto``
-        (default) counts rows, approximate keys and partitions first (one
-        cheap JVM-side pass) and picks two-phase when partitions hold at
-        least :func:`min_rows_per_partial` rows per key on average, where
-        it shuffles far fewer bytes.
+    strategy : {"auto", "native", "two_phase", "shuffle"}
+        ``native`` answers exactly with Spark's own aggregates (``count``,
+        ``sum``, ``count(DISTINCT)`` conditioned on each spec's window; no
+        Python in the plan: :mod:`udaf.native`), the query a data engineer
+        would write, for specs that have one (Count, Sum, Distinct,
+        DistinctFM).  ``two_phase`` builds partial sketches per partition
+        and shuffles only them; ``shuffle`` sends the rows by key and, with
+        a key's rows at hand, answers exactly (bounds equal to the answer),
+        all keys of an Arrow batch in one numpy pass (:mod:`udaf.exact`).
+        ``auto`` (default) runs ``native`` when every spec has a native
+        form and no sketches are asked for; otherwise it counts rows,
+        approximate keys and partitions first (one cheap JVM-side pass)
+        and picks two-phase when partitions hold at least
+        :func:`min_rows_per_partial` rows per key on average, where it
+        shuffles far fewer bytes.
     **specs : Count, Sum, Distinct, DistinctFM or LpNorm
         Output column name -> what to compute.  Estimates are as of each
         key's newest timestamp (for a spec reading a column: the newest
@@ -211,10 +217,29 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     keys = key_names(by, "aggregate", "by")
     time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "aggregate")
     at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
-    if strategy not in ("auto", "two_phase", "shuffle"):
-        raise ValueError(f"strategy must be 'auto', 'two_phase' or 'shuffle', got {strategy!r}")
+    if strategy not in ("auto", "native", "two_phase", "shuffle"):
+        raise ValueError(f"strategy must be 'auto', 'native', 'two_phase' or 'shuffle', got {strategy!r}")
+    from .native import BROADCAST_KEYS, has_native, native_answers
+
     if sketches:
+        if strategy in ("native", "shuffle"):
+            raise ValueError(f"sketches=True builds synopses: strategy {strategy!r} answers from the rows "
+                             "without any; use strategy='two_phase' or 'auto'")
         strategy = "two_phase"
+    if strategy == "native" and not has_native(specs):
+        missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native({n: s})]
+        raise ValueError(f"strategy 'native': no native Spark plan for {', '.join(missing)}; "
+                         "use 'auto', 'two_phase' or 'shuffle'")
+    if strategy == "auto" and has_native(specs):
+        strategy = "native"
+    with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
+    if strategy == "native":
+        # Spark's own aggregates answer exactly, no Python in the plan (udaf/native.py)
+        broadcast = True
+        if at is None:
+            keys_seen = df.select(F.approx_count_distinct(F.struct(*keys)).alias("keys")).collect()[0]["keys"]
+            broadcast = (keys_seen or 0) <= BROADCAST_KEYS
+        return native_answers(df, keys, ts, time_expr, specs, windows, at, with_bounds, broadcast)
     if strategy == "auto":
         # partitions from the data, not df.rdd (Spark Connect has no rdd)
         stats = df.select(*keys, F.spark_partition_id().alias("__part")).agg(
@@ -227,7 +252,6 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     prepared = df.select(*[F.col(k) for k in keys], *run_exprs, time_expr.alias("__ts"),
                          *[F.col(c) for c in needed])
     key_fields = [df.schema[k] for k in keys]
-    with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
     fields = list(key_fields)
     for name in specs:
         fields.append(T.StructField(name, T.DoubleType()))

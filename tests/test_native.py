@@ -1,0 +1,96 @@
+"""aggregate(strategy="native"): Spark's own aggregates, no Python in the
+plan, the same answers, bounds and messages as the exact ``shuffle``
+strategy, whatever the keys, nulls and ``now``; ``auto`` runs it when
+every spec has a native form."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyspark")
+
+from pyspark.errors import PythonException  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from udaf import Count, Distinct, DistinctFM, LpNorm, Sum, aggregate  # noqa: E402
+
+pytestmark = pytest.mark.spark
+SPECS = dict(n=Count(1_000), s=Sum("b", 2_000), dd=Distinct("d", 500), f=DistinctFM("d", 3_000))
+
+
+def plan(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def rows(df) -> list:
+    """Rows as sortable tuples, NaN keys made comparable."""
+    def norm(v):
+        return "NaN" if isinstance(v, float) and math.isnan(v) else v
+    return sorted((tuple(norm(v) for v in r) for r in df.collect()), key=repr)
+
+
+def events(seed: int, n: int = 3_000):
+    rng = np.random.default_rng(seed)
+    b = rng.integers(0, 100, n)
+    d = rng.integers(0, 300, n)
+    return pd.DataFrame({
+        "k": pd.array(np.where(rng.random(n) < 0.05, None, rng.choice(["a", "b", "c"], n)), dtype=object),
+        "i": pd.array(np.where(rng.random(n) < 0.05, None, rng.integers(0, 4, n)), dtype="Int64"),
+        "x": rng.choice([0.0, -0.0, float("nan"), 1.5], n),
+        "ts": rng.integers(0, 10_000, n),
+        "b": pd.array(np.where(rng.random(n) < 0.1, None, b), dtype="Int64"),
+        "d": pd.array(np.where(rng.random(n) < 0.1, None, d), dtype="Int64"),
+    })
+
+
+@pytest.mark.parametrize("seed, by", [(1, "k"), (2, ["k", "i"]), (3, "x")])
+def test_native_equals_the_exact_shuffle_strategy(spark, seed, by):
+    """String, composite (with null parts) and float keys (NaN, -0.0 and
+    0.0 grouped as Spark groups them); null values and items; now omitted
+    (each key's own newest row per spec), inside and after the data."""
+    df = spark.createDataFrame(events(seed)).repartition(3)
+    for now in (None, 9_000, 20_000):
+        native = aggregate(df, by, "ts", strategy="native", now=now, bounds=True, **SPECS)
+        shuffle = aggregate(df, by, "ts", strategy="shuffle", now=now, bounds=True, **SPECS)
+        assert [(f.name, f.dataType) for f in native.schema] == [(f.name, f.dataType) for f in shuffle.schema]
+        got = rows(native)
+        assert got == rows(shuffle), now
+        assert len(got) == len(rows(df.select(*([by] if isinstance(by, str) else by)).distinct()))
+
+
+def test_auto_runs_native_unless_a_spec_has_no_native_form(spark):
+    df = spark.createDataFrame(events(4)).repartition(2)
+    auto = aggregate(df, "k", "ts", n=Count(1_000), dd=Distinct("d", 500))
+    assert "Python" not in plan(auto) and "ArrowEval" not in plan(auto)
+    assert rows(auto) == rows(aggregate(df, "k", "ts", strategy="shuffle", n=Count(1_000), dd=Distinct("d", 500)))
+    with_lp = aggregate(df, "k", "ts", n=Count(1_000), l2=LpNorm("d", 1_000))
+    assert "MapInArrow" in plan(with_lp)  # no native plan for L_p norms: synopses or rows in Python
+    sketched = aggregate(df, "k", "ts", sketches=True, n=Count(1_000))
+    assert "n_sketch" in sketched.columns
+
+
+def test_native_refuses_what_it_cannot_do(spark):
+    df = spark.createDataFrame(events(5))
+    with pytest.raises(ValueError, match=r"no native Spark plan for l2 \(LpNorm\)"):
+        aggregate(df, "k", "ts", strategy="native", n=Count(10), l2=LpNorm("d", 10))
+    with pytest.raises(ValueError, match="sketches=True builds synopses"):
+        aggregate(df, "k", "ts", strategy="native", sketches=True, n=Count(10))
+
+
+def test_native_raises_the_project_messages(spark):
+    """Spark raises them (raise_error): the message every strategy gives,
+    key included, after the class name."""
+    df = spark.createDataFrame([("a", 1, 5), ("a", 2, -5), ("b", None, 7)], "k string, ts long, v long")
+    with pytest.raises(Exception, match=r"InvalidInputError: column ts holds null \(key 'b'\): timestamps "
+                                        r"must not be null"):
+        aggregate(df, "k", "ts", strategy="native", n=Count(10)).collect()
+    ok = df.where(F.col("ts").isNotNull())
+    want = r"InvalidInputError: column v holds -5 \(key 'a'\): Sum needs non-negative integers"
+    with pytest.raises(Exception, match=want):
+        aggregate(ok, "k", "ts", strategy="native", s=Sum("v", 10)).collect()
+    with pytest.raises(PythonException, match=want.replace("InvalidInputError: ", "")):
+        aggregate(ok, "k", "ts", strategy="shuffle", s=Sum("v", 10)).collect()
