@@ -50,7 +50,7 @@ def test_the_job_ran_through_a_connect_client(results):
 
 
 @pytest.mark.parametrize("part", ["sketches", "estimates", "unions", "one_step", "aggregate_auto",
-                                  "aggregate_two_phase", "aggregate_shuffle", "sketch_table",
+                                  "aggregate_two_phase", "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table",
                                   "sketch_table_union", "sliding_over", "registered", "sql", "streaming"])
 def test_connect_equals_classic(results, part):
     remote, local = results

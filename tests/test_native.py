@@ -59,7 +59,48 @@ def test_native_equals_the_exact_shuffle_strategy(spark, seed, by):
         assert [(f.name, f.dataType) for f in native.schema] == [(f.name, f.dataType) for f in shuffle.schema]
         got = rows(native)
         assert got == rows(shuffle), now
-        assert len(got) == len(rows(df.select(*([by] if isinstance(by, str) else by)).distinct()))
+        keys = df if now is None else df.where(f"ts > {now} - 3000 AND ts <= {now}")  # the widest window
+        assert len(got) == len(rows(keys.select(*([by] if isinstance(by, str) else by)).distinct()))
+
+
+@pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz", "date", "bigint"])
+def test_now_reads_only_the_widest_window_from_parquet(spark, tmp_path, kind):
+    """With now, every strategy reads the rows of the widest window alone:
+    the range on the raw time column reaches the Parquet scan as a pushed
+    filter, and rows after now or before the window do not count."""
+    import datetime as dt
+
+    base = dt.datetime(2026, 1, 1)
+    n = 400
+    pdf = pd.DataFrame({"k": ["a", "b"] * (n // 2), "ts": np.arange(n), "b": np.arange(n) % 7})
+    sdf = spark.createDataFrame(pdf)
+    if kind == "bigint":
+        spans, now = (50, 120), 300
+    else:
+        unit = "days" if kind == "date" else "hours"
+        sdf = sdf.withColumn("ts", F.expr(f"CAST(TIMESTAMP '2026-01-01 00:00:00' + make_dt_interval("
+                                          f"{'ts' if unit == 'days' else '0'}, {'0' if unit == 'days' else 'ts'}, 0, 0)"
+                                          f" AS {kind})"))
+        spans = (f"50 {unit}", f"120 {unit}")
+        now = (base + dt.timedelta(**{unit: 300})).date() if kind == "date" else base + dt.timedelta(hours=300)
+    path = str(tmp_path / "events")
+    sdf.write.parquet(path)
+    stored = spark.read.parquet(path)
+    specs = dict(n=Count(spans[0]), s=Sum("b", spans[1]))
+    for strategy in ("native", "shuffle", "two_phase"):
+        out = aggregate(stored, "k", "ts", now=now, strategy=strategy, bounds=True, **specs)
+        assert "PushedFilters: [IsNotNull(ts)" not in plan(out)
+        assert "GreaterThan(ts" in plan(out) and "LessThanOrEqual(ts" in plan(out), strategy
+        got = {r.k: (r.n, r.s) for r in out.collect()}
+
+        def exact(parity):  # rows 0..399, a: even times, b: odd; b = time % 7
+            return (float(sum(1 for t in range(251, 301) if t % 2 == parity)),
+                    float(sum(t % 7 for t in range(181, 301) if t % 2 == parity)))
+        want = {"a": exact(0), "b": exact(1)}
+        if strategy == "two_phase":  # within eps
+            assert all(abs(got[k][i] - want[k][i]) <= 0.01 * want[k][i] for k in want for i in (0, 1))
+        else:
+            assert got == want, strategy
 
 
 def test_auto_runs_native_unless_a_spec_has_no_native_form(spark):

@@ -1,16 +1,9 @@
-"""Conversions between Spark-side values and the synopses' int64 timestamps.
+"""Windows and intervals in a time column's units, and key names.
 
-Timestamp units, decided by the column's type as it reaches pandas:
-
-* ``TimestampType`` arrives as tz-naive ``datetime64[ns]`` in the session
-  time zone: it becomes **microseconds** of that wall-clock time (the
-  same precision as Spark's).  Around a daylight-saving change wall-clock
-  time jumps; set ``spark.sql.session.timeZone`` to ``UTC`` for windows of
-  exact elapsed time.
-* ``DateType`` arrives as ``datetime.date`` objects: **days** since
-  1970-01-01.
-* integral types are taken as they are (count-based windows: an arrival
-  index).
+Units are decided by the time column's type (:func:`udaf.inputs.times`
+reads the values): TimestampType and TimestampNTZType in **microseconds**,
+DateType in **days** since 1970-01-01, integral types as they are
+(count-based windows: an arrival index).
 
 Windows are ints in those units, or interval strings (``'1 hour'``,
 ``'30 minutes'``, ``'7 days'``, ``'1 day 12 hours'``) converted to the
@@ -24,7 +17,7 @@ import re
 
 import numpy as np
 
-__all__ = ["parse_interval", "to_int64", "now_to_int64", "Window"]
+__all__ = ["parse_interval", "Window", "key_names"]
 
 _UNITS_US = {
     "microsecond": 1,
@@ -40,7 +33,6 @@ _ALIASES = {
     "min": "minute", "h": "hour", "hr": "hour", "d": "day", "w": "week",
 }
 _TERM = re.compile(r"\s*(\d+)\s*([a-zA-Z]+)\s*")
-_EPOCH = _dt.date(1970, 1, 1)
 
 
 def parse_interval(text: str) -> int:
@@ -136,59 +128,3 @@ def key_names(keys, caller: str, what: str) -> list:
         raise TypeError(f"{caller} takes column names for {what} (a name or a list of names), "
                         f"got {type(keys).__name__}")
     return list(keys)
-
-
-def to_int64(series, column: str) -> tuple[np.ndarray, str]:
-    """(int64 timestamps, unit) of a pandas Series; nulls are an error."""
-    if series.isna().any():
-        row = int(np.flatnonzero(series.isna().to_numpy())[0])
-        raise ValueError(f"null timestamp in column {column} (row {row} of its group): timestamps must not be null")
-    dtype = series.dtype
-    if np.issubdtype(dtype, np.datetime64) or str(dtype).startswith("datetime64"):
-        values = series.to_numpy(dtype="datetime64[us]")
-        return values.astype(np.int64), "us"
-    if dtype.kind in "iu":
-        return series.to_numpy(dtype=np.int64), "int"
-    if dtype.kind == "O" and len(series) and isinstance(series.iloc[0], _dt.date):
-        days = np.array([(d - _EPOCH).days for d in series], dtype=np.int64)
-        return days, "day"
-    if dtype.kind == "O" and len(series) == 0:
-        return np.zeros(0, dtype=np.int64), "int"
-    raise ValueError(
-        f"column {column} must be a timestamp, date or integral column, got pandas dtype {dtype}"
-    )
-
-
-def now_to_int64(now, unit: str) -> int | None:
-    """A literal ``now`` (int, datetime, date) in the column's unit."""
-    if now is None:
-        return None
-    if isinstance(now, _dt.datetime):
-        if unit != "us":
-            raise ValueError("now is a datetime but the sketch's timestamps are not")
-        naive = now.replace(tzinfo=None)
-        return (naive - _dt.datetime(1970, 1, 1)) // _dt.timedelta(microseconds=1)
-    if isinstance(now, _dt.date):
-        if unit != "day":
-            raise ValueError("now is a date but the sketch's timestamps are not")
-        return (now - _EPOCH).days
-    return int(now)
-
-
-def items_of(series, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(mask of non-null rows, their items as a numpy array) of a pandas Series.
-
-    An integral Spark column with nulls reaches pandas as float64 (NaN for
-    null): its values go back to int64, so an item hashes the same whether
-    or not its batch held a null (sketches built on different partitions
-    must agree to merge).
-    """
-    mask = series.notna().to_numpy()
-    items = series[mask].to_numpy()
-    if items.dtype.kind == "f":
-        if np.any(items != np.floor(items)):
-            raise ValueError(f"column {column} holds non-integral numbers: items must be integers, strings or bytes")
-        items = items.astype(np.int64)
-    elif items.dtype.kind == "O" and items.size and isinstance(items[0], (int, np.integer)):
-        items = items.astype(np.int64)
-    return mask, items

@@ -70,6 +70,26 @@ def time_expression(df: DataFrame, ts: str):
     return F.col(ts).cast("long"), "int"
 
 
+def time_range(df: DataFrame, ts: str, unit: str, lo: int | None, hi: int):
+    """``lo < ts <= hi`` (``lo`` None: no lower end) on the raw time column
+    against literals of its own type, so Spark pushes it down to the data
+    source (Parquet row groups outside it are not read); rows with a null
+    time pass, to be reported."""
+    if unit == "us" and isinstance(df.schema[ts].dataType, T.TimestampNTZType):
+        lit = micros_to_ntz
+    elif unit == "us":
+        lit = F.timestamp_micros
+    elif unit == "day":
+        lit = F.date_from_unix_date
+    else:
+        lit = (lambda c: c)  # noqa: E731
+    column = F.col(ts)
+    inside = column <= lit(F.lit(hi))
+    if lo is not None:
+        inside = (column > lit(F.lit(lo))) & inside
+    return inside | column.isNull()
+
+
 def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, appends: bool = False):
     """Check columns, types and specs on the driver, before any job.
 
@@ -169,11 +189,13 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         integral); every spec's window is measured on it.
     now : datetime, date or int, optional
         Answer every key as of this time (the end of the monitoring
-        period: keys that went quiet then count only what is left in their
-        window).  A datetime is epoch time as PySpark reads it (naive:
-        the Python process's local time, as ``collect()`` returns
-        timestamps); it must not be older than any row's time.  Default:
-        each key's newest timestamp.
+        period): only rows with ``now - window < ts <= now`` for the widest
+        spec window are read (a range Spark pushes down to the source), so
+        keys with no row there are left out, as in ``df.where(ts > now -
+        w).groupBy(k)``, and rows after ``now`` do not count.  A datetime
+        is epoch time as PySpark reads it (naive: the Python process's
+        local time, as ``collect()`` returns timestamps).  Default: each
+        key's newest timestamp.
     bounds : bool, default False
         Also return ``<name>_lower`` and ``<name>_upper`` (bigint) for the
         specs with deterministic bounds (Count, Sum): the exact value
@@ -219,7 +241,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     if strategy not in ("auto", "native", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native', 'two_phase' or 'shuffle', got {strategy!r}")
-    from .native import BROADCAST_KEYS, has_native, native_answers
+    from .native import has_native, native_answers
 
     if sketches:
         if strategy in ("native", "shuffle"):
@@ -233,13 +255,16 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     if strategy == "auto" and has_native(specs):
         strategy = "native"
     with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
+    if at is not None:
+        # only rows in the widest window as of `now` can count: every
+        # strategy reads those alone (a range pushed down to the source),
+        # so keys with no row there are not answered, as in
+        # df.where(ts > now - w).groupBy(k)
+        lo = at - max(windows.values())
+        df = df.where(time_range(df, ts, unit, lo if lo >= np.iinfo(np.int64).min else None, at))
     if strategy == "native":
         # Spark's own aggregates answer exactly, no Python in the plan (udaf/native.py)
-        broadcast = True
-        if at is None:
-            keys_seen = df.select(F.approx_count_distinct(F.struct(*keys)).alias("keys")).collect()[0]["keys"]
-            broadcast = (keys_seen or 0) <= BROADCAST_KEYS
-        return native_answers(df, keys, ts, time_expr, specs, windows, at, with_bounds, broadcast)
+        return native_answers(df, keys, ts, time_expr, specs, windows, at, with_bounds)
     if strategy == "auto":
         # partitions from the data, not df.rdd (Spark Connect has no rdd)
         stats = df.select(*keys, F.spark_partition_id().alias("__part")).agg(
