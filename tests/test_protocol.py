@@ -246,3 +246,22 @@ def test_datetime64_in_the_core_is_refused_with_how_to_convert():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert SlidingHyperLogLog(60).update([1, 2], [True, False]) == SlidingHyperLogLog(60).update([1, 2], [1, 0])
+
+
+def test_errors_gives_back_the_project_exception(spark):
+    """udaf.errors(): a project error found in an executor, wrapped by
+    PySpark (PythonException) or raised by the native plan (Spark's
+    raise_error), comes out as its own class with the plain message."""
+    from ehist.errors import InvalidInputError
+    from udaf import errors
+
+    sdf = spark.createDataFrame([("a", 1, 5), ("a", 2, -5)], "k string, ts long, v long")
+    want = "column v holds -5 (key 'a'): Sum needs non-negative integers"
+    for strategy in ("native", "shuffle"):
+        with pytest.raises(InvalidInputError) as info, errors():
+            aggregate(sdf, "k", "ts", strategy=strategy, s=Sum("v", 10)).collect()
+        assert str(info.value) == want and type(info.value.__cause__).__name__ != "InvalidInputError"
+    with pytest.raises(InvalidInputError, match=r"^column v holds -5: Sum needs non-negative integers$"), errors():
+        sdf.groupBy("k").agg(U.sliding_sum("ts", "v", 10)).collect()
+    with pytest.raises(ZeroDivisionError), errors():  # anything else passes through
+        1 / 0

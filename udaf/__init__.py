@@ -9,11 +9,11 @@ that imports pyspark, pandas or pyarrow; ``import udaf`` itself does not,
 so the core packages stay usable without Spark.
 """
 
-__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register",
+__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register", "errors",
            "Count", "Sum", "Distinct", "DistinctFM", "LpNorm"]
 
 _WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "sliding_over": "per_row",
-          "register": "functions"}
+          "register": "functions", "errors": "unwrap"}
 
 
 def __getattr__(name):
