@@ -113,12 +113,12 @@ def test_estimate_sketch_column(benchmark, runs, kind, how):
     if how == "columnar":
         got = benchmark.pedantic(lambda: Count.answers(blobs, None, WINDOW // 2).estimate, rounds=3)
     else:
-        got = benchmark.pedantic(lambda: one_at_a_time(ExponentialHistogram, blobs, WINDOW // 2), rounds=1)
+        got = benchmark.pedantic(lambda: estimates_one_at_a_time(ExponentialHistogram, blobs, WINDOW // 2), rounds=1)
     assert not np.isnan(got).any() and len(got) == KEYS
     record(f"estimate {kind}s, {how}", benchmark, KEYS, keys=KEYS)
 
 
-def one_at_a_time(cls, blobs, window):
+def estimates_one_at_a_time(cls, blobs, window):
     """Estimates of stored sketches decoded and queried one by one."""
     return np.array([cls.from_bytes(b).estimate(None, window) for b in blobs])
 
@@ -185,8 +185,8 @@ def test_distinct_estimate_sketch_column(benchmark, runs, how):
     if how == "columnar":
         got = benchmark.pedantic(lambda: Distinct.answers(blobs, None, WINDOW // 2).estimate, rounds=3)
     else:
-        got = benchmark.pedantic(lambda: one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2), rounds=1)
-    assert list(got) == list(one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2))
+        got = benchmark.pedantic(lambda: estimates_one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2), rounds=1)
+    assert list(got) == list(estimates_one_at_a_time(SlidingHyperLogLog, blobs, WINDOW // 2))
     record(f"estimate distincts, {how}", benchmark, KEYS, keys=KEYS)
 
 

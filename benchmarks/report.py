@@ -216,6 +216,22 @@ def render(quick: bool | None = None) -> Path:
             md.append(f"| {v2['question']} | {v2['keys']:,} | {v2['path']} | {v2['seconds']:.2f} | "
                       f"{v2['seconds'] / b:.2f} | {v2['shuffle_bytes']:,} |")
         md.append("")
+    sizes = {k: v2 for k, v2 in r.items() if k.startswith("stored bytes")}
+    windows = {k: v2 for k, v2 in r.items() if k.startswith("stored window")}
+    if windows:
+        first = next(iter(windows.values()))
+        md += ["## Stored data: rollup tables against a sketch table", "",
+               f"`bench_stored.py`: {first['rows']:,} events, {first['keys']:,} keys over 30 days at one-second "
+               "resolution, in Parquet: per-minute and per-second rollups (count, sum, Spark's `hll_sketch_agg`) "
+               f"against `sketch_table` (Count, Sum, Distinct for 30 days); best of {first['repeats']}; errors are "
+               "the largest relative error over keys against the rows.", "",
+               "| table | rows | bytes per key |", "| --- | --- | --- |"]
+        md += [f"| {v2['table']} | {v2['rows']:,} | {v2['bytes_per_key']:,.0f} |" for v2 in sizes.values()]
+        md += ["", "| window | table | seconds | count error | sum error | distinct error |",
+               "| --- | --- | --- | --- | --- | --- |"]
+        md += [f"| {v2['window']} | {v2['table']} | {v2['seconds']:.2f} | {v2['max_err_count']:.2%} | "
+               f"{v2['max_err_sum']:.2%} | {v2['max_err_distinct']:.2%} |" for v2 in windows.values()]
+        md.append("")
     many = [(step, kind) for step in ("build", "decode+union", "estimate") for kind in ("count", "sum", "distinct")
             if f"{step} {kind}s, columnar" in r and f"{step} {kind}s, one at a time" in r]
     if many:
