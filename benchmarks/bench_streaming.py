@@ -110,7 +110,8 @@ def run(spark, name, build, source, tmp, provider):
     if name.startswith("ehist"):
         # the stored state values themselves (Spark's state data source)
         v = spark.read.format("statestore").option("stateVarName", "synopses").load(checkpoint)
-        size = sum(F.coalesce(F.octet_length(f"value.{c}"), F.lit(0)) for c in ("count", "sum", "distinct", "pending"))
+        fields = [f.name for f in v.schema["value"].dataType.fields if f.dataType.typeName() == "binary"]
+        size = sum(F.coalesce(F.octet_length(f"value.{c}"), F.lit(0)) for c in fields)  # synopses and pending
         value_bytes = v.select(F.avg(size + 8)).first()[0]
     else:
         # key (k, window start, end) and value (count): 32 bytes of fields per row
