@@ -97,6 +97,11 @@ def test_bounds_near_int64_min():
     t = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).min + 3], dtype=np.int64)
     lo, hi = frame_bounds(t, 1 << 62)
     assert frame_counts(lo, hi).tolist() == [1, 2]
+    # INT64_MIN itself: t - window wraps, the frame still starts at the first row
+    t = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).min + 3], dtype=np.int64)
+    for window in (10, 1 << 62, np.iinfo(np.int64).max):
+        lo, hi = frame_bounds(t, window)
+        assert frame_counts(lo, hi).tolist() == [1, 2], window
 
 
 def test_lp_frames_equal_the_sketch_of_each_frame():

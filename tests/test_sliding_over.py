@@ -10,12 +10,12 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
 
-from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import Window  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from lp_norms import rows_for  # noqa: E402
-from udaf import Count, Distinct, LpNorm, Sum, sliding_over  # noqa: E402
+from ehist.errors import InvalidInputError  # noqa: E402
+from udaf import Count, Distinct, LpNorm, Sum, errors, sliding_over  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -125,10 +125,86 @@ def test_checks_on_the_driver(sdf):
         sliding_over(sdf, "k", "ts")
 
 
-def test_null_timestamp_names_the_column(spark):
+@pytest.mark.parametrize("strategy", ["native", "shuffle"])
+def test_null_timestamp_names_the_column(spark, strategy):
     pdf = pd.DataFrame({"k": [1, 1], "ts": pd.array([1, None], dtype="Int64")})
-    with pytest.raises(PythonException, match="InvalidInputError: column ts holds null .key 1.: timestamps must not be null"):
-        sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5)).collect()
+    with pytest.raises(InvalidInputError, match="^column ts holds null .key 1.: timestamps must not be null$"), errors():
+        sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5), strategy=strategy).collect()
+
+
+@pytest.mark.parametrize("strategy", ["native", "shuffle"])
+def test_bad_values_name_column_and_key(spark, strategy):
+    df = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [3, -5]}))
+    with pytest.raises(InvalidInputError, match="^column b holds -5 .key 'a'.: Sum needs non-negative integers$"), \
+            errors():
+        sliding_over(df, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
+    big = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [2**62, 2**62]}))
+    with pytest.raises(OverflowError, match="the sum of a key's values exceeds int64"), errors():
+        sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
+
+
+def test_strategy_is_checked(sdf):
+    with pytest.raises(ValueError, match="strategy must be 'auto', 'native' or 'shuffle'"):
+        sliding_over(sdf, "k", "ts", c=Count(window=5), strategy="two_phase")
+    with pytest.raises(ValueError, match=r"no native Spark plan for d \(Distinct\)"):
+        sliding_over(sdf, "k", "ts", c=Count(window=5), d=Distinct("dst", window=5), strategy="native")
+
+
+def _answers(df, strategy, **specs):
+    return sliding_over(df, ["k", "g"], "ts", strategy=strategy, **specs).select("rid", *specs) \
+        .toPandas().sort_values("rid").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("window", [1, 700, 2_000, 40_000])
+def test_native_plan_equals_the_python_pass_and_spark_frames(sdf, window):
+    """The native plan (two growing frames) against the Python pass and
+    Spark's sliding RANGE frame, row by row: bigint time (ordered as a
+    decimal), a composite key with nulls, null values, a run of peers."""
+    df = sdf.withColumn("g", F.when(F.col("rid") % 7 == 0, None).otherwise((F.col("rid") % 3).cast("string")))
+    specs = dict(n=Count(window=window), s=Sum("b", window=window))
+    native, shuffled = _answers(df, "native", **specs), _answers(df, "shuffle", **specs)
+    assert native.equals(shuffled)
+    want = _spark_frames(df, ["k", "g"], window).toPandas().sort_values("rid").reset_index(drop=True)
+    assert native.n.tolist() == want.n_.tolist()
+    assert native.s.fillna(-1).tolist() == want.s_.fillna(-1).tolist()
+    assert native.s.isna().any() or window > 1  # frames with no value give null, as sum() does
+
+
+def test_native_plan_on_timestamps_and_floating_keys(spark):
+    """TimestampType (ordered as a long) with an interval window, and
+    double keys: NaN with NaN, -0.0 with 0.0, as Spark groups them."""
+    base = dt.datetime(2026, 3, 1)
+    pdf = pd.DataFrame({"rid": range(8), "k": [np.nan, np.nan, -0.0, 0.0, 1.5, 1.5, 1.5, np.nan],
+                        "t": [base + dt.timedelta(minutes=m) for m in (0, 30, 0, 59, 0, 60, 61, 61)],
+                        "b": pd.array([1, 2, 3, None, 5, 6, 7, 8], dtype="Int64")})
+    df = spark.createDataFrame(pdf)
+    specs = dict(n=Count(window="1 hour"), s=Sum("b", window="1 hour"))
+    got = {s: sliding_over(df, "k", "t", strategy=s, **specs).toPandas().sort_values("rid") for s in ("native", "shuffle")}
+    assert got["native"].n.tolist() == got["shuffle"].n.tolist() == [1, 2, 1, 2, 1, 1, 2, 2]
+    assert got["native"].s.tolist() == got["shuffle"].s.tolist() == [1, 3, 3, 3, 5, 6, 13, 10]
+
+
+def test_native_plan_at_the_ends_of_int64(spark):
+    """Times near both ends of int64, windows up to its maximum: the
+    Python pass answers them all; the native plan (Spark computes each
+    frame's start t - window with overflow checks) answers up to the top
+    and refuses, with the project's message, a time whose frame start
+    would fall below int64."""
+    top, bottom = 2**63 - 1, -(2**63)
+    ts = [bottom, bottom + 3, bottom + 20, -5, 0, top - 5, top]
+    df = spark.createDataFrame(pd.DataFrame({"rid": range(len(ts)), "k": 1, "ts": ts}))
+    for window in (10, 2**62, top):
+        want = [sum(t - window < u <= t for u in ts) for t in ts]
+        got = sliding_over(df, "k", "ts", strategy="shuffle", n=Count(window=window)).toPandas().sort_values("rid")
+        assert got.n.tolist() == want, window
+        with pytest.raises(InvalidInputError, match=f"^column ts holds {bottom} .key 1.: the native per-row plan "
+                           f"takes times from {bottom + window} on"), errors():
+            sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
+    high = df.where(F.col("ts") >= -5)
+    for window in (10, 2**62):
+        want = [sum(t - window < u <= t for u in ts[3:]) for t in ts[3:]]
+        got = sliding_over(high, "k", "ts", strategy="native", n=Count(window=window)).toPandas().sort_values("rid")
+        assert got.n.tolist() == want, window
 
 
 def _spark_frames(df, keys, window):
@@ -168,3 +244,17 @@ def test_floating_key_takes_the_pandas_path_with_the_same_answers(sdf):
     assert len(joined) == 6000
     assert (joined.n == joined.n_).all() and (joined.d == joined.d_).all()
     assert (joined.s.fillna(-1) == joined.s_.fillna(-1)).all()
+
+
+def test_benchmark_baselines_are_exact(sdf):
+    """The exact plain-Spark queries benchmarks/bench_per_row.py times
+    against sliding_over give sliding_over's answers (an honest baseline)."""
+    bench = pytest.importorskip("benchmarks.bench_per_row")
+    df = sdf.withColumnRenamed("dst", "item").fillna({"item": -1})
+    for window in (1, 500, 5_000):
+        ours = sliding_over(df, "k", "ts", n=Count(window=window), d=Distinct("item", window=window)) \
+            .select("rid", "n", "d").toPandas().sort_values("rid").reset_index(drop=True)
+        counts = bench.exact_counts(df, window).select("rid", "n").toPandas().sort_values("rid")
+        distinct = bench.exact_distinct(df, window).select("rid", "d").toPandas().sort_values("rid")
+        assert counts.n.tolist() == ours.n.tolist(), window
+        assert distinct.d.tolist() == ours.d.tolist(), window

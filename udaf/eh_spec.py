@@ -150,9 +150,10 @@ class Count(_Histogram):
         return frame_counts(lo, hi)
 
     def native(self, columns, inside, key_text):
-        from pyspark.sql import functions as F
+        return f"count(CASE WHEN {inside} THEN 1 END)"
 
-        return F.count(F.when(inside, F.lit(1)))
+    def native_frame(self, columns, upto, before, key_text):
+        return f"count(1) OVER {upto} - count(1) OVER {before}"
 
 
 @dataclass(frozen=True)
@@ -176,15 +177,25 @@ class Sum(_Histogram):
         present, values = integers(columns["column"], self.column, self.who, key_of)
         return Data(present, {"value": values[present]})
 
-    def native(self, columns, inside, key_text):
-        from pyspark.sql import functions as F
-
+    def _checked(self, v, key_text):
         from .native import raise_bad_value
 
+        need = f"{self.who} needs non-negative integers"
+        return f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.column, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+
+    def native(self, columns, inside, key_text):
+        return f"coalesce(sum(CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END), 0L)"
+
+    def native_frame(self, columns, upto, before, key_text):
         v = columns["column"]
-        checked = F.when(v < 0, raise_bad_value(self.column, v, f"{self.who} needs non-negative integers", key_text)) \
-            .otherwise(v.cast("long"))
-        return F.coalesce(F.sum(F.when(inside, checked)), F.lit(0).cast("long"))
+        checked = self._checked(v, key_text)
+        # try_sum: null once the key's running total leaves int64 (the
+        # Python path's OverflowError, with the key named)
+        total = f"try_sum({checked}) OVER {upto}"
+        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+        return (f"CASE WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL "
+                f"WHEN {total} IS NULL THEN {overflow} "
+                f"ELSE {total} - coalesce(try_sum({checked}) OVER {before}, 0L) END")
 
     def frames(self, lo, hi, data, window):
         import pandas as pd

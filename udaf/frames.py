@@ -53,11 +53,11 @@ def frame_bounds(t: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     window = check_window(window)
     if t.size > 1 and np.any(t[1:] < t[:-1]):
         raise ValueError("timestamps must be sorted (non-decreasing)")
-    # t - window can only overflow below INT64_MIN, which timestamps exclude
+    # t - window can only overflow below INT64_MIN (it wraps above t): then
+    # the frame starts at the first row
     with np.errstate(over="ignore"):
         start = t - np.int64(window)
-    start = np.where(start > t, np.iinfo(np.int64).min, start)
-    lo = np.searchsorted(t, start, side="right")
+    lo = np.where(start > t, 0, np.searchsorted(t, start, side="right"))
     hi = np.searchsorted(t, t, side="right")
     return lo, hi
 

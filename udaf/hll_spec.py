@@ -62,9 +62,7 @@ class _Items(Spec):
         return frame_distinct(codes, sub_lo, sub_hi)
 
     def native(self, columns, inside, key_text):
-        from pyspark.sql import functions as F
-
-        return F.count_distinct(F.when(inside, columns["column"]))
+        return f"count(DISTINCT CASE WHEN {inside} THEN {columns['column']} END)"
 
     def words(self, data):
         out = np.zeros((data.present.size, 1), dtype=np.uint64)  # 0: no item (hash64 never gives it, p 2**-64)

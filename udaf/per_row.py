@@ -4,11 +4,14 @@
 CURRENT ROW)`` re-aggregates the whole frame for every row (Spark's
 aggregates cannot retract a row), so its cost grows with rows x frame; a
 pandas UDF over the same frame calls Python once per row.
-:func:`sliding_over` shuffles the rows by key, sorts them by key and time
-(in the JVM), and answers every row of each Arrow batch's complete keys at
-once through each spec's :meth:`~udaf.spec.Spec.frames` (``mapInArrow``,
-no pandas): exact counts, sums and distinct counts, and L_p norm
-estimates from linear p-stable sketches.
+:func:`sliding_over` answers counts and sums with Spark's own window
+functions as a difference of two growing frames (one pass, no Python:
+:func:`udaf.native.native_frames`); otherwise it shuffles the rows by key,
+sorts them by key and time (in the JVM), and answers every row of each
+Arrow batch's complete keys at once through each spec's
+:meth:`~udaf.spec.Spec.frames` (``mapInArrow``, no pandas): exact counts,
+sums and distinct counts, and L_p norm estimates from linear p-stable
+sketches.
 
 Examples
 --------
@@ -32,7 +35,7 @@ from .two_phase import check_specs, partition_count, read_spec, run_columns
 __all__ = ["sliding_over"]
 
 
-def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFrame:
+def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = "auto", **specs) -> DataFrame:
     """Add one column per spec: its value over each row's sliding frame.
 
     Row ``i``'s frame holds the rows of its key with ``order_by`` in
@@ -71,6 +74,19 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
         sketch: each frame's sketch is a difference of two prefix sketches,
         ``rows_for(p, eps, delta)`` numbers per row whatever the frame.
 
+    strategy : {"auto", "native", "shuffle"}
+        ``native`` computes each frame with Spark's own window functions
+        (no Python in the plan: :func:`udaf.native.native_frames`), for
+        specs that have a native per-row form (Count, Sum): the frame
+        ``(t - w, t]`` is the rows up to ``t`` less the rows up to ``t -
+        w``, two frames Spark grows in one pass, where the built-in
+        ``RANGE BETWEEN w PRECEDING`` frame re-aggregates every frame.
+        ``shuffle`` sends each key's rows through Python once
+        (``mapInArrow``) and answers every spec there.  ``auto`` (default)
+        runs ``native`` when every spec has a native form (measured faster
+        at every frame length: benchmarks/bench_per_row.py), else
+        ``shuffle``.  Both give the same answers.
+
     Returns
     -------
     DataFrame: the rows of ``df`` (sorted by time within each key) with the
@@ -91,9 +107,18 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, **specs) -> DataFra
     """
     keys = key_names(partition_by, "sliding_over", "partition_by")
     _, _, windows, _ = check_specs(df, keys, order_by, specs, "sliding_over", appends=True)
-    out_schema = T.StructType(list(df.schema.fields) + [
-        T.StructField(n, T.DoubleType() if s.frame_type == "double" else T.LongType(), True)
-        for n, s in specs.items()])
+    if strategy not in ("auto", "native", "shuffle"):
+        raise ValueError(f"strategy must be 'auto', 'native' or 'shuffle', got {strategy!r}")
+    from .native import has_native_frames, native_frames
+
+    if strategy == "native" and not has_native_frames(specs):
+        missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native_frames({n: s})]
+        raise ValueError(f"strategy 'native': no native Spark plan for {', '.join(missing)}; use 'auto' or 'shuffle'")
+    types = {n: T.DoubleType() if s.frame_type == "double" else T.LongType() for n, s in specs.items()}
+    if strategy != "shuffle" and has_native_frames(specs):
+        # Spark's window functions answer exactly, no Python in the plan
+        return native_frames(df, keys, order_by, specs, windows, types)
+    out_schema = T.StructType(list(df.schema.fields) + [T.StructField(n, types[n], True) for n in specs])
     runs, run_exprs = run_columns(df, keys)
     prepared = df.select("*", *run_exprs) if run_exprs else df
     # the time column is sorted on and read as it is (Arrow int64 units):

@@ -3,22 +3,25 @@
 A spec (``Count(window='1 hour')``, ``Distinct('dst', window='1 hour')``)
 says what to compute; its class says how, once, for every driver:
 
-==================  =====================================================
-driver              asks the spec
-==================  =====================================================
-driver checks       :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
-                    per input), parameters (checked when the spec is made)
-:func:`aggregate`   :meth:`read`, :meth:`partials` (phase one, many keys
-                    at once), :meth:`union` (phase two), :meth:`exact`
-                    (rows at hand), :meth:`answer` of a merged sketch
-:func:`sliding_over`:meth:`frames` (every row's frame at once)
-streaming state     :meth:`make`, :meth:`update`, :meth:`words` /
-                    :meth:`from_words` (events waiting in the state)
-column functions    :meth:`update` (``<family>_sketch_agg``),
-and SQL             :meth:`merge` (``<family>_union_agg``),
-                    :meth:`answers` (``<family>_sketch_estimate`` /
-                    ``_bounds``), :attr:`one_step` (``sliding_count``...)
-==================  =====================================================
+====================  =====================================================
+driver                asks the spec
+====================  =====================================================
+driver checks         :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
+                      per input), parameters (checked when the spec is made)
+:func:`aggregate`     :meth:`native` (Spark's own aggregates, rows at
+                      hand), or :meth:`read`, :meth:`partials` (phase one,
+                      many keys at once), :meth:`union` (phase two),
+                      :meth:`exact` (rows shuffled), :meth:`answer` of a
+                      merged sketch
+:func:`sliding_over`  :meth:`native_frame` (Spark's own window functions),
+                      or :meth:`frames` (every row's frame at once)
+streaming state       :meth:`make`, :meth:`update`, :meth:`words` /
+                      :meth:`from_words` (events waiting in the state)
+column functions      :meth:`update` (``<family>_sketch_agg``),
+and SQL               :meth:`merge` (``<family>_union_agg``),
+                      :meth:`answers` (``<family>_sketch_estimate`` /
+                      ``_bounds``), :attr:`one_step` (``sliding_count``...)
+====================  =====================================================
 
 Drivers never ask which family a spec is: adding a family is one module
 with a :class:`Spec` subclass (and its tests); the class registers itself
@@ -231,26 +234,39 @@ class Spec:
         raise NotImplementedError
 
     # ------------------------------------------------------------- native
-    def native(self, columns: dict, inside, key_text):
-        """Spark's own aggregate answering this spec exactly over the rows
-        where ``inside`` (a boolean Column: in the key's window, inputs
-        present), for the native plan of :func:`udaf.aggregate`
-        (:mod:`udaf.native`): a numeric Column, or None when the family
+    def native(self, columns: dict, inside: str, key_text: str):
+        """SQL text of Spark's own aggregate answering this spec exactly
+        over the rows where ``inside`` (SQL boolean: in the key's window,
+        inputs present), for the native plan of :func:`udaf.aggregate`
+        (:mod:`udaf.native`): a numeric aggregate, or None when the family
         has none (the default; ``auto`` then builds synopses).
-        ``columns``: input role -> Column.  Bad values are raised with
-        :func:`udaf.native.raise_bad_value` (``key_text``: the key as text,
-        for the message every entry point gives)."""
+        ``columns``: input role -> quoted column.  Bad values are raised
+        with :func:`udaf.native.raise_bad_value` (``key_text``: SQL of the
+        key as text, for the message every entry point gives).  SQL text,
+        not Columns: the plan is parsed once in the JVM (a Column costs a
+        py4j call per operation)."""
         return None
 
-    def native_present(self, columns: dict):
-        """Whether a row counts for this spec (a boolean Column): its
-        inputs are not null.  A key's window ends at its newest such row."""
-        from pyspark.sql import functions as F
+    def native_frame(self, columns: dict, upto: str, before: str, key_text: str):
+        """SQL text of Spark's own per-row answer over each row's frame, for
+        the native plan of :func:`udaf.sliding_over`, or None when the
+        family has none (the default; rows then go through :meth:`frames`).
+        ``upto`` and ``before`` are window specifications (``OVER`` them)
+        over the row's key ordered by time: ``upto`` frames the rows up to
+        the row (its peers included), ``before`` those at least ``window``
+        earlier, so the row's frame is their difference (both frames only
+        grow: Spark computes them in one pass, where a sliding ``RANGE``
+        frame re-aggregates every frame)."""
+        return None
 
-        present = F.lit(True)
-        for c in columns.values():
-            present = present & c.isNotNull()
-        return present
+    def native_present(self, columns: dict) -> str:
+        """SQL text: whether a row counts for this spec (its inputs are not
+        null).  A key's window ends at its newest such row.
+
+        >>> Spec().native_present({"column": "`dst`"})
+        '(TRUE AND `dst` IS NOT NULL)'
+        """
+        return "(" + " AND ".join(["TRUE"] + [f"{c} IS NOT NULL" for c in columns.values()]) + ")"
 
     # ---------------------------------------------------------- streaming
     def words(self, data: Data) -> np.ndarray:
