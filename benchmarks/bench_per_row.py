@@ -13,10 +13,17 @@ units, on rows with one event per time unit per key (so a frame holds
   per row, here the cheapest possible: ``len``; at scale also the package's
   own ``sliding_count`` UDF, the same estimate per row from a histogram of
   the frame);
-* ``udaf.sliding_over(df, "k", "ts", n=Count(window=frame))``.
+* the best exact query in plain Spark (:func:`exact_counts`): the rows up
+  to ``ts`` less the rows up to ``ts - frame``, two frames that only grow
+  (``RANGE BETWEEN UNBOUNDED PRECEDING AND ...``), one pass after one sort;
+* ``udaf.sliding_over(df, "k", "ts", n=Count(window=frame))`` (``auto``:
+  that same native plan) and, as a secondary row, its Python pass
+  (``strategy="shuffle"``).
 
-Plus the per-row distinct count: ``size(collect_set(item)) OVER frame`` and
-a pandas UDF (``Series.nunique``) over the frame, against ``Distinct``.
+Plus the per-row distinct count: ``size(collect_set(item)) OVER frame``,
+the best exact query (:func:`exact_distinct`: +1 at each row, -1 when its
+item leaves the window or recurs, a running sum) and a pandas UDF
+(``Series.nunique``) over the frame, against ``Distinct``.
 Each writes to the ``noop`` sink (every row computed, nothing collected),
 timed as the best of 3 runs when a run takes under 2 s, else once; the
 pandas UDF runs only up to the 10k frame (it takes minutes beyond).
@@ -98,8 +105,11 @@ def test_per_row_count(spark, df, frame):
 
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
     timed(f"count, built-in frame, {frame}", frame, lambda: df.withColumn("n", F.count(F.lit(1)).over(w)))
+    timed(f"count, exact query, {frame}", frame, lambda: exact_counts(df, frame))
     timed(f"count, sliding_over, {frame}", frame,
           lambda: sliding_over(df, "k", "ts", n=Count(window=frame)))
+    timed(f"count, sliding_over Python pass, {frame}", frame,
+          lambda: sliding_over(df, "k", "ts", n=Count(window=frame), strategy="shuffle"))
     if frame <= PANDAS_UDF_MAX_FRAME:
         timed(f"count, pandas UDF .over, {frame}", frame,
               lambda: df.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)))
@@ -107,8 +117,44 @@ def test_per_row_count(spark, df, frame):
               lambda: df.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)))
     timed(f"distinct, built-in frame, {frame}", frame,
           lambda: df.withColumn("d", F.size(F.collect_set("item").over(w))))
+    timed(f"distinct, exact query, {frame}", frame, lambda: exact_distinct(df, frame))
     timed(f"distinct, sliding_over, {frame}", frame,
           lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)))
+
+
+def exact_counts(df, frame, key="k", ts="ts"):
+    """Rows of the key in ``(ts - frame, ts]``, exactly, in plain Spark:
+    rows up to ``ts`` (peers included) less rows up to ``ts - frame``.
+    Both frames start at the key's first row and only grow, so Spark
+    computes them in one pass (a sliding RANGE frame re-aggregates each
+    frame)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ordered = Window.partitionBy(key).orderBy(ts)
+    upto = ordered.rangeBetween(Window.unboundedPreceding, Window.currentRow)
+    before = ordered.rangeBetween(Window.unboundedPreceding, -frame)
+    return df.withColumn("n", F.count(F.lit(1)).over(upto) - F.count(F.lit(1)).over(before))
+
+
+def exact_distinct(df, frame, key="k", ts="ts", item="item"):
+    """Distinct items of the key in ``(ts - frame, ts]``, exactly, in plain
+    Spark: each row counts its item from its time until ``frame`` later or
+    the item's next row, whichever comes first (so the intervals of one
+    item never overlap); a +1 and a -1 event per row and a running sum
+    over the events up to each row's time.  Two sorts (by item, to find
+    the next row; by time, for the running sum)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    nxt = F.lead(ts).over(Window.partitionBy(key, item).orderBy(ts))
+    until = F.least(F.col(ts) + frame, F.coalesce(nxt, F.col(ts) + frame))
+    rows = df.select("*", F.col(ts).alias("__at"), F.lit(1).alias("__d"), until.alias("__until"))
+    leave = rows.select(key, F.col("__until").alias("__at"), F.lit(-1).alias("__d"))
+    events = rows.drop("__until").unionByName(leave, allowMissingColumns=True)
+    running = F.sum("__d").over(Window.partitionBy(key).orderBy("__at")
+                                .rangeBetween(Window.unboundedPreceding, Window.currentRow))
+    return events.withColumn("d", running).where(F.col("__d") == 1).drop("__at", "__d")
 
 
 def round_trip(df):
@@ -147,6 +193,9 @@ def test_per_row_at_scale(spark):
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
     timed("large: count, sliding_over", frame, lambda: sliding_over(big, "k", "ts", n=Count(window=frame)), LARGE,
           repeat=3)
+    timed("large: count, exact query", frame, lambda: exact_counts(big, frame), LARGE, repeat=3)
+    timed("large: count, sliding_over Python pass", frame,
+          lambda: sliding_over(big, "k", "ts", n=Count(window=frame), strategy="shuffle"), LARGE, repeat=3)
     timed("large: count, pandas UDF .over (len)", frame,
           lambda: big.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
     # what a user of this package would write without sliding_over: its own
@@ -155,6 +204,7 @@ def test_per_row_at_scale(spark):
           lambda: big.withColumn("n", sliding_count("ts", window=frame, eps=0.01).over(w)), LARGE)
     timed("large: distinct, sliding_over", frame,
           lambda: sliding_over(big, "k", "ts", d=Distinct("item", window=frame)), LARGE, repeat=3)
+    timed("large: distinct, exact query", frame, lambda: exact_distinct(big, frame), LARGE, repeat=3)
     timed("large: distinct, pandas UDF .over (nunique)", frame,
           lambda: big.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)), LARGE)
     # the floor of any per-key method: moving the rows to their key's partition
@@ -172,15 +222,26 @@ def test_per_row_many_keys(spark):
 
     from udaf import Count, sliding_over
 
+    from udaf import Distinct
+
     frame = 100
     many = spark.range(LARGE).select((F.col("id") % MANY_KEYS).alias("k"),
-                                     (F.col("id") / MANY_KEYS * 10).cast("long").alias("ts")).cache()
+                                     (F.col("id") / MANY_KEYS * 10).cast("long").alias("ts"),
+                                     (F.abs(F.xxhash64("id")) % 5).alias("item")).cache()
     many.count()
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
     timed("many keys: count, built-in frame", frame, lambda: many.withColumn("n", F.count(F.lit(1)).over(w)), LARGE,
           repeat=3)
+    timed("many keys: count, exact query", frame, lambda: exact_counts(many, frame), LARGE, repeat=3)
     timed("many keys: count, sliding_over", frame, lambda: sliding_over(many, "k", "ts", n=Count(window=frame)),
           LARGE, repeat=3)
+    timed("many keys: count, sliding_over Python pass", frame,
+          lambda: sliding_over(many, "k", "ts", n=Count(window=frame), strategy="shuffle"), LARGE, repeat=3)
+    timed("many keys: distinct, built-in frame", frame,
+          lambda: many.withColumn("d", F.size(F.collect_set("item").over(w))), LARGE, repeat=3)
+    timed("many keys: distinct, exact query", frame, lambda: exact_distinct(many, frame), LARGE, repeat=3)
+    timed("many keys: distinct, sliding_over", frame,
+          lambda: sliding_over(many, "k", "ts", d=Distinct("item", window=frame)), LARGE, repeat=3)
     timed("many keys: shuffle by key only", frame, lambda: many.repartition(2, "k"), LARGE, repeat=3)
     timed("many keys: shuffle, sort, Arrow round trip", frame, lambda: round_trip(many), LARGE, repeat=3)
     timed("many keys: count, pandas UDF .over (len)", frame,
@@ -192,43 +253,24 @@ def test_summary():
     if not any(k.startswith("count, sliding_over") for k in RESULTS):
         pytest.skip("run the whole file")
     lines = ["", f"{ROWS:,} rows, {KEYS} keys, per-row sliding answers, local[2] (seconds; x = ours faster by)",
-             f"{'':7s} {'count':-^52s} | {'distinct':-^52s}",
-             f"{'frame':>7s} {'built-in':>9s} {'pandas .over':>13s} {'ours':>7s} {'x built-in':>11s} "
-             f"{'x pandas':>9s} | {'built-in':>9s} {'pandas .over':>13s} {'ours':>7s} {'x built-in':>11s} "
-             f"{'x pandas':>9s}"]
+             f"{'':7s} {'count':-^55s} | {'distinct':-^55s}"]
+    head = f"{'built-in':>9s} {'exact':>6s} {'pandas':>7s} {'ours':>6s} {'x built-in':>11s} {'x exact':>8s}"
+    lines.append(f"{'frame':>7s} {head} | {head}")
     for f in FRAMES:
-        b = RESULTS[f"count, built-in frame, {f}"]["seconds"]
-        o = RESULTS[f"count, sliding_over, {f}"]["seconds"]
-        p = RESULTS.get(f"count, pandas UDF .over, {f}", {}).get("seconds")
-        db = RESULTS[f"distinct, built-in frame, {f}"]["seconds"]
-        do = RESULTS[f"distinct, sliding_over, {f}"]["seconds"]
-        dp = RESULTS.get(f"distinct, pandas UDF .over, {f}", {}).get("seconds")
-        lines.append(f"{f:7,d} {b:9.2f} {_opt(p, 13)} {o:7.2f} {b / o:11.1f} {_opt(p and p / o, 9, '.0f')} | "
-                     f"{db:9.2f} {_opt(dp, 13)} {do:7.2f} {db / do:11.1f} {_opt(dp and dp / do, 9, '.0f')}")
-    if "large: count, sliding_over" in RESULTS:
-        r = {k[len("large: "):]: v["seconds"] for k, v in RESULTS.items() if k.startswith("large: ")}
-        lines.append(f"{LARGE:,} rows, frame 10,000: count {r['count, sliding_over']:.2f} s vs pandas len "
-                     f"{r['count, pandas UDF .over (len)']:.2f} s "
-                     f"({r['count, pandas UDF .over (len)'] / r['count, sliding_over']:.0f}x); distinct "
-                     f"{r['distinct, sliding_over']:.2f} s vs pandas nunique "
-                     f"{r['distinct, pandas UDF .over (nunique)']:.2f} s "
-                     f"({r['distinct, pandas UDF .over (nunique)'] / r['distinct, sliding_over']:.0f}x)")
-        same = r.get("count, pandas UDF .over (sliding_count, eps 0.01)")
-        if same:
-            lines.append(f"  the same estimate per row from the package's sliding_count UDF .over the frame: {same:.2f} s "
-                         f"({same / r['count, sliding_over']:.0f}x)")
-        if "shuffle by key only" in r:
-            lines.append(f"  shuffling the rows by key alone takes {r['shuffle by key only']:.2f} s: the pandas len UDF "
-                         f"is {r['count, pandas UDF .over (len)'] / r['shuffle by key only']:.0f}x that, the most any "
-                         "per-key method could gain on it")
-    if "many keys: count, sliding_over" in RESULTS:
-        r = {k[len("many keys: "):]: v["seconds"] for k, v in RESULTS.items() if k.startswith("many keys: ")}
-        o = r["count, sliding_over"]
-        lines.append(f"{LARGE:,} rows, {MANY_KEYS:,} keys, frame 100: count {o:.2f} s vs built-in "
-                     f"{r['count, built-in frame']:.2f} s ({r['count, built-in frame'] / o:.1f}x) and pandas len "
-                     f"{r['count, pandas UDF .over (len)']:.2f} s ({r['count, pandas UDF .over (len)'] / o:.1f}x)"
-                     + (f"; shuffling the rows by key alone {r['shuffle by key only']:.2f} s"
-                        if "shuffle by key only" in r else ""))
+        cells = []
+        for kind in ("count", "distinct"):
+            b, e = RESULTS[f"{kind}, built-in frame, {f}"]["seconds"], RESULTS[f"{kind}, exact query, {f}"]["seconds"]
+            o = RESULTS[f"{kind}, sliding_over, {f}"]["seconds"]
+            p = RESULTS.get(f"{kind}, pandas UDF .over, {f}", {}).get("seconds")
+            cells.append(f"{b:9.2f} {e:6.2f} {_opt(p, 7)} {o:6.2f} {b / o:11.1f} {e / o:8.2f}")
+        lines.append(f"{f:7,d} " + " | ".join(cells))
+    for prefix in ("large: ", "many keys: "):
+        r = {k[len(prefix):]: v["seconds"] for k, v in RESULTS.items() if k.startswith(prefix)}
+        if "count, sliding_over" not in r:
+            continue
+        lines.append(f"{prefix}" + "; ".join(
+            f"{name} {sec:.2f} s ({sec / r[name.split(',')[0] + ', sliding_over']:.2f}x ours)"
+            for name, sec in r.items() if name.split(",")[0] + ", sliding_over" in r))
     print("\n".join(lines))
 
 

@@ -1,9 +1,16 @@
 """Stored data: rollup tables against a table of sliding-window sketches.
 
 Run:  python -m pytest benchmarks/bench_stored.py -s
-      (EHIST_BENCH_STORED_ROWS, default 5,000,000 events; EHIST_BENCH_STORED_KEYS,
-      default 200; EHIST_BENCH_REPEATS,
-      default 3 runs per query, the best kept)
+      (EHIST_BENCH_STORED: the data sets as name:events:keys, default
+      "dense:20000000:10,sparse:5000000:200"; EHIST_BENCH_REPEATS, default 3
+      runs per query, the best kept)
+
+Two data sets: *dense* keys (10 keys, ~0.8 events per second each, a
+busy link or monitor) and *sparse* ones (200 keys, one event per ~100 s):
+a per-second rollup shrinks the rows only where a key has several events
+per second, while a sketch's size grows with the log of its events, so
+the dense set is where rollups cost most and the sparse one where they
+cost least.
 
 When the rows are gone (a retention limit, a table per day, many sources
 rolled up later), what a data engineer keeps is a rollup table: per key
@@ -14,6 +21,13 @@ ehist answer is one row per key (``udaf.sketch_table``) with an
 exponential histogram of counts, one of sums and a sliding HyperLogLog,
 each for windows up to 30 days at one-second resolution, queried with
 ``eh_sketch_estimate(sketch, now, w)`` / ``sliding_hll_sketch_estimate``.
+
+Also the two answers without rollups: rescanning the raw rows
+(``where(ts in window).groupBy(k).agg(count, sum,
+approx_count_distinct)``, what the rollups exist to avoid), and the
+Gigascope use: one sketch table per site (4 sites, each a quarter of the
+events) united per key at query time (``eh_union_agg``,
+``sliding_hll_union_agg``), with no row read again.
 
 Measured in one run: bytes on disk per key of each table, seconds to
 answer windows of a minute, an hour, a day and 30 days as of a ``now``
@@ -37,9 +51,11 @@ from benchmarks.conftest import RESULTS, spark_fixture
 
 pytest.importorskip("pyspark")
 
-ROWS = int(os.environ.get("EHIST_BENCH_STORED_ROWS", "5000000"))
+DATA_SETS = [(name, int(rows), int(keys)) for name, rows, keys in
+             (item.split(":") for item in os.environ.get(
+                 "EHIST_BENCH_STORED", "dense:20000000:10,sparse:5000000:200").split(","))]
 REPEATS = int(os.environ.get("EHIST_BENCH_REPEATS", "3"))
-KEYS = int(os.environ.get("EHIST_BENCH_STORED_KEYS", "200"))
+SITES = 4
 DAYS = 30
 START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 END = START + dt.timedelta(days=DAYS)
@@ -62,33 +78,39 @@ def best(action):
     return out, t
 
 
-@pytest.fixture(scope="module")
-def tables(spark):
-    """The events (kept only to compute exact answers), a per-minute and a
-    per-second rollup table and the ehist sketch table, all in Parquet."""
+@pytest.fixture(scope="module", params=DATA_SETS, ids=[d[0] for d in DATA_SETS])
+def tables(spark, request):
+    """The events (the raw rows), a per-minute and a per-second rollup
+    table, the ehist sketch table and one sketch table per site, all in
+    Parquet."""
     from pyspark.sql import functions as F
 
     from udaf import Count, Distinct, Sum, sketch_table
 
+    label, rows, keys = request.param
     where = tempfile.mkdtemp(prefix="ehist-stored-")
     span = DAYS * 86_400
-    events = spark.range(ROWS, numPartitions=4).select(
-        (F.abs(F.xxhash64("id")) % KEYS).alias("k"),
+    events = spark.range(rows, numPartitions=4).select(
+        (F.col("id") % SITES).alias("site"),
+        (F.abs(F.xxhash64("id")) % keys).alias("k"),
         F.timestamp_seconds(F.lit(int(START.timestamp()))
                             + (F.abs(F.xxhash64(F.col("id") + 7)) % span)).alias("ts"),
         (F.abs(F.xxhash64(F.col("id") + 3)) % 1500).alias("bytes"),
         (F.abs(F.xxhash64(F.col("id") + 5)) % 20_000).alias("dst"),
     )
-    paths = {name: os.path.join(where, name) for name in ("events", "minute", "second", "ehist")}
+    paths = {name: os.path.join(where, name) for name in ("events", "minute", "second", "ehist", "sites")}
     events.write.parquet(paths["events"])
     events = spark.read.parquet(paths["events"])
     for name, unit in (("minute", "minute"), ("second", "second")):
         events.groupBy("k", F.date_trunc(unit, "ts").alias("slot")).agg(
             F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("d"),
         ).write.parquet(paths[name])
-    sketch_table(events, "k", "ts", n=Count(f"{DAYS} days", 0.01), b=Sum("bytes", f"{DAYS} days", 0.01),
-                 d=Distinct("dst", f"{DAYS} days", precision=12)).write.parquet(paths["ehist"])
-    yield paths
+    specs = dict(n=Count(f"{DAYS} days", 0.01), b=Sum("bytes", f"{DAYS} days", 0.01),
+                 d=Distinct("dst", f"{DAYS} days", precision=12))
+    sketch_table(events, "k", "ts", **specs).write.parquet(paths["ehist"])
+    # each site writes its own table (here one table, a row per site and key)
+    sketch_table(events, ["site", "k"], "ts", **specs).write.parquet(paths["sites"])
+    yield dict(paths, label=label, rows=rows, keys=keys)
     shutil.rmtree(where, ignore_errors=True)
 
 
@@ -97,16 +119,23 @@ def test_storage_and_windows(spark, tables):
 
     from udaf import functions as U
 
+    label, rows, keys = tables["label"], tables["rows"], tables["keys"]
     events = spark.read.parquet(tables["events"])
-    for name in ("minute", "second", "ehist"):
-        RESULTS[f"stored bytes per key | {name}"] = {"table": name, "bytes_per_key": disk_bytes(tables[name]) / KEYS,
-                                                     "rows": spark.read.parquet(tables[name]).count()}
+    for name in ("events", "minute", "second", "ehist", "sites"):
+        RESULTS[f"stored bytes per key | {label} | {name}"] = {
+            "data": label, "table": name, "bytes_per_key": disk_bytes(tables[name]) / keys,
+            "rows": spark.read.parquet(tables[name]).count(), "events": rows, "keys": keys}
     now = F.lit(NOW)
-    for label, seconds in WINDOWS.items():
+    for window, seconds in WINDOWS.items():
         start = NOW - dt.timedelta(seconds=seconds)
+        w = seconds * 1_000_000
         exact = {r.k: r for r in events.where((F.col("ts") > start) & (F.col("ts") <= NOW)).groupBy("k").agg(
             F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d")).collect()}
         answers = {}
+        # the raw rows again: what rollups and sketches exist to avoid
+        answers["events"] = best(lambda: events.where((F.col("ts") > start) & (F.col("ts") <= now)).groupBy("k").agg(
+            F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.approx_count_distinct("dst").alias("d"))
+            .collect())
         for name in ("minute", "second"):
             table = spark.read.parquet(tables[name])
             # whole slots: the per-minute table cannot cut inside a minute
@@ -115,20 +144,24 @@ def test_storage_and_windows(spark, tables):
                                                    F.hll_sketch_estimate(F.hll_union_agg("d")).alias("d")).collect())
         stored = spark.read.parquet(tables["ehist"])
         answers["ehist"] = best(lambda: stored.select(
-            "k", U.eh_sketch_estimate("n", NOW, seconds * 1_000_000).alias("n"),
-            U.eh_sketch_estimate("b", NOW, seconds * 1_000_000).alias("b"),
-            U.sliding_hll_sketch_estimate("d", NOW, seconds * 1_000_000).alias("d")).collect())
-        for name, (rows, t) in answers.items():
+            "k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
+            U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect())
+        sites = spark.read.parquet(tables["sites"])
+        answers["sites"] = best(lambda: sites.groupBy("k").agg(
+            U.eh_union_agg("n").alias("n"), U.eh_union_agg("b").alias("b"), U.sliding_hll_union_agg("d").alias("d"))
+            .select("k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
+                    U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect())
+        for name, (got_rows, t) in answers.items():
             err = {m: 0.0 for m in ("n", "b", "d")}
-            got = {r.k: r for r in rows}
+            got = {r.k: r for r in got_rows}
             for k, x in exact.items():  # a key the table does not answer answers 0
                 for m in err:
                     if x[m]:
                         mine = got[k][m] if k in got and got[k][m] is not None else 0
                         err[m] = max(err[m], abs(mine / x[m] - 1))
-            RESULTS[f"stored window | {label} | {name}"] = {
-                "window": label, "table": name, "seconds": t, "max_err_count": err["n"], "max_err_sum": err["b"],
-                "max_err_distinct": err["d"], "rows": ROWS, "keys": KEYS, "repeats": REPEATS}
+            RESULTS[f"stored window | {label} | {window} | {name}"] = {
+                "data": label, "window": window, "table": name, "seconds": t, "max_err_count": err["n"],
+                "max_err_sum": err["b"], "max_err_distinct": err["d"], "rows": rows, "keys": keys, "repeats": REPEATS}
 
 
 def test_summary():
@@ -137,11 +170,12 @@ def test_summary():
     if not windows:
         pytest.skip("run the whole file")
     load = os.getloadavg()
-    lines = ["", f"{ROWS:,} events, {KEYS} keys, {DAYS} days at one-second resolution, local[2], best of {REPEATS}; "
+    lines = ["", f"{DAYS} days at one-second resolution, local[2], best of {REPEATS}; "
                  f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
-             f"{'table':8s} {'rows':>12s} {'bytes/key':>12s}"]
-    lines += [f"{v['table']:8s} {v['rows']:12,d} {v['bytes_per_key']:12,.0f}" for v in sizes]
-    lines += ["", f"{'window':10s} {'table':8s} {'seconds':>8s} {'err count':>10s} {'err sum':>8s} {'err distinct':>13s}"]
-    lines += [f"{v['window']:10s} {v['table']:8s} {v['seconds']:8.2f} {v['max_err_count']:10.2%} "
+             f"{'data':7s} {'table':8s} {'rows':>12s} {'bytes/key':>12s}"]
+    lines += [f"{v['data']:7s} {v['table']:8s} {v['rows']:12,d} {v['bytes_per_key']:12,.0f}" for v in sizes]
+    lines += ["", f"{'data':7s} {'window':10s} {'table':8s} {'seconds':>8s} {'err count':>10s} {'err sum':>8s} "
+                  f"{'err distinct':>13s}"]
+    lines += [f"{v['data']:7s} {v['window']:10s} {v['table']:8s} {v['seconds']:8.2f} {v['max_err_count']:10.2%} "
               f"{v['max_err_sum']:8.2%} {v['max_err_distinct']:13.2%}" for v in windows]
     print("\n".join(lines))

@@ -22,6 +22,14 @@ And the per-key variant (each key's window ends at its own newest row, no
 global now): a window ``max(ts) OVER (PARTITION BY k)`` and the join with
 per-key maxima, against ``aggregate`` without ``now``.
 
+And where sketches are built (``sketch_table``, ``aggregate(...,
+sketches=True)``) on a bursty stream: 1,000 keys, ~50 rows per key and
+second, 200 items (destinations): Spark's own aggregation first (``reduce=True``: rows
+per key and second, each item's latest second; byte-identical sketches)
+against every row into Python (``reduce=False``, the baseline), and the
+default (``reduce=None``: one JVM pass decides).  The unique-timestamp
+questions above run the default too, which declines to reduce there.
+
 Wall time is the best of the repeats; shuffle bytes come from Spark's
 status REST API (loopback).  The load of the machine is printed with the
 summary.
@@ -146,6 +154,37 @@ def test_count_and_sum_as_of_now(spark, keys):
     run(spark, q, keys, "aggregate auto", lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect())
     run(spark, q, keys, "aggregate two_phase", lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase",
                                                                  **specs).collect())
+    df.unpersist()
+
+
+def test_bursty_stream_reduction(spark):
+    from pyspark.sql import functions as F
+
+    from udaf import Count, Distinct, Sum, aggregate, sketch_table
+
+    keys, per_second = 1_000, 50
+    df = spark.range(ROWS).select(
+        (F.abs(F.xxhash64("id")) % keys).alias("k"),
+        (F.col("id") / (keys * per_second)).cast("long").alias("ts"),
+        (F.rand(7) * 1500).cast("long").alias("bytes"),
+        (F.abs(F.xxhash64(F.col("id") + 1)) % 200).alias("dst"),
+    ).repartition(4).cache()
+    df.count()
+    window = ROWS // (keys * per_second) // 4
+    specs = dict(c=Count(window, 0.01), s=Sum("bytes", window, 0.01), d=Distinct("dst", window))
+    reduced = {"rows": ROWS, "per (key, second)": df.select("k", "ts").distinct().count(),
+               "per (key, item)": df.select("k", "dst").distinct().count()}
+    q = "sketch_table, bursty stream"
+    tables = {r: run(spark, q, keys, f"reduce={r}", lambda r=r: sketch_table(df, "k", "ts", reduce=r, **specs)
+                     .orderBy("k").collect()) for r in (False, True, None)}
+    assert [tuple(x) for x in tables[True]] == [tuple(x) for x in tables[False]]  # byte-identical sketches
+    q = "aggregate sketches=True, bursty stream"
+    for r in (False, True, None):
+        run(spark, q, keys, f"reduce={r}", lambda r=r: aggregate(df, "k", "ts", sketches=True, reduce=r, **specs)
+            .collect())
+    RESULTS["bursty stream rows into Python"] = reduced
+    print(f"\n  rows into Python: {ROWS:,} without reduction; {reduced['per (key, second)']:,} per (key, second) "
+          f"for counts and sums, {reduced['per (key, item)']:,} per (key, item) for distinct counts", flush=True)
     df.unpersist()
 
 

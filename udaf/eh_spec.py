@@ -152,6 +152,10 @@ class Count(_Histogram):
     def native(self, columns, inside, key_text):
         return f"count(CASE WHEN {inside} THEN 1 END)"
 
+    def reduction(self):
+        # rows per timestamp: a histogram of those counts is the histogram of the rows
+        return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
+
     def native_frame(self, columns, upto, before, key_text):
         return f"count(1) OVER {upto} - count(1) OVER {before}"
 
@@ -185,6 +189,15 @@ class Sum(_Histogram):
 
     def native(self, columns, inside, key_text):
         return f"coalesce(sum(CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END), 0L)"
+
+    def reduction(self):
+        # each timestamp's sum of non-null values (null when it has none),
+        # or its smallest value when that is negative: the reduced column
+        # keeps the column's name, so a bad value gets the same message
+        from .native import quote
+
+        v = quote(self.column)
+        return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) ELSE sum({v}) END"}, self
 
     def native_frame(self, columns, upto, before, key_text):
         v = columns["column"]

@@ -64,6 +64,11 @@ class _Items(Spec):
     def native(self, columns, inside, key_text):
         return f"count(DISTINCT CASE WHEN {inside} THEN {columns['column']} END)"
 
+    def reduction(self):
+        # each item's latest time: the older rows of an item change no
+        # register (a null time stays null, to be reported with its key)
+        return (self.column,), {"__ts": "CASE WHEN count(__ts) < count(1) THEN NULL ELSE max(__ts) END"}, self
+
     def words(self, data):
         out = np.zeros((data.present.size, 1), dtype=np.uint64)  # 0: no item (hash64 never gives it, p 2**-64)
         out[data.present, 0] = self._hashes(data)

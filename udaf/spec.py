@@ -164,6 +164,21 @@ class Spec:
             blobs.append(self.update(sketch, t[a:b][present[a:b]], data.take(rows)).to_bytes())
         return blobs, None
 
+    def reduction(self):
+        """How Spark's own aggregation may reduce the rows before any enters
+        Python: a tuple ``(grouping, aggregates, spec)``, or None (the
+        default: the rows go to Python as they are).
+
+        ``grouping``: the columns besides the key that a reduced row is
+        unique on (``"__ts"``: the time in int64 units, or an input
+        column); ``aggregates``: output column -> SQL aggregate over the
+        rows (input columns backquoted, ``__ts``); ``spec``: the spec that
+        builds, from the reduced rows, a synopsis byte-identical to this
+        one's from the rows (tests/test_reduction.py).  Specs with the same
+        grouping share one aggregation, so an output column means the same
+        for every spec naming it."""
+        return None
+
     def min_rows_per_partial(self) -> int:
         """Rows per key and partition from which a partial synopsis is
         smaller than the rows it summarizes (``aggregate``'s ``auto``

@@ -39,7 +39,8 @@ from .inputs import TIME, TIME_NEEDS, check_spark_type
 from .lp_spec import LpNorm
 from .spec import Spec
 
-__all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial"]
+__all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial",
+           "reduce_rows", "REDUCE_TWO_PHASE", "REDUCE_SKETCH_TABLE"]
 
 
 def ntz_micros(column):
@@ -176,7 +177,7 @@ def min_rows_per_partial(specs: dict) -> int:
 
 
 def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, sketches: bool = False,
-              strategy: str = "auto", **specs) -> DataFrame:
+              strategy: str = "auto", reduce: bool | None = None, **specs) -> DataFrame:
     """Windowed aggregates per key, in two phases or from the rows.
 
     Parameters
@@ -219,6 +220,13 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         and picks two-phase when partitions hold at least
         :func:`min_rows_per_partial` rows per key on average, where it
         shuffles far fewer bytes.
+    reduce : bool or None, default None
+        Whether Spark's own aggregation reduces the rows before any enters
+        Python in the two-phase path (:func:`reduce_rows`: counts and sums
+        per key and time, each distinct item's latest time per key; the
+        synopses come out byte-identical).  None: when a cheap JVM pass
+        finds at least :data:`REDUCE_TWO_PHASE` rows per reduced row (a
+        bursty stream), since the reduced rows are shuffled once.
     **specs : Count, Sum, Distinct, DistinctFM or LpNorm
         Output column name -> what to compute.  Estimates are as of each
         key's newest timestamp (for a spec reading a column: the newest
@@ -295,7 +303,9 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
             ExactAnswers(keys, runs, ts, specs, windows, at, with_bounds), T.StructType(fields))
     partial_fields = key_fields + [prepared.schema[r] for r in extra] + \
         [T.StructField(n, T.BinaryType()) for n in specs]
-    partials = prepared.mapInArrow(PartialSketches(keys, extra, ts, specs, windows), T.StructType(partial_fields))
+    rows, builds, groups = reduce_rows(prepared, keys, extra, specs, reduce, REDUCE_TWO_PHASE)
+    partials = rows.mapInArrow(PartialSketches(keys, extra, ts, builds, windows, groups=groups),
+                               T.StructType(partial_fields))
     # the partials meet by key: unions of all keys of an Arrow batch at once (udaf/union.py)
     return partials.repartition(parts, *runs).sortWithinPartitions(*runs).mapInArrow(
         UnionAnswers(keys, runs, specs, at, with_bounds, sketches), T.StructType(fields))
@@ -334,9 +344,9 @@ class PartialSketches:
     many-keys builders (:meth:`Spec.partials`); with ``at``/``with_bounds``
     the bounded specs also get ``<name>_lower`` / ``<name>_upper``."""
 
-    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=()):
+    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=(), groups=None):
         self.keys, self.carried, self.ts, self.specs, self.windows = keys, carried, ts, specs, windows
-        self.at, self.with_bounds = at, list(with_bounds)
+        self.at, self.with_bounds, self.groups = at, list(with_bounds), groups
 
     def __call__(self, batches):
         import pyarrow as pa
@@ -357,7 +367,8 @@ class PartialSketches:
         from .inputs import times
 
         codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()
-        t, _ = times(table.column("__ts").chunk(0), self.ts)
+        t, _ = times(table.column("__ts").chunk(0), self.ts,
+                     lambda row: tuple(table.column(k)[int(row)].as_py() for k in self.keys))
         order = np.lexsort((t, codes))
         codes, t = codes[order], t[order]
         table = table.take(pa.array(order)).combine_chunks()
@@ -368,8 +379,16 @@ class PartialSketches:
             return tuple(table.column(k)[int(row)].as_py() for k in self.keys)
 
         bounds = {}  # after every sketch column, as the schema has them
+        group = None if self.groups is None else table.column("__group").chunk(0).to_numpy()
         for name, spec in self.specs.items():
-            data = read_spec(spec, table, key_of)
+            if group is None:
+                data = read_spec(spec, table, key_of)
+            else:  # rows of several reductions (reduce_rows): the spec reads its own
+                rows = np.flatnonzero(group == self.groups[name])
+                data = read_spec(spec, table.take(pa.array(rows)), lambda row, rows=rows: key_of(rows[row]))
+                present = np.zeros(table.num_rows, dtype=bool)
+                present[rows] = data.present
+                data.present = present
             blobs, answers = spec.partials(t, starts, data, self.windows[name],
                                            None if self.at is None else np.full(starts.size, self.at))
             out[name] = pa.array(blobs, type=pa.binary())
@@ -380,13 +399,72 @@ class PartialSketches:
         yield from result.to_batches(max_chunksize=10_000)
 
 
+#: Rows per reduced row from which the two-phase path of :func:`aggregate`
+#: reduces first (the reduced rows are shuffled once; the rows never are).
+REDUCE_TWO_PHASE = 4.0
+#: The same for :func:`sketch_table`, which shuffles the rows anyway.
+REDUCE_SKETCH_TABLE = 1.5
+
+
+def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, reduce, threshold: float):
+    """The rows phase one reads, reduced by Spark where it pays.
+
+    Each spec's :meth:`~udaf.spec.Spec.reduction` names the columns a
+    reduced row is unique on besides the key (``__ts`` for counts and sums,
+    the item for distinct counts), SQL aggregates, and the spec that builds
+    the same synopsis from the reduced rows.  Specs sharing a grouping
+    share one ``groupBy(key, grouping).agg(...)``: Spark aggregates each
+    partition's rows before the shuffle (partial aggregation), so on a
+    bursty stream few rows move and fewer reach Python.  With ``reduce``
+    None a grouping is reduced when one JVM pass (``approx_count_distinct``)
+    finds at least ``threshold`` rows per reduced row.
+
+    Returns (rows, {name: spec that reads them}, {name: group} or None):
+    with several groupings the rows are their union with a ``__group``
+    column, each spec reading its own group's rows.
+    """
+    plans = {name: (spec.reduction() if reduce is not False else None) for name, spec in specs.items()}
+    groupings = list(dict.fromkeys(p[0] for p in plans.values() if p is not None))
+    if reduce is None and groupings:
+        base = [*keys, *carried]
+        stats = prepared.agg(F.count(F.lit(1)).alias("__n"), *[
+            F.approx_count_distinct(F.struct(*base, *[c for c in g if c not in base])).alias(f"__g{i}")
+            for i, g in enumerate(groupings)]
+        ).collect()[0]
+        worth = [g for i, g in enumerate(groupings) if stats["__n"] >= threshold * max(1, stats[f"__g{i}"] or 0)]
+        plans = {name: (p if p is not None and p[0] in worth else None) for name, p in plans.items()}
+        groupings = [g for g in groupings if g in worth]
+    if not groupings:
+        return prepared, specs, None
+    parts, builds, groups = [], {}, {}
+    raw = [name for name, p in plans.items() if p is None]
+    for i, g in enumerate(groupings):
+        aggs = {}
+        for name, p in plans.items():
+            if p is not None and p[0] == g:
+                aggs.update(p[1])
+                builds[name], groups[name] = p[2], i
+        by = [*keys, *carried, *[c for c in g if c not in keys and c not in carried]]  # an item may be a key
+        parts.append(prepared.groupBy(*by).agg(*[F.expr(f"{sql} AS `{out}`") for out, sql in aggs.items()])
+                     .withColumn("__group", F.lit(i)))
+    if raw:
+        parts.append(prepared.withColumn("__group", F.lit(len(groupings))))
+        for name in raw:
+            builds[name], groups[name] = specs[name], len(groupings)
+    rows = parts[0]
+    for part in parts[1:]:
+        rows = rows.unionByName(part, allowMissingColumns=True)
+    return rows, {name: builds[name] for name in specs}, groups
+
+
 def read_spec(spec, table, key_of=None):
     """A spec's :class:`~udaf.spec.Data` from an Arrow table's columns."""
     return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
                       for role, c in spec.inputs().items()}, table.num_rows, key_of)
 
 
-def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, **specs) -> DataFrame:
+def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, reduce: bool | None = None,
+                 **specs) -> DataFrame:
     """One row per key with each spec's binary sketch, built without
     grouped-aggregate UDFs: the rows are repartitioned by key and every
     partition builds its keys' sketches in one numpy pass (``mapInArrow``).
@@ -406,6 +484,11 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
         With ``bounds=True``, Count and Sum specs also get ``<name>_lower``
         and ``<name>_upper`` (bigint) as of ``now`` (default: each key's
         newest row), computed while the histogram is at hand.
+    reduce : bool or None
+        Whether Spark's own aggregation reduces the rows first
+        (:func:`reduce_rows`; the sketches are byte-identical either way);
+        None: when one JVM pass finds at least :data:`REDUCE_SKETCH_TABLE`
+        rows per reduced row.
     """
     keys = key_names(by, "sketch_table", "by")
     time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "sketch_table")
@@ -417,5 +500,7 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
     fields = [df.schema[k] for k in keys] + [T.StructField(n, T.BinaryType()) for n in specs]
     for name in with_bounds:
         fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
-    return prepared.repartition(partition_count(df), *runs).mapInArrow(
-        PartialSketches(keys, [], ts, specs, windows, at, with_bounds), T.StructType(fields))
+    rows, builds, groups = reduce_rows(prepared, keys, [r for r in runs if r not in keys], specs, reduce,
+                                       REDUCE_SKETCH_TABLE)
+    return rows.repartition(partition_count(df), *runs).mapInArrow(
+        PartialSketches(keys, [], ts, builds, windows, at, with_bounds, groups), T.StructType(fields))
