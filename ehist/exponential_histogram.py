@@ -426,7 +426,8 @@ class ExponentialHistogram:
         now, window = self._resolve(now, window)
         if now is None:
             return INT64_MAX  # empty: nothing is in any window
-        return max(now - window, INT64_MIN)
+        # a window starting past int64 holds nothing (every family answers 0)
+        return min(max(now - window, INT64_MIN), INT64_MAX)
 
     def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
         """Lower and upper bounds on the exact windowed sum.

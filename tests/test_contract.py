@@ -110,6 +110,15 @@ def test_update_returns_self(syn):
     assert syn.feed(s, ts, vs) is s
 
 
+def test_now_beyond_int64_answers_an_empty_window(syn):
+    """A query time past int64 is a window after every element: 0, in every
+    family (the EH raised a bare OverflowError)."""
+    ts, vs = stream()
+    s = syn.feed(syn.make(), ts, vs)
+    for now in (2**63, 2**64, 2**70):
+        assert s.estimate(now=now) == 0.0
+
+
 def test_bytes_round_trip_and_equality(syn):
     ts, vs = stream()
     s = syn.feed(syn.make(), ts, vs)
