@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.conftest import RESULTS, spark_fixture
+from benchmarks.conftest import RESULTS, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -169,7 +169,7 @@ def test_summary():
     windows = [v for k, v in RESULTS.items() if k.startswith("stored window")]
     if not windows:
         pytest.skip("run the whole file")
-    load = os.getloadavg()
+    load = note_load("bench_stored")
     lines = ["", f"{DAYS} days at one-second resolution, local[2], best of {REPEATS}; "
                  f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
              f"{'data':7s} {'table':8s} {'rows':>12s} {'bytes/key':>12s}"]

@@ -44,7 +44,7 @@ import urllib.request
 
 import pytest
 
-from benchmarks.conftest import RESULTS, spark_fixture
+from benchmarks.conftest import RESULTS, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -192,7 +192,7 @@ def test_summary():
     labels = [k for k in RESULTS if "question" in RESULTS[k]]
     if not labels:
         pytest.skip("run the whole file")
-    load = os.getloadavg()
+    load = note_load("bench_udaf")
     lines = ["", f"{ROWS:,} rows, window {WINDOW:,}, local[2], best of {REPEATS}; load average "
                  f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
              f"{'question':36s} {'keys':>8s} {'path':30s} {'seconds':>8s} {'x base':>7s} {'shuffle bytes':>15s}"]

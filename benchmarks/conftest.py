@@ -39,11 +39,24 @@ def results():
     return RESULTS
 
 
+#: Load averages (1, 5, 15 min) at the end of each Spark benchmark's summary:
+#: the report states them (the benchmarks themselves keep about 2 cores busy).
+LOADS: dict[str, list] = {}
+
+
+def note_load(name: str) -> tuple:
+    """Record and return the load average now, as the summaries print it."""
+    load = os.getloadavg()
+    LOADS[name] = [round(x, 2) for x in load]
+    return load
+
+
 def pytest_sessionfinish(session, exitstatus):
     if not RESULTS:
         return
     OUT.mkdir(exist_ok=True)
-    (OUT / "latest.json").write_text(json.dumps({"machine": machine(), "results": RESULTS}, indent=2))
+    (OUT / "latest.json").write_text(json.dumps({"machine": machine(), "results": RESULTS, "loads": LOADS},
+                                                indent=2))
 
 
 def spark_fixture(app: str, **conf):

@@ -77,6 +77,10 @@ def render(quick: bool | None = None) -> Path:
         f"Machine: {platform.platform()}, {os.cpu_count()} cores, {data['machine'].get('processor', '')}. "
         + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
         "",
+        "Load: the benchmarks ran alone, one at a time; the load averages (1, 5, 15 min) at the end of the Spark "
+        "summaries were " + (", ".join(f"{k} {' '.join(str(x) for x in val)}" for k, val in data["loads"].items())
+                             if data.get("loads") else "not recorded") + " (about 2: the benchmark itself on 2 cores).",
+        "",
     ]
 
     # ---------------------------------------------------------- throughput

