@@ -52,11 +52,25 @@ def note_load(name: str) -> tuple:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Write results/latest.json; with EHIST_BENCH_MERGE set (``python -m
+    benchmarks.report --only ...``) the results of the files run now
+    replace theirs in the last file and the others are kept, each file's
+    measuring time recorded."""
     if not RESULTS:
         return
+    from datetime import datetime, timezone
+
     OUT.mkdir(exist_ok=True)
-    (OUT / "latest.json").write_text(json.dumps({"machine": machine(), "results": RESULTS, "loads": LOADS},
-                                                indent=2))
+    path = OUT / "latest.json"
+    now = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+    files = sorted({Path(str(item.fspath)).name for item in session.items})
+    out = {"machine": machine(), "results": dict(RESULTS), "loads": dict(LOADS), "measured": dict.fromkeys(files, now)}
+    if os.environ.get("EHIST_BENCH_MERGE") and path.exists():
+        old = json.loads(path.read_text())
+        out["results"] = {**old.get("results", {}), **RESULTS}
+        out["loads"] = {**old.get("loads", {}), **LOADS}
+        out["measured"] = {**old.get("measured", {}), **out["measured"]}
+    path.write_text(json.dumps(out, indent=2))
 
 
 def spark_fixture(app: str, **conf):

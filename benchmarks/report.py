@@ -28,9 +28,13 @@ QUICK = {"EHIST_BENCH_ROWS": "2000000", "EHIST_BENCH_PER_ROW_LARGE": "300000",
          "EHIST_BENCH_STREAM_ROWS": "300000"}
 
 
-def run_benchmarks(quick: bool) -> None:
+def run_benchmarks(quick: bool, only: list | None = None) -> None:
     env = dict(os.environ, **(QUICK if quick else {}))
-    cmd = [sys.executable, "-m", "pytest", str(HERE), "-s", "-p", "no:cacheprovider", "-q"]
+    targets = [str(HERE)]
+    if only:  # re-measure these files, keep the other results (benchmarks/conftest.py merges)
+        targets = [str(HERE / (name if name.endswith(".py") else f"{name}.py")) for name in only]
+        env["EHIST_BENCH_MERGE"] = "1"
+    cmd = [sys.executable, "-m", "pytest", *targets, "-s", "-p", "no:cacheprovider", "-q"]
     print("running:", " ".join(cmd), "(quick sizes)" if quick else "", flush=True)
     done = subprocess.run(cmd, env=env, cwd=HERE.parent)
     if done.returncode != 0:
@@ -68,8 +72,9 @@ def render(quick: bool | None = None) -> Path:
     md = [
         "# ehist benchmark report",
         "",
-        f"Measured {when:%Y-%m-%d %H:%M} UTC by `python -m benchmarks.report`; every number and figure below "
-        "comes from that run (`benchmarks/results/latest.json`).",
+        f"Measured {min(data.get('measured', {}).values(), default=f'{when:%Y-%m-%d %H:%M} UTC')} by "
+        "`python -m benchmarks.report`; every number and figure below "
+        "comes from that run (`benchmarks/results/latest.json`)" + _remeasured(data) + ".",
         "",
         ("Sizes: `--quick` (" + ", ".join(f"{k}={val}" for k, val in QUICK.items()) + ")." if quick
          else "Sizes: the benchmarks' defaults." if quick is False else "Sizes: as stated per section."),
@@ -262,6 +267,17 @@ def render(quick: bool | None = None) -> Path:
     return out
 
 
+def _remeasured(data: dict) -> str:
+    """', except ...' naming files re-measured later with --only."""
+    runs = data.get("measured", {})
+    if len(set(runs.values())) <= 1:
+        return ""
+    first = min(runs.values())
+    later = {f: t for f, t in runs.items() if t != first}
+    return (f", except {', '.join(f'`{f}` (re-measured {t})' for f, t in sorted(later.items()))}; "
+            f"the rest was measured {first}")
+
+
 def _stored(r: dict) -> list[str]:
     """Stored data: sizes, answers per window, and the issue's two ratios
     (per-second rollup bytes over sketch bytes; raw-row rescan seconds
@@ -428,9 +444,11 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller Spark benchmarks")
     ap.add_argument("--render", action="store_true", help="only redraw from the last results")
+    ap.add_argument("--only", help="comma-separated benchmark files to re-measure (e.g. bench_per_row); "
+                                   "the other sections keep their last results, and the header says so")
     args = ap.parse_args(argv)
     if not args.render:
-        run_benchmarks(args.quick)
+        run_benchmarks(args.quick, args.only.split(",") if args.only else None)
     print(f"report written to {render(None if args.render else args.quick)}")
 
 
