@@ -47,20 +47,23 @@ __all__ = ["native_answers", "native_frames", "has_native", "has_native_frames",
 BROADCAST_KEYS = 2_000_000
 
 
-def has_native(specs: dict) -> bool:
-    """Whether every spec's family has a native form (overrides
-    :meth:`~udaf.spec.Spec.native`; no Spark call)."""
+def _overrides(specs: dict, method: str) -> bool:
+    """Whether every spec's family overrides ``Spec.<method>`` (no Spark call)."""
     from .spec import Spec
 
-    return all(type(spec).native is not Spec.native for spec in specs.values())
+    return all(getattr(type(spec), method) is not getattr(Spec, method) for spec in specs.values())
+
+
+def has_native(specs: dict) -> bool:
+    """Whether every spec's family has a native form (overrides
+    :meth:`~udaf.spec.Spec.native`)."""
+    return _overrides(specs, "native")
 
 
 def has_native_frames(specs: dict) -> bool:
     """Whether every spec's family has a native per-row form (overrides
-    :meth:`~udaf.spec.Spec.native_frame`; no Spark call)."""
-    from .spec import Spec
-
-    return all(type(spec).native_frame is not Spec.native_frame for spec in specs.values())
+    :meth:`~udaf.spec.Spec.native_frame`)."""
+    return _overrides(specs, "native_frame")
 
 
 def quote(name: str) -> str:
@@ -119,10 +122,14 @@ def time_sql(df: DataFrame, ts: str) -> str:
     return f"CAST({c} AS BIGINT)"
 
 
+def _null_time(df: DataFrame, ts: str, key: str) -> str:
+    """The ``CASE`` branch refusing a null time with the project's message."""
+    return f"WHEN {time_sql(df, ts)} IS NULL THEN {raise_bad_value(ts, 'NULL', 'timestamps must not be null', key)} "
+
+
 def _checked_time(df: DataFrame, ts: str, key: str) -> str:
     """The time in int64 units, a null refused with the project's message."""
-    t = time_sql(df, ts)
-    return f"CASE WHEN {t} IS NULL THEN {raise_bad_value(ts, 'NULL', 'timestamps must not be null', key)} ELSE {t} END"
+    return f"CASE {_null_time(df, ts, key)}ELSE {time_sql(df, ts)} END"
 
 
 def _inputs(spec) -> dict:
@@ -134,7 +141,7 @@ def _after(t: str, end: str, window: int) -> str:
     return f"coalesce({t} > try_subtract({end}, {window}L), TRUE)"
 
 
-def native_answers(df: DataFrame, keys: list, ts: str, time_expr, specs: dict, windows: dict, at,
+def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dict, at,
                    with_bounds: list) -> DataFrame:
     """The keys and each spec's exact answer (double; bigint bounds for
     ``with_bounds``), from Spark's aggregates only."""
@@ -175,14 +182,6 @@ def native_answers(df: DataFrame, keys: list, ts: str, time_expr, specs: dict, w
     return rows.groupBy(*keys).agg(*aggs)
 
 
-def has_native_frames(specs: dict) -> bool:
-    """Whether every spec's family has a native per-row form (overrides
-    :meth:`~udaf.spec.Spec.native_frame`; no Spark call)."""
-    from .spec import Spec
-
-    return all(type(spec).native_frame is not Spec.native_frame for spec in specs.values())
-
-
 def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows: dict, types: dict) -> DataFrame:
     """The rows of ``df`` with each spec's exact answer over the row's
     frame (``types[name]``: its Spark type), from Spark's window functions
@@ -200,7 +199,7 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     named = key_text(keys, df.schema)
     widest = max(windows.values())
     t = time_sql(df, order_by)
-    check = f"CASE WHEN {t} IS NULL THEN {raise_bad_value(order_by, 'NULL', 'timestamps must not be null', named)} "
+    check = f"CASE {_null_time(df, order_by, named)}"
     if isinstance(df.schema[order_by].dataType, T.LongType) or widest >= 1 << 62:
         lowest = -(1 << 63) + widest  # the lowest time whose frame start fits int64
         need = (f"the native per-row plan takes times from {lowest} on (the int64 minimum plus the window; "

@@ -272,7 +272,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         df = df.where(time_range(df, ts, unit, lo if lo >= np.iinfo(np.int64).min else None, at))
     if strategy == "native":
         # Spark's own aggregates answer exactly, no Python in the plan (udaf/native.py)
-        return native_answers(df, keys, ts, time_expr, specs, windows, at, with_bounds)
+        return native_answers(df, keys, ts, specs, windows, at, with_bounds)
     if strategy == "auto":
         # partitions from the data, not df.rdd (Spark Connect has no rdd)
         stats = df.select(*keys, F.spark_partition_id().alias("__part")).agg(
