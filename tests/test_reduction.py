@@ -181,3 +181,15 @@ def test_an_item_that_is_also_a_key(spark):
     got = {r: sketch_table(df, ["k", "d"], "ts", reduce=r, **specs).toPandas().astype({"k": str})
            .sort_values(["k", "d"]).reset_index(drop=True) for r in (True, False)}
     assert got[True].equals(got[False])
+
+
+@pytest.mark.spark
+def test_reduce_takes_only_booleans_and_none(spark):
+    from udaf import Count, aggregate, sketch_table
+
+    df = spark.range(10).selectExpr("id % 2 AS k", "id AS ts")
+    for call in (lambda: sketch_table(df, "k", "ts", reduce="yes", n=Count(5)),
+                 lambda: aggregate(df, "k", "ts", strategy="two_phase", reduce=1, n=Count(5)),
+                 lambda: aggregate(df, "k", "ts", reduce="no", n=Count(5))):  # the native plan too
+        with pytest.raises(ValueError, match="reduce must be True, False or None"):
+            call()

@@ -249,6 +249,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     if strategy not in ("auto", "native", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native', 'two_phase' or 'shuffle', got {strategy!r}")
+    check_reduce(reduce)
     from .native import has_native, native_answers
 
     if sketches:
@@ -406,6 +407,12 @@ REDUCE_TWO_PHASE = 4.0
 REDUCE_SKETCH_TABLE = 1.5
 
 
+def check_reduce(reduce) -> None:
+    """``reduce`` is True, False or None, whichever plan runs."""
+    if reduce is not None and not isinstance(reduce, bool):
+        raise ValueError(f"reduce must be True, False or None (decide from the rows), got {reduce!r}")
+
+
 def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, reduce, threshold: float):
     """The rows phase one reads, reduced by Spark where it pays.
 
@@ -426,6 +433,7 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     with several groupings the rows are their union with a ``__group``
     column, each spec reading its own group's rows.
     """
+    check_reduce(reduce)
     plans = {name: (spec.reduction() if reduce is not False else None) for name, spec in specs.items()}
     groupings = list(dict.fromkeys(p[0] for p in plans.values() if p is not None))
     if reduce is None and groupings:
