@@ -140,9 +140,13 @@ def run(spark, workdir: str) -> dict:
     src = os.path.join(workdir, "events")
     os.makedirs(src, exist_ok=True)
     for b in range(2):
-        with open(os.path.join(src, f"{b}.json"), "w") as f:
+        path = os.path.join(src, f"{b}.json")
+        with open(path, "w") as f:
             for i in range(300):
                 f.write(json.dumps({"k": "ab"[i % 2], "ts": 300 * b + i, "b": i, "dst": i % 40}) + "\n")
+        # the file source takes files in modification-time order; two files
+        # written within one clock tick tie and come in either order
+        os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))
     schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("ts", T.LongType()),
                            T.StructField("b", T.LongType()), T.StructField("dst", T.LongType())])
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
