@@ -68,6 +68,8 @@ FAMILIES = {
     "SlidingLpNorm": 3,
     "SlidingFM": 4,
     "SlidingHyperLogLog": 5,
+    "SlidingCountMin": 6,
+    "SlidingHeavyHitters": 7,
 }
 _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
 

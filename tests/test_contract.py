@@ -19,6 +19,7 @@ import pytest
 
 from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
+from frequencies import SlidingCountMin, SlidingHeavyHitters
 from lp_norms import SlidingLpNorm
 
 
@@ -84,6 +85,24 @@ SYNOPSES = [
         empty_repr=(
             "SlidingLpNorm(p=1, window=500, eps=0.1, delta=0.01, rows=1801, seed=4, empty)"
         ),
+    ),
+    # the frequency families' estimate() is the window's total (a point
+    # query needs an item: tests/test_frequencies.py)
+    Synopsis(
+        name="SlidingCountMin",
+        make=lambda: SlidingCountMin(500, eps=0.05, delta=0.05, eh_eps=0.05, seed=4),
+        feed=lambda s, ts, vs: s.update(ts, _items(ts, vs), vs),
+        exact=_eh_exact,
+        tolerance=lambda exact: 0.05 * exact,
+        empty_repr="SlidingCountMin(window=500, eps=0.05, delta=0.05, width=55, depth=3, empty)",
+    ),
+    Synopsis(
+        name="SlidingHeavyHitters",
+        make=lambda: SlidingHeavyHitters(500, bits=12, eps=0.05, delta=0.05, eh_eps=0.05, seed=4),
+        feed=lambda s, ts, vs: s.update(ts, _items(ts, vs), vs),
+        exact=_eh_exact,
+        tolerance=lambda exact: 0.05 * exact,
+        empty_repr="SlidingHeavyHitters(window=500, bits=12, eps=0.05, delta=0.05, levels=3, empty)",
     ),
 ]
 
@@ -164,10 +183,10 @@ def test_cross_process_determinism(syn):
 
 
 def test_core_packages_import_without_spark():
-    """ehist, lp_norms and distinct never import pyspark, pandas or pyarrow."""
+    """ehist, lp_norms, distinct and frequencies never import pyspark, pandas or pyarrow."""
     code = (
         "import sys\n"
-        "import ehist, lp_norms, distinct\n"
+        "import ehist, lp_norms, distinct, frequencies\n"
         "bad = [m for m in ('pyspark', 'pandas', 'pyarrow') if m in sys.modules]\n"
         "sys.exit(1 if bad else 0)\n"
     )

@@ -1,0 +1,651 @@
+"""The ECM-sketch: a Count-Min sketch whose counters are exponential histograms.
+
+Papapetrou, Garofalakis and Deligiannakis (VLDB 2012); DGIM Section 6 sketches
+the idea (a hash table with an exponential histogram per counter).  See
+:class:`SlidingCountMin`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ehist import ExponentialHistogram
+from ehist._validation import (
+    INT64_MAX,
+    INT64_MIN,
+    check_eps,
+    check_window,
+    checked_total,
+    coerce_timestamps,
+    coerce_values,
+    resolve_query,
+    sort_batch,
+)
+from ehist.columnar import HistogramColumn
+from ehist.errors import CorruptSketchError, IncompatibleSketchError, require_same
+from ehist.hashing import as_hashes, check_seed, hash64, mix64
+from ehist.serialization import Writer, open_synopsis
+
+__all__ = ["SlidingCountMin", "dimensions"]
+
+#: ``struct`` format of the parameters after the preamble: window, eps,
+#: delta, eh_eps, seed.
+PARAMETERS = "qdddQ"
+_FORMAT_VERSION = 1
+_FLAG_HAS_NEWEST = 1
+#: The most counters (width x depth) a sketch may have: 4 Mi histograms.
+MAX_COUNTERS = 1 << 22
+# Row r's columns come from mix64(hash ^ _ROW_KEYS[r]): one key per row.
+_ROW_KEYS = mix64(np.arange(1, 65, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+_MIN_HISTOGRAM_BYTES = 6 + 16 + 4  # preamble, window and eps, CRC
+
+
+def _fraction(x, name: str, smallest: float) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real) or not smallest <= float(x) < 1.0:
+        raise ValueError(f"{name} must be a number in [{smallest:g}, 1), got {x!r}")
+    return float(x)
+
+
+def dimensions(eps: float, delta: float) -> tuple[int, int]:
+    """``(width, depth)`` of a Count-Min sketch with additive error ``eps``
+    times the total, with probability ``1 - delta``: ``ceil(e / eps)`` and
+    ``ceil(ln(1 / delta))`` (Cormode and Muthukrishnan, 2005).
+
+    >>> dimensions(0.01, 0.01)
+    (272, 5)
+    """
+    eps, delta = _fraction(eps, "eps", 1e-6), _fraction(delta, "delta", 1e-12)
+    return math.ceil(math.e / eps), max(1, math.ceil(math.log(1.0 / delta)))
+
+
+def counter_ids(hashes: np.ndarray, width: int, depth: int) -> np.ndarray:
+    """Counter of each item in each row, ``(depth, n)`` int64: row ``r``'s
+    counters are ``r * width`` to ``r * width + width - 1``."""
+    h = np.asarray(hashes, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        cols = mix64(h[None, :] ^ _ROW_KEYS[:depth, None]) % np.uint64(width)
+    return cols.astype(np.int64) + (np.arange(depth, dtype=np.int64) * width)[:, None]
+
+
+class SlidingCountMin:
+    r"""Frequencies of items over a sliding window (the ECM-sketch).
+
+    A Count-Min sketch of ``depth`` rows of ``width`` counters, each counter
+    an :class:`~ehist.ExponentialHistogram` of the ``(timestamp, value)``
+    pairs hashed to it.  ``frequency(x)`` is the sum of the values of item
+    ``x`` in the window (its count, when values are 1); the histograms
+    answer any window ``w <= N`` as of any time at or after the newest
+    element.
+
+    Parameters
+    ----------
+    window : int
+        ``N``, the longest window, in timestamp units.
+    eps : float, default 0.01
+        Count-Min error: an estimate exceeds the true frequency by at most
+        ``eps`` times the window's total, with probability ``1 - delta``.
+        ``width = ceil(e / eps)``.
+    delta : float, default 0.01
+        Failure probability per query; ``depth = ceil(ln(1 / delta))``.
+    eh_eps : float, optional
+        Relative error of each counter's histogram (default ``eps``).
+    seed : int, default 0
+        Seed of :func:`ehist.hashing.hash64` (part of the format; sketches
+        merge only with the same seed).
+
+    Guarantees
+    ----------
+    For an item ``x`` with true frequency ``f`` in the window ``(now - w,
+    now]`` and ``T`` the window's total:
+
+    * ``upper >= f`` always, where ``(lower, upper) = frequency_bounds(x)``
+      (every counter of ``x`` holds ``f`` plus collisions, and its
+      histogram's upper bound is never below its content);
+    * ``estimate >= (1 - eh_eps) f`` always;
+    * with probability at least ``1 - delta``: ``estimate <= (1 + eh_eps)
+      (f + eps T)`` and ``lower <= f`` (Markov's inequality on each row's
+      collisions, rows independent);
+    * :meth:`bounds` brackets ``T`` always, and :meth:`estimate` is within
+      ``eh_eps T`` of it.
+
+    :meth:`merge` keeps all of these (the histograms' order-preserving
+    merge keeps their bounds; Count-Min counters add).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = SlidingCountMin(window=100, eps=0.01, delta=0.01)
+    >>> ts = np.arange(1000)
+    >>> items = np.where(ts % 4 == 0, "scan", np.char.add("host", (ts % 37).astype(str)))
+    >>> s = s.update(ts, items)
+    >>> lower, upper = s.frequency_bounds("scan")   # 25 in (899, 999]
+    >>> upper >= 25, round(s.frequency("scan"))
+    (True, 25)
+    >>> round(s.estimate())                          # the window's total
+    100
+    """
+
+    def __init__(self, window: int, eps: float = 0.01, delta: float = 0.01, eh_eps: float | None = None,
+                 seed: int = 0):
+        self._window = check_window(window)
+        self._width, self._depth = dimensions(eps, delta)
+        self._eps, self._delta = float(eps), float(delta)
+        self._eh_eps = check_eps(self._eps if eh_eps is None else eh_eps)
+        self._seed = check_seed(seed)
+        if self._width * self._depth > MAX_COUNTERS:
+            raise ValueError(f"eps and delta give {self._width} x {self._depth} counters; at most "
+                             f"{MAX_COUNTERS} are allowed (raise eps or delta)")
+        self._newest: int | None = None
+        self._col = _empty(self._window, self._eh_eps, self.counters)
+
+    # ----------------------------------------------------------- properties
+    @property
+    def window(self) -> int:
+        return self._window
+
+    @property
+    def eps(self) -> float:
+        return self._eps
+
+    @property
+    def delta(self) -> float:
+        return self._delta
+
+    @property
+    def eh_eps(self) -> float:
+        return self._eh_eps
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def width(self) -> int:
+        return self._width
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
+    def counters(self) -> int:
+        """``width * depth``."""
+        return self._width * self._depth
+
+    @property
+    def newest(self) -> int | None:
+        """Newest timestamp seen (None when empty)."""
+        return self._newest
+
+    @property
+    def column(self) -> HistogramColumn:
+        """The counters' histograms, counter ``r * width + c`` for row ``r``
+        and column ``c`` (a copy would cost as much as the sketch: do not
+        change it)."""
+        return self._col
+
+    def __len__(self) -> int:
+        """Buckets kept, over all counters."""
+        return int(self._col.exps.size)
+
+    def _params(self) -> tuple:
+        return self._window, self._eps, self._delta, self._eh_eps, self._seed
+
+    def __repr__(self) -> str:
+        head = (f"SlidingCountMin(window={self._window}, eps={self._eps:g}, delta={self._delta:g}, "
+                f"width={self._width}, depth={self._depth}")
+        if self._newest is None:
+            return head + ", empty)"
+        used = int(np.count_nonzero(np.diff(self._col.offsets)))
+        return f"{head}, counters used={used}, buckets={len(self)}, newest={self._newest})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SlidingCountMin):
+            return NotImplemented
+        a, b = self._col, other._col
+        return (self._params() == other._params() and self._newest == other._newest
+                and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("offsets", "exps", "hi", "lo", "merged")))
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (SlidingCountMin.from_bytes, (self.to_bytes(),))
+
+    def copy(self) -> "SlidingCountMin":
+        out = SlidingCountMin(*self._params())
+        out._newest = self._newest
+        out._col = self._col.take(np.arange(self.counters))
+        return out
+
+    # --------------------------------------------------------------- update
+    def update(self, timestamps, items, values=None) -> "SlidingCountMin":
+        """Insert a batch of ``(timestamp, item, value)`` rows, vectorized.
+
+        Parameters
+        ----------
+        timestamps : array-like of int
+            Need not be sorted; none older than :attr:`newest`.
+        items : array-like of int, str or bytes
+            Hashed with :func:`ehist.hashing.hash64` and the sketch's seed.
+        values : array-like of non-negative int, optional
+            What each row adds to its item's frequency (default 1: counts).
+
+        Raises
+        ------
+        ValueError
+            Mismatched lengths, bad items or values, a window total beyond
+            int64; the sketch is unchanged.
+        LateDataError
+            A timestamp older than :attr:`newest`.
+        """
+        ts = coerce_timestamps(timestamps)
+        hashes = hash64(items, self._seed)
+        if hashes.shape[0] != ts.shape[0]:
+            raise ValueError(f"timestamps and items have different lengths ({ts.shape[0]} and {hashes.shape[0]})")
+        return self._insert(ts, hashes, coerce_values(values, ts.shape[0]))
+
+    def update_hashes(self, timestamps, hashes, values=None) -> "SlidingCountMin":
+        """Insert items already hashed with ``hash64(items, seed)`` (uint64
+        or their int64 bit patterns); the same result as :meth:`update`.
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
+        >>> a == SlidingCountMin(10).update_hashes([1, 2], hash64(["x", "y"], 0))
+        True
+        """
+        ts = coerce_timestamps(timestamps)
+        hashes = as_hashes(hashes)
+        if hashes.shape != ts.shape:
+            raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {hashes.size})")
+        return self._insert(ts, hashes, coerce_values(values, ts.shape[0]))
+
+    def add(self, timestamp: int, item, value: int = 1) -> "SlidingCountMin":
+        """Insert one row."""
+        return self.update([timestamp], [item], [value])
+
+    def _insert(self, ts: np.ndarray, hashes: np.ndarray, v: np.ndarray | None) -> "SlidingCountMin":
+        if ts.size == 0:
+            return self
+        ts, order = sort_batch(ts, np.arange(ts.size), self._newest)
+        hashes = hashes[order]
+        if v is not None:
+            v = v[order].astype(np.int64)
+        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
+        cutoff = newest - self._window
+        if int(ts[0]) <= cutoff:
+            first = int(np.searchsorted(ts, cutoff, side="right"))
+            ts, hashes = ts[first:], hashes[first:]
+            v = None if v is None else v[first:]
+        # every counter holds at most the window's total: keep that in int64
+        checked_total(v, ts.size, self._row_total())
+        # ---- validated: from here on the state changes ----
+        col = self._col  # settled at self._newest
+        if ts.size:
+            ids = counter_ids(hashes, self._width, self._depth).ravel()
+            order = np.argsort(_radix_key(ids, self.counters), kind="stable")  # time order kept per counter
+            ids = ids[order]
+            rows = order % ts.size
+            col = _apply(col, ids, ts[rows], None if v is None else v[rows])
+        self._newest = newest
+        self._col = _settle(col, self._window, newest)
+        return self
+
+    def _row_total(self) -> int:
+        """Units held by row 0 (the window's total, up to expiry)."""
+        c = self._col
+        end = int(c.offsets[self._width])
+        return int(np.sum(np.left_shift(np.int64(1), c.exps[:end].astype(np.int64)), dtype=np.int64))
+
+    # ---------------------------------------------------------------- query
+    def _counter_bounds(self, now, window) -> tuple[np.ndarray, np.ndarray]:
+        """Every counter's (lower, upper) over the window as of ``now``."""
+        now, window = resolve_query(now, window, self._newest, self._window)
+        zeros = np.zeros(self.counters, dtype=np.int64)
+        if now is None or now - window >= INT64_MAX:
+            return zeros, zeros.copy()
+        if now > INT64_MAX:  # the same cutoff from the largest int64 time
+            window -= now - INT64_MAX
+            now = INT64_MAX
+        if now - window < INT64_MIN:
+            window = now - INT64_MIN
+        return self._col.bounds(now=np.int64(now), window=window)
+
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        return x.reshape(self._depth, self._width)
+
+    def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
+        """Bounds on the window's total (the sum of every row's counters
+        brackets it; the tightest row bounds are taken).
+
+        Parameters
+        ----------
+        now : int, optional
+            Query time, ``>=`` :attr:`newest` (default: :attr:`newest`).
+        window : int, optional
+            Window length in ``[1, N]`` (default: ``N``).
+        """
+        lower, upper = self._counter_bounds(now, window)
+        return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
+
+    def estimate(self, now: int | None = None, window: int | None = None) -> float:
+        """The window's total, within ``eh_eps`` of it (the midpoint of
+        :meth:`bounds`)."""
+        lower, upper = self.bounds(now, window)
+        return lower * 0.5 + upper * 0.5
+
+    def frequencies(self, items, now: int | None = None, window: int | None = None):
+        """Estimates and bounds of many items' frequencies at once.
+
+        Returns
+        -------
+        (estimate, lower, upper) : float64, int64 and int64 arrays
+            One entry per item; see the class's guarantees.
+        """
+        return self.frequencies_of_hashes(hash64(items, self._seed), now, window)
+
+    def frequencies_of_hashes(self, hashes, now: int | None = None, window: int | None = None):
+        """:meth:`frequencies` of items given by their ``hash64`` values."""
+        hashes = as_hashes(hashes)
+        lower, upper = self._counter_bounds(now, window)
+        ids = counter_ids(hashes, self._width, self._depth)
+        lo, up = lower[ids], upper[ids]
+        estimate = (lo * 0.5 + up * 0.5).min(axis=0)
+        total = int(self._rows(upper).sum(axis=1).min())
+        slack = math.ceil(self._eps * total)
+        return estimate, np.maximum(lo.min(axis=0) - slack, 0), up.min(axis=0)
+
+    def frequency(self, item, now: int | None = None, window: int | None = None) -> float:
+        """Estimated frequency of ``item`` over the window as of ``now``:
+        the smallest of its counters' estimates."""
+        return float(self.frequencies([item], now, window)[0][0])
+
+    def frequency_bounds(self, item, now: int | None = None, window: int | None = None) -> tuple[int, int]:
+        """``(lower, upper)`` on ``item``'s frequency: ``upper`` always
+        holds, ``lower`` with probability ``1 - delta``."""
+        _, lower, upper = self.frequencies([item], now, window)
+        return int(lower[0]), int(upper[0])
+
+    # ---------------------------------------------------------------- merge
+    def _check_compatible(self, other) -> None:
+        if not isinstance(other, SlidingCountMin):
+            raise TypeError(f"can only merge with a SlidingCountMin, got {type(other).__name__}")
+        require_same("SlidingCountMin", zip(("window", "eps", "delta", "eh_eps", "seed"), self._params(),
+                                            other._params()))
+
+    def merge(self, other: "SlidingCountMin") -> "SlidingCountMin":
+        """The sketch of the union of two streams (interleaved in time, or
+        partitions of one stream); neither argument changes.  Counters
+        merge with :meth:`ExponentialHistogram.merge_all`, so the
+        guarantees hold for the union.
+
+        Raises
+        ------
+        IncompatibleSketchError (a ValueError)
+            Different parameters; the message names both values.
+        TypeError
+            ``other`` is not a SlidingCountMin.
+        """
+        return SlidingCountMin.merge_all([self, other])
+
+    @classmethod
+    def merge_all(cls, sketches) -> "SlidingCountMin":
+        """Merge any number of sketches at once (same guarantee as
+        :meth:`merge`); none of the inputs changes."""
+        sk = list(sketches)
+        if not sk:
+            raise ValueError("merge_all needs at least one sketch")
+        if not isinstance(sk[0], SlidingCountMin):
+            raise TypeError(f"can only merge SlidingCountMin objects, got {type(sk[0]).__name__}")
+        for s in sk[1:]:
+            sk[0]._check_compatible(s)
+        live = [s for s in sk if s._newest is not None]
+        out = sk[0].copy()
+        if len(live) <= 1:
+            if live:
+                out._newest, out._col = live[0]._newest, live[0]._col.take(np.arange(out.counters))
+            return out
+        newest = max(s._newest for s in live)
+        cols = [_settle(s._col, out._window, newest) for s in live]
+        if sum(s._row_total() for s in live) > INT64_MAX:
+            totals = [_settled_total(c, out._width) for c in cols]
+            if sum(totals) > INT64_MAX:
+                raise ValueError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
+        used = np.stack([np.diff(c.offsets) > 0 for c in cols])
+        shared = np.flatnonzero(used.sum(axis=0) > 1)
+        alone = np.flatnonzero(used.sum(axis=0) == 1)
+        owner = used[:, alone].argmax(axis=0)
+        col = _empty(out._window, out._eh_eps, out.counters)
+        for j, c in enumerate(cols):
+            mine = alone[owner == j]
+            if mine.size:
+                col = _replace(col, mine, c.take(mine))
+        if shared.size:
+            merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
+                      for i in shared.tolist()]
+            col = _replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
+        out._newest = newest
+        out._col = _settle(col, out._window, newest)
+        return out
+
+    # -------------------------------------------------------- serialization
+    def to_bytes(self) -> bytes:
+        """Versioned, checked bytes.
+
+        Layout (after the common preamble of :mod:`ehist.serialization`,
+        family id 6, format version 1)::
+
+            offset  size    field
+            ------  ------  ---------------------------------------------
+                 0       2  magic b"EH"
+                 2       1  family id = 6 (SlidingCountMin)
+                 3       1  format version = 1
+                 4       2  flags: bit 0 has_newest
+                 6       8  window (int64)
+                14       8  eps (float64)
+                22       8  delta (float64)
+                30       8  eh_eps (float64)
+                38       8  seed (uint64)
+                46       8  newest (int64)                [if has_newest]
+                 .   varint n: counters holding a unit in the window
+                 .   n x varint  counter gaps: the first counter's index,
+                            then index - previous index - 1
+                 .   n x varint  byte length of each counter's histogram
+                 .   the n histograms, ExponentialHistogram.to_bytes()
+                            each (window, eh_eps; newest = the sketch's)
+               end-4     4  CRC-32 of everything before
+
+        Counter ``r * width + c`` is row ``r``, column ``c``.  Each
+        histogram carries its own preamble and CRC: its decoder and all of
+        its checks are the ones of :mod:`ehist` (decoded together,
+        vectorized, by :class:`ehist.columnar.HistogramColumn`).
+        """
+        flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
+        w = Writer("SlidingCountMin", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
+        if self._newest is None:
+            return w.varints([0]).finish()
+        ids = np.flatnonzero(np.diff(self._col.offsets) > 0)
+        blobs = self._col.take(ids).to_bytes()
+        gaps = np.diff(np.concatenate([[-1], ids])) - 1
+        w.struct("q", self._newest).varints([ids.size]).varints(gaps.astype(np.uint64))
+        w.varints(np.array([len(b) for b in blobs], dtype=np.uint64))
+        return w.raw(b"".join(blobs)).finish()
+
+    @classmethod
+    def from_bytes(cls, data) -> "SlidingCountMin":
+        """Decode :meth:`to_bytes` output.
+
+        Raises
+        ------
+        CorruptSketchError (a ValueError)
+            Truncated, altered or foreign bytes, or a state no update or
+            merge produces; the message says what was expected and found.
+        """
+        name = "SlidingCountMin"
+        r, flags, s = open_synopsis(data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS,
+                                    "window, eps, delta, eh_eps and seed", cls)
+        newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
+        n = r.varint("counter count")
+        if newest is None:
+            if n:
+                raise CorruptSketchError(f"{name}: expected no counters without a newest timestamp, found {n}")
+            r.expect_end()
+            return s
+        if newest == INT64_MIN:
+            raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
+        most = min(s.counters, r.remaining // (2 + _MIN_HISTOGRAM_BYTES))
+        if n > most:
+            raise CorruptSketchError(f"{name}: expected at most {most} counters in the bytes left, found {n}")
+        s._newest = int(newest)
+        if n == 0:  # zeros only, or every unit expired
+            r.expect_end()
+            return s
+        gaps = r.varints(n, "counter gaps")
+        if int(gaps.max()) >= s.counters:
+            raise CorruptSketchError(f"{name}: expected counter gaps below {s.counters}, found {int(gaps.max())}")
+        ids = np.cumsum(gaps.astype(np.int64) + 1) - 1
+        if int(ids[-1]) >= s.counters:
+            raise CorruptSketchError(f"{name}: expected counter indexes below {s.counters}, found {int(ids[-1])}")
+        lengths = r.varints(n, "histogram lengths")
+        if int(lengths.min()) < _MIN_HISTOGRAM_BYTES or int(lengths.max()) > r.remaining \
+                or int(lengths.sum()) != r.remaining:
+            raise CorruptSketchError(f"{name}: expected histogram lengths of at least {_MIN_HISTOGRAM_BYTES} "
+                                     f"bytes summing to the {r.remaining} bytes left, found "
+                                     f"{int(lengths.min())} to {int(lengths.max())} summing to {int(lengths.sum())}")
+        ends = np.cumsum(lengths.astype(np.int64)).tolist()
+        body = r.raw(r.remaining, "histograms")
+        blobs = [body[a:b] for a, b in zip([0] + ends[:-1], ends)]
+        try:
+            hist = HistogramColumn.from_bytes(blobs, s._window, s._eh_eps)
+        except IncompatibleSketchError as exc:
+            raise CorruptSketchError(f"{name}: expected histograms of window {s._window} and eps "
+                                     f"{s._eh_eps}: {exc}") from None
+        except CorruptSketchError as exc:
+            raise CorruptSketchError(f"{name}: a counter's histogram: {exc}") from None
+        if not np.array_equal(hist.newest, np.full(n, newest)) or not hist.has_newest.all() \
+                or not (np.diff(hist.offsets) > 0).all():
+            raise CorruptSketchError(f"{name}: expected every counter's histogram to hold units and end at "
+                                     f"the sketch's newest timestamp {newest}")
+        col = _replace(_empty(s._window, s._eh_eps, s.counters), ids, hist)
+        if _settled_total(col, s._width) > INT64_MAX:
+            raise CorruptSketchError(f"{name}: expected a window total within int64")
+        s._col = col
+        return s
+
+
+# ------------------------------------------------------------------ columns
+def _radix_key(x: np.ndarray, bound: int) -> np.ndarray:
+    """``x`` (values below ``bound``) in the narrowest unsigned type: numpy's
+    stable sort of 8- and 16-bit keys is a radix sort (several times faster
+    than on int64)."""
+    return x.astype(np.uint16 if bound <= 1 << 16 else np.uint32 if bound <= 1 << 32 else np.int64)
+
+
+def _empty(window: int, eps: float, n: int) -> HistogramColumn:
+    z = np.zeros(0, dtype=np.int64)
+    return HistogramColumn(window, eps, np.zeros(n + 1, dtype=np.int64), z.astype(np.int8), z, z,
+                           np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+def _settle(col: HistogramColumn, window: int, newest: int) -> HistogramColumn:
+    """Every histogram advanced to ``newest``: buckets that left the window
+    dropped (what ``update`` at ``newest`` with a zero does), histograms
+    left without units made empty, the others' newest set to ``newest``."""
+    n = len(col)
+    cutoff = newest - window
+    alive = col.hi > cutoff if cutoff >= INT64_MIN else np.ones(col.hi.size, dtype=bool)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
+    counts = np.bincount(owner[alive], minlength=n)
+    has = counts > 0
+    return HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), col.exps[alive],
+                           col.hi[alive], col.lo[alive], np.where(has, newest, 0), has, col.merged & has)
+
+
+def _settled_total(col: HistogramColumn, width: int) -> int:
+    """Row 0's units, as a Python int."""
+    end = int(col.offsets[width])
+    return sum(1 << int(e) for e in col.exps[:end].tolist())
+
+
+def _replace(col: HistogramColumn, ids: np.ndarray, new: HistogramColumn) -> HistogramColumn:
+    """``col`` with histograms ``ids`` (sorted, distinct) replaced by
+    ``new``'s: every bucket scattered to its place, no sort."""
+    n = len(col)
+    counts = np.diff(col.offsets)
+    new_counts = np.diff(new.offsets)
+    counts[ids] = new_counts
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
+    touched = np.zeros(n, dtype=bool)
+    touched[ids] = True
+    keep = np.flatnonzero(~touched[old_owner])
+    kept_owner = old_owner[keep]
+    to_old = offsets[kept_owner] + (keep - col.offsets[kept_owner])
+    new_owner = np.repeat(np.arange(ids.size, dtype=np.int64), new_counts)
+    to_new = offsets[ids][new_owner] + (np.arange(new.exps.size) - new.offsets[:-1][new_owner])
+
+    def place(a, b):
+        out = np.empty(int(offsets[-1]), dtype=a.dtype)
+        out[to_old] = a[keep]
+        out[to_new] = b
+        return out
+
+    newest, has, merged = col.newest.copy(), col.has_newest.copy(), col.merged.copy()
+    newest[ids], has[ids], merged[ids] = new.newest, new.has_newest, new.merged
+    return HistogramColumn(col.window, col.eps, offsets, place(col.exps, new.exps), place(col.hi, new.hi),
+                           place(col.lo, new.lo), newest, has, merged)
+
+
+def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray | None) -> HistogramColumn:
+    """``col`` after each counter ``ids[i]`` received ``(ts[i], v[i])``
+    (rows grouped by counter, in time order within one), as
+    :meth:`ExponentialHistogram.update` of each counter would leave it.
+
+    One vectorized :meth:`HistogramColumn.build` serves every counter not
+    from a merge: a counter's old buckets enter it as elements (bucket
+    ``2**e`` at its newest timestamp, oldest first) ahead of the new rows.
+    The l-canonical rebuild of DGIM Section 4 never splits an old bucket,
+    so every bucket boundary falls where ``update`` puts it; only the
+    oldest bucket's lower time differs (an element's time there, the old
+    bucket's bound in ``update``) and is set back.  Counters from a merge
+    are updated one histogram at a time (``update`` compresses them).
+    tests/test_frequencies.py checks the result against ``update``."""
+    change = np.flatnonzero(np.diff(ids)) + 1
+    starts = np.concatenate([[0], change]).astype(np.int64)
+    touched = ids[starts]
+    lengths = np.append(starts[1:], ids.size) - starts
+    merged = col.merged[touched]
+    if merged.any():
+        hs = [col[i].update(ts[a:a + m], None if v is None else v[a:a + m])
+              for i, a, m in zip(touched[merged].tolist(), starts[merged].tolist(), lengths[merged].tolist())]
+        col = _replace(col, touched[merged], HistogramColumn.from_histograms(hs, col.window, col.eps))
+    plain = ~merged
+    if not plain.any():
+        return col
+    mine = touched[plain]
+    old = col.take(mine)
+    old_counts = np.diff(old.offsets)
+    # old buckets oldest first, then the new rows, run by run
+    run_of_old = np.repeat(np.arange(mine.size), old_counts)
+    flip = old.offsets[1:][run_of_old] - 1 - (np.arange(old.exps.size) - old.offsets[:-1][run_of_old])
+    rows = np.flatnonzero(np.repeat(plain, lengths))
+    run_of_new = np.repeat(np.arange(mine.size), lengths[plain])
+    owner = np.concatenate([run_of_old, run_of_new])
+    order = np.argsort(_radix_key(owner, mine.size), kind="stable")
+    t_all = np.concatenate([old.hi[flip], ts[rows]])[order]
+    new_v = np.ones(rows.size, dtype=np.int64) if v is None else v[rows]
+    v_all = np.concatenate([np.left_shift(np.int64(1), old.exps[flip].astype(np.int64)), new_v])[order]
+    run_starts = np.concatenate([[0], np.cumsum(old_counts + lengths[plain])[:-1]]).astype(np.int64)
+    built = HistogramColumn.build(t_all, run_starts, v_all, window=col.window, eps=col.eps)
+    # the oldest bucket's lower time: the oldest surviving old bucket's
+    last_new = np.append(run_starts[1:], t_all.size) - 1
+    run_newest = t_all[last_new]
+    alive_old = old.hi > (run_newest[run_of_old] - col.window)
+    oldest_alive = np.full(mine.size, -1, dtype=np.int64)
+    np.maximum.at(oldest_alive, run_of_old[alive_old], np.flatnonzero(alive_old))
+    fix = (oldest_alive >= 0) & (np.diff(built.offsets) > 0)
+    last = built.offsets[1:][fix] - 1
+    built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest_alive[fix]])
+    return _replace(col, mine, built)

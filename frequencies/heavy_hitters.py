@@ -1,0 +1,373 @@
+"""Heavy hitters over sliding windows: ECM-sketches over prefix levels.
+
+See :class:`SlidingHeavyHitters`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ehist._validation import _integral_array, check_positive_int, checked_total, coerce_timestamps, \
+    coerce_values, sort_batch
+from ehist.errors import CorruptSketchError, require_same
+from ehist.hashing import hash64
+from ehist.serialization import Writer, open_synopsis
+
+from .count_min import SlidingCountMin
+
+__all__ = ["SlidingHeavyHitters", "HeavyHitter"]
+
+#: ``struct`` format of the parameters after the preamble: bits, level bits.
+PARAMETERS = "BB"
+_FORMAT_VERSION = 1
+
+
+class HeavyHitter(NamedTuple):
+    """One item of :meth:`SlidingHeavyHitters.heavy_hitters`."""
+
+    item: int
+    estimate: float
+    lower: int
+    upper: int
+
+
+def levels_of(bits: int, level_bits: int) -> tuple[int, ...]:
+    """Prefix lengths of the levels, shortest first, the last ``bits``.
+
+    >>> levels_of(10, 4)
+    (4, 8, 10)
+    """
+    bits = check_positive_int(bits, "bits", 1, 64)
+    level_bits = check_positive_int(level_bits, "level_bits", 1, min(bits, 16))
+    return tuple(range(level_bits, bits, level_bits)) + (bits,)
+
+
+class SlidingHeavyHitters:
+    r"""The items above a fraction ``phi`` of a sliding window's total.
+
+    Items are integer ids in ``[0, 2**bits)`` (IPv4 addresses: ``bits=32``;
+    any id: 64).  Level ``j`` is a :class:`SlidingCountMin` of the ids'
+    leading ``lengths[j]`` bits, ``lengths = (level_bits, 2 level_bits, ...,
+    bits)``; the last level counts the ids themselves.  A query walks down:
+    it keeps the prefixes whose upper bound reaches ``phi`` times a lower
+    bound on the window's total and expands their ``2**level_bits``
+    children (Cormode and Muthukrishnan's hierarchical Count-Min, with
+    exponential histograms as counters: the ECM-sketch's heavy hitters).
+
+    Parameters
+    ----------
+    window : int
+        ``N``, the longest window, in timestamp units.
+    bits : int, default 32
+        Ids are below ``2**bits`` (1 to 64).
+    eps, delta, eh_eps, seed
+        As for :class:`SlidingCountMin`, for every level.
+    level_bits : int, default 4
+        Bits added per level (1 to 16): fewer levels (faster updates, one
+        Count-Min sketch per level) against more children per expansion.
+
+    Guarantees
+    ----------
+    For a query ``heavy_hitters(phi, now, w)`` with ``T`` the window's
+    total and ``f(x)`` item ``x``'s frequency:
+
+    * every ``x`` with ``f(x) >= phi T`` is reported, always: its prefixes'
+      counters hold at least ``f(x)``, their upper bounds never less, and
+      the threshold ``phi T_lower`` is at most ``phi T``;
+    * a reported ``x`` has ``f(x) >= (phi (1 - 2 eh_eps) / (1 + 2 eh_eps) -
+      eps) T`` with probability at least ``1 - delta`` (its upper bound is
+      within ``2 eh_eps`` of a counter, and the smallest counter within
+      ``eps T`` of ``f(x)`` with that probability);
+    * each reported item's ``(lower, upper)`` are
+      :meth:`SlidingCountMin.frequency_bounds`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> ts = np.arange(20_000)
+    >>> ids = rng.integers(0, 2**32, ts.size)              # background
+    >>> ids[ts % 5 == 0] = 167772161                       # 10.0.0.1: 20%
+    >>> s = SlidingHeavyHitters(window=1000, bits=32).update(ts, ids)
+    >>> top = s.heavy_hitters(0.1)                         # 200 of the last 1000
+    >>> [h.item for h in top], top[0].lower <= 200 <= top[0].upper
+    ([167772161], True)
+    """
+
+    def __init__(self, window: int, bits: int = 32, eps: float = 0.01, delta: float = 0.01,
+                 eh_eps: float | None = None, seed: int = 0, level_bits: int = 4):
+        self._lengths = levels_of(bits, level_bits)
+        self._bits, self._level_bits = int(bits), int(level_bits)
+        self._levels = [SlidingCountMin(window, eps, delta, eh_eps, seed) for _ in self._lengths]
+
+    # ----------------------------------------------------------- properties
+    @property
+    def bits(self) -> int:
+        return self._bits
+
+    @property
+    def level_bits(self) -> int:
+        return self._level_bits
+
+    @property
+    def levels(self) -> tuple:
+        """The levels' sketches, shortest prefix first (do not change them)."""
+        return tuple(self._levels)
+
+    @property
+    def items(self) -> SlidingCountMin:
+        """The last level: the ids' own frequencies."""
+        return self._levels[-1]
+
+    @property
+    def window(self):
+        """The longest window."""
+        return self._levels[-1].window
+
+    @property
+    def eps(self):
+        """Count-Min error (fraction of the window's total)."""
+        return self._levels[-1].eps
+
+    @property
+    def delta(self):
+        """Failure probability per query."""
+        return self._levels[-1].delta
+
+    @property
+    def eh_eps(self):
+        """Relative error of each counter."""
+        return self._levels[-1].eh_eps
+
+    @property
+    def seed(self):
+        """Hash seed."""
+        return self._levels[-1].seed
+
+    @property
+    def newest(self):
+        """Newest timestamp seen (None when empty)."""
+        return self._levels[-1].newest
+
+    def _params(self) -> tuple:
+        return (self._bits, self._level_bits) + self._levels[-1]._params()
+
+    def __len__(self) -> int:
+        """Buckets kept, over all levels."""
+        return sum(len(x) for x in self._levels)
+
+    def __repr__(self) -> str:
+        head = (f"SlidingHeavyHitters(window={self.window}, bits={self._bits}, eps={self.eps:g}, "
+                f"delta={self.delta:g}, levels={len(self._levels)}")
+        return head + (", empty)" if self.newest is None else f", buckets={len(self)}, newest={self.newest})")
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SlidingHeavyHitters):
+            return NotImplemented
+        return self._params() == other._params() and all(a == b for a, b in zip(self._levels, other._levels))
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (SlidingHeavyHitters.from_bytes, (self.to_bytes(),))
+
+    def copy(self) -> "SlidingHeavyHitters":
+        out = object.__new__(SlidingHeavyHitters)
+        out._lengths, out._bits, out._level_bits = self._lengths, self._bits, self._level_bits
+        out._levels = [x.copy() for x in self._levels]
+        return out
+
+    # --------------------------------------------------------------- update
+    def _ids(self, items) -> np.ndarray:
+        """Ids as uint64, checked to lie in ``[0, 2**bits)``."""
+        if hasattr(items, "to_numpy") and not isinstance(items, np.ndarray):
+            items = items.to_numpy()
+        if isinstance(items, (list, tuple)) and items and all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in items):
+            # Python ints up to 2**64 - 1: numpy would make floats of a list past int64
+            if any(not 0 <= int(i) < 1 << self._bits for i in items):
+                bad = next(int(i) for i in items if not 0 <= int(i) < 1 << self._bits)
+                raise ValueError(f"items must be integer ids in [0, 2**{self._bits}), found {bad}")
+            return np.array([int(i) for i in items], dtype=np.uint64)
+        x = _integral_array(items, "items")
+        if x.ndim != 1:
+            x = x.reshape(-1)
+        if x.dtype.kind == "b":
+            raise ValueError("items must be integer ids, got booleans")
+        if x.size and x.dtype.kind == "i" and int(x.min()) < 0:
+            raise ValueError(f"items must be integer ids in [0, 2**{self._bits}), found {int(x.min())}")
+        x = x.astype(np.uint64)
+        if x.size and self._bits < 64 and int(x.max()) >= 1 << self._bits:
+            raise ValueError(f"items must be integer ids in [0, 2**{self._bits}), found {int(x.max())}")
+        return x
+
+    def _prefix_hashes(self, ids: np.ndarray, j: int) -> np.ndarray:
+        return hash64(ids >> np.uint64(self._bits - self._lengths[j]), self.seed)
+
+    def update(self, timestamps, items, values=None) -> "SlidingHeavyHitters":
+        """Insert a batch of ``(timestamp, id, value)`` rows, vectorized.
+
+        Same rules as :meth:`SlidingCountMin.update`; ids outside ``[0,
+        2**bits)`` are refused.  The whole batch is checked first: on an
+        error no level changes.
+        """
+        ts = coerce_timestamps(timestamps)
+        ids = self._ids(items)
+        if ids.shape[0] != ts.shape[0]:
+            raise ValueError(f"timestamps and items have different lengths ({ts.shape[0]} and {ids.shape[0]})")
+        v = coerce_values(values, ts.shape[0])
+        if ts.size == 0:
+            return self
+        ts, order = sort_batch(ts, np.arange(ts.size), self.newest)
+        ids = ids[order]
+        v = None if v is None else v[order]
+        checked_total(None if v is None else v.astype(np.int64), ts.size,
+                      max(x._row_total() for x in self._levels))
+        for j, level in enumerate(self._levels):
+            level._insert(ts, self._prefix_hashes(ids, j), v)
+        return self
+
+    def add(self, timestamp: int, item: int, value: int = 1) -> "SlidingHeavyHitters":
+        """Insert one row."""
+        return self.update([timestamp], [item], [value])
+
+    # ---------------------------------------------------------------- query
+    def heavy_hitters(self, phi: float, now: int | None = None, window: int | None = None) -> list:
+        """The ids whose frequency may reach ``phi`` times the window's total.
+
+        Parameters
+        ----------
+        phi : float in (0, 1]
+        now, window
+            As for :meth:`SlidingCountMin.bounds`.
+
+        Returns
+        -------
+        list of :class:`HeavyHitter`
+            ``(item, estimate, lower, upper)``, largest estimate first; see
+            the class's guarantees.
+        """
+        if isinstance(phi, bool) or not isinstance(phi, (int, float, np.floating, np.integer)) \
+                or not 0.0 < float(phi) <= 1.0 or math.isnan(float(phi)):
+            raise ValueError(f"phi must be a number in (0, 1], got {phi!r}")
+        total_lower, _ = self._levels[-1].bounds(now, window)
+        threshold = max(float(phi) * total_lower, 1.0)
+        candidates = np.arange(1 << self._lengths[0], dtype=np.uint64)
+        for j, level in enumerate(self._levels):
+            est, lower, upper = level.frequencies_of_hashes(hash64(candidates, self.seed), now, window)
+            keep = upper >= threshold
+            candidates, est, lower, upper = candidates[keep], est[keep], lower[keep], upper[keep]
+            if j + 1 < len(self._levels):
+                step = self._lengths[j + 1] - self._lengths[j]
+                candidates = ((candidates[:, None] << np.uint64(step))
+                              | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
+        order = np.lexsort((candidates, -est))
+        return [HeavyHitter(int(candidates[i]), float(est[i]), int(lower[i]), int(upper[i])) for i in order]
+
+    def frequencies(self, items, now: int | None = None, window: int | None = None):
+        """:meth:`SlidingCountMin.frequencies` of ids."""
+        return self._levels[-1].frequencies_of_hashes(self._prefix_hashes(self._ids(items), -1), now, window)
+
+    def frequency(self, item: int, now: int | None = None, window: int | None = None) -> float:
+        """Estimated frequency of one id."""
+        return float(self.frequencies([item], now, window)[0][0])
+
+    def frequency_bounds(self, item: int, now: int | None = None, window: int | None = None) -> tuple[int, int]:
+        """``(lower, upper)`` on one id's frequency (see SlidingCountMin)."""
+        _, lower, upper = self.frequencies([item], now, window)
+        return int(lower[0]), int(upper[0])
+
+    def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
+        """Bounds on the window's total."""
+        return self._levels[-1].bounds(now, window)
+
+    def estimate(self, now: int | None = None, window: int | None = None) -> float:
+        """The window's total, within ``eh_eps`` of it."""
+        return self._levels[-1].estimate(now, window)
+
+    # ---------------------------------------------------------------- merge
+    def merge(self, other: "SlidingHeavyHitters") -> "SlidingHeavyHitters":
+        """The sketch of the union of two streams, level by level; neither
+        argument changes.  Raises IncompatibleSketchError (a ValueError)
+        naming the first parameter that differs."""
+        return SlidingHeavyHitters.merge_all([self, other])
+
+    @classmethod
+    def merge_all(cls, sketches) -> "SlidingHeavyHitters":
+        """Merge any number of sketches at once; none of the inputs changes."""
+        sk = list(sketches)
+        if not sk:
+            raise ValueError("merge_all needs at least one sketch")
+        for s in sk:
+            if not isinstance(s, SlidingHeavyHitters):
+                raise TypeError(f"can only merge SlidingHeavyHitters objects, got {type(s).__name__}")
+        names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
+        for s in sk[1:]:
+            require_same("SlidingHeavyHitters", zip(names, sk[0]._params(), s._params()))
+        out = sk[0].copy()
+        out._levels = [SlidingCountMin.merge_all([s._levels[j] for s in sk]) for j in range(len(out._levels))]
+        return out
+
+    # -------------------------------------------------------- serialization
+    def to_bytes(self) -> bytes:
+        """Versioned, checked bytes.
+
+        Layout (after the common preamble of :mod:`ehist.serialization`,
+        family id 7, format version 1)::
+
+            offset  size    field
+            ------  ------  ---------------------------------------------
+                 0       2  magic b"EH"
+                 2       1  family id = 7 (SlidingHeavyHitters)
+                 3       1  format version = 1
+                 4       2  flags (none defined: 0)
+                 6       1  bits
+                 7       1  level bits
+                 8   varint L: levels (as levels_of(bits, level_bits) says)
+                 .   L x varint  byte length of each level's sketch
+                 .   the L levels, SlidingCountMin.to_bytes() each,
+                            shortest prefix first (the same window, eps,
+                            delta, eh_eps, seed and newest in every one)
+               end-4     4  CRC-32 of everything before
+        """
+        blobs = [x.to_bytes() for x in self._levels]
+        w = Writer("SlidingHeavyHitters", _FORMAT_VERSION, 0).struct(PARAMETERS, self._bits, self._level_bits)
+        w.varints([len(blobs)]).varints(np.array([len(b) for b in blobs], dtype=np.uint64))
+        return w.raw(b"".join(blobs)).finish()
+
+    @classmethod
+    def from_bytes(cls, data) -> "SlidingHeavyHitters":
+        """Decode :meth:`to_bytes` output.
+
+        Raises
+        ------
+        CorruptSketchError (a ValueError)
+            Truncated, altered or foreign bytes, levels that disagree.
+        """
+        name = "SlidingHeavyHitters"
+        r, _, lengths = open_synopsis(data, name, _FORMAT_VERSION, 0, PARAMETERS, "bits and level bits", levels_of)
+        n = r.varint("level count")
+        if n != len(lengths):
+            raise CorruptSketchError(f"{name}: expected {len(lengths)} levels, found {n}")
+        sizes = r.varints(n, "level lengths")
+        if int(sizes.sum()) != r.remaining:
+            raise CorruptSketchError(f"{name}: expected level lengths summing to the {r.remaining} bytes left, "
+                                     f"found {int(sizes.sum())}")
+        try:
+            levels = [SlidingCountMin.from_bytes(r.raw(int(k), "a level")) for k in sizes.tolist()]
+        except CorruptSketchError as exc:
+            raise CorruptSketchError(f"{name}: a level: {exc}") from None
+        first = levels[0]
+        for x in levels[1:]:
+            if x._params() != first._params() or x.newest != first.newest:
+                raise CorruptSketchError(f"{name}: expected every level with the first's parameters and newest "
+                                         f"timestamp, found {x._params() + (x.newest,)} and "
+                                         f"{first._params() + (first.newest,)}")
+        out = object.__new__(cls)
+        out._lengths = lengths
+        out._bits, out._level_bits = lengths[-1], lengths[0]
+        out._levels = levels
+        return out
