@@ -288,7 +288,7 @@ class SlidingCountMin:
             order = np.argsort(_radix_key(ids, self.counters), kind="stable")  # time order kept per counter
             ids = ids[order]
             rows = order % ts.size
-            col = _apply(col, ids, ts[rows], None if v is None else v[rows])
+            col = _apply(col, ids, ts[rows], None if v is None else v[rows], newest)
         self._newest = newest
         self._col = _settle(col, self._window, newest)
         return self
@@ -598,27 +598,33 @@ def _replace(col: HistogramColumn, ids: np.ndarray, new: HistogramColumn) -> His
                            place(col.lo, new.lo), newest, has, merged)
 
 
-def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray | None) -> HistogramColumn:
+def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray | None, newest: int) -> HistogramColumn:
     """``col`` after each counter ``ids[i]`` received ``(ts[i], v[i])``
-    (rows grouped by counter, in time order within one), as
-    :meth:`ExponentialHistogram.update` of each counter would leave it.
+    (rows grouped by counter, in time order within one, none older than
+    ``newest - window``): what :meth:`ExponentialHistogram.update` of each
+    counter with its rows and a zero at ``newest`` (the batch's newest
+    time) gives.
 
     One vectorized :meth:`HistogramColumn.build` serves every counter not
-    from a merge: a counter's old buckets enter it as elements (bucket
-    ``2**e`` at its newest timestamp, oldest first) ahead of the new rows.
-    The l-canonical rebuild of DGIM Section 4 never splits an old bucket,
-    so every bucket boundary falls where ``update`` puts it; only the
-    oldest bucket's lower time differs (an element's time there, the old
-    bucket's bound in ``update``) and is set back.  Counters from a merge
-    are updated one histogram at a time (``update`` compresses them).
-    tests/test_frequencies.py checks the result against ``update``."""
+    from a merge: a counter's old buckets still in the window enter it as
+    elements (bucket ``2**e`` at its newest timestamp, oldest first) ahead
+    of the new rows.  The l-canonical rebuild of DGIM Section 4 never
+    splits an old bucket, so every bucket boundary falls where ``update``
+    puts it; only the oldest bucket's lower time differs (an element's time
+    there, the old bucket's bound in ``update``) and is set back.  Counters
+    from a merge are updated one histogram at a time (``update``
+    compresses them).  tests/test_frequencies.py checks the result against
+    ``update`` counter by counter."""
+    cutoff = newest - col.window
     change = np.flatnonzero(np.diff(ids)) + 1
     starts = np.concatenate([[0], change]).astype(np.int64)
     touched = ids[starts]
     lengths = np.append(starts[1:], ids.size) - starts
     merged = col.merged[touched]
     if merged.any():
-        hs = [col[i].update(ts[a:a + m], None if v is None else v[a:a + m])
+        zero = np.zeros(1, dtype=np.int64)
+        hs = [col[i].update(np.append(ts[a:a + m], newest), np.append(np.ones(m, np.int64) if v is None else
+                                                                      v[a:a + m], zero))
               for i, a, m in zip(touched[merged].tolist(), starts[merged].tolist(), lengths[merged].tolist())]
         col = _replace(col, touched[merged], HistogramColumn.from_histograms(hs, col.window, col.eps))
     plain = ~merged
@@ -626,10 +632,15 @@ def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray 
         return col
     mine = touched[plain]
     old = col.take(mine)
-    old_counts = np.diff(old.offsets)
-    # old buckets oldest first, then the new rows, run by run
-    run_of_old = np.repeat(np.arange(mine.size), old_counts)
-    flip = old.offsets[1:][run_of_old] - 1 - (np.arange(old.exps.size) - old.offsets[:-1][run_of_old])
+    old_owner = np.repeat(np.arange(mine.size), np.diff(old.offsets))
+    alive = old.hi > cutoff if cutoff >= INT64_MIN else np.ones(old.hi.size, dtype=bool)
+    old_counts = np.bincount(old_owner[alive], minlength=mine.size)
+    # alive old buckets oldest first (a prefix of each newest-first run), then the new rows
+    flip = np.flatnonzero(alive)
+    run_of_old = old_owner[flip]
+    first_of_run = np.concatenate([[0], np.cumsum(old_counts)[:-1]])
+    rank = np.arange(flip.size) - first_of_run[run_of_old]
+    flip = old.offsets[:-1][run_of_old] + (old_counts[run_of_old] - 1 - rank)
     rows = np.flatnonzero(np.repeat(plain, lengths))
     run_of_new = np.repeat(np.arange(mine.size), lengths[plain])
     owner = np.concatenate([run_of_old, run_of_new])
@@ -639,13 +650,11 @@ def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray 
     v_all = np.concatenate([np.left_shift(np.int64(1), old.exps[flip].astype(np.int64)), new_v])[order]
     run_starts = np.concatenate([[0], np.cumsum(old_counts + lengths[plain])[:-1]]).astype(np.int64)
     built = HistogramColumn.build(t_all, run_starts, v_all, window=col.window, eps=col.eps)
-    # the oldest bucket's lower time: the oldest surviving old bucket's
-    last_new = np.append(run_starts[1:], t_all.size) - 1
-    run_newest = t_all[last_new]
-    alive_old = old.hi > (run_newest[run_of_old] - col.window)
-    oldest_alive = np.full(mine.size, -1, dtype=np.int64)
-    np.maximum.at(oldest_alive, run_of_old[alive_old], np.flatnonzero(alive_old))
-    fix = (oldest_alive >= 0) & (np.diff(built.offsets) > 0)
+    # the oldest bucket's lower time: the oldest alive old bucket's
+    oldest = np.full(mine.size, -1, dtype=np.int64)
+    has_old = old_counts > 0
+    oldest[has_old] = old.offsets[:-1][has_old] + old_counts[has_old] - 1
+    fix = has_old & (np.diff(built.offsets) > 0)
     last = built.offsets[1:][fix] - 1
-    built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest_alive[fix]])
+    built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest[fix]])
     return _replace(col, mine, built)
