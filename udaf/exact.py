@@ -95,7 +95,7 @@ class ExactAnswers:
 
         for name, spec in self.specs.items():
             exact = spec.exact(t, run, keys, read_spec(spec, table, key_of), self.windows[name], self.at)
-            out[name] = pa.array(exact.astype(np.float64))
+            out[name] = type(spec).answer_array(exact)
             if name in self.with_bounds:
                 out[f"{name}_lower"] = pa.array(exact.astype(np.int64))
                 out[f"{name}_upper"] = pa.array(exact.astype(np.int64))

@@ -336,21 +336,52 @@ def _union(fn, classes):
     return body
 
 
+def _query(arrays, names, fn: str):
+    """(query times or None, window or None) of a scalar sketch function:
+    ``now`` a column of times (every row set), ``window`` a literal in the
+    time unit of ``now`` or of ``unit``."""
+    unit = _literal(arrays, "unit") or "us"
+    nows = None
+    if "now" in arrays and not _null_type(arrays["now"]):
+        now = arrays["now"]
+        if now.null_count:
+            raise bad_value(names.get("now", "now"), None, f"{fn} needs a time in every row of now "
+                                                           "(leave now out to answer at each sketch's newest)")
+        nows, unit = times(now, names.get("now", "now"))
+    window = _literal(arrays, "window")
+    window = None if window is None else Window(window).resolve(unit, "now" if nows is not None else "sketch")
+    return nows, window
+
+
+def _check_query(given):
+    if given.get("window") is not None and not isinstance(given["window"], Column):
+        Window(given["window"])
+    unit = given.get("unit")
+    if unit is not None and unit not in ("us", "day", "int"):
+        raise ValueError(f"unit must be 'us' (timestamp sketches), 'day' (date sketches) or 'int', got {unit!r}")
+
+
+def _estimator(fn, classes, name: str, estimator):
+    """Body of a family's own scalar function (:class:`udaf.spec.Estimator`)."""
+    owner = next(c for c in classes if name in c.estimators)
+
+    def body(arrays, names):
+        blobs = _sketch_blobs(arrays, names, fn, classes)
+        nows, window = _query(arrays, names, fn)
+        sketches = [None if b is None else spec_for_bytes(b).sketch_type.from_bytes(b) for b in blobs]
+        extra = {a: arrays[a] if is_column else _literal(arrays, a) for a, is_column in estimator.args}
+        return getattr(owner, f"estimate_{name}")(sketches, extra, nows, window)
+
+    body.check = _check_query
+    return body
+
+
 def _answers(fn, classes, bounds: bool):
     def body(arrays, names):
         import pyarrow as pa
 
         blobs = _sketch_blobs(arrays, names, fn, classes)
-        unit = _literal(arrays, "unit") or "us"
-        nows = None
-        if "now" in arrays and not _null_type(arrays["now"]):
-            now = arrays["now"]
-            if now.null_count:
-                raise bad_value(names.get("now", "now"), None, f"{fn} needs a time in every row of now "
-                                                               "(leave now out to answer at each sketch's newest)")
-            nows, unit = times(now, names.get("now", "now"))
-        window = _literal(arrays, "window")
-        window = None if window is None else Window(window).resolve(unit, "now" if nows is not None else "sketch")
+        nows, window = _query(arrays, names, fn)
         n = len(blobs)
         estimate = np.full(n, np.nan)
         lower = np.zeros(n, dtype=np.int64)
@@ -368,14 +399,7 @@ def _answers(fn, classes, bounds: bool):
         return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
                                           names=["lower", "upper"])
 
-    def check(given):
-        if given.get("window") is not None and not isinstance(given["window"], Column):
-            Window(given["window"])
-        unit = given.get("unit")
-        if unit is not None and unit not in ("us", "day", "int"):
-            raise ValueError(f"unit must be 'us' (timestamp sketches), 'day' (date sketches) or 'int', got {unit!r}")
-
-    body.check = check
+    body.check = _check_query
     return body
 
 
@@ -405,7 +429,16 @@ def _generate() -> None:
             _define(f"{family}_sketch_bounds", estimate_args, _answers(f"{family}_sketch_bounds", classes, True),
                     "struct<lower:bigint,upper:bigint>", False,
                     "Scalar: struct<lower: bigint, upper: bigint> bracketing the exact answer.")
+        estimators = {}
         for cls in classes:
+            estimators.update(cls.estimators)
+        for name, est in estimators.items():
+            fn = f"{family}_sketch_{name}"
+            args = [("sketch", _REQUIRED, True)] + [(a, _REQUIRED, c) for a, c in est.args] + estimate_args[1:]
+            _define(fn, args, _estimator(fn, classes, name, est), est.return_type, False, est.doc)
+        for cls in classes:
+            if not cls.one_step:
+                continue
             args = [("ts", _REQUIRED, True)] + _spec_args(cls) + query
             _define(cls.one_step, args, _build([cls], args, one_step=True), "double", True,
                     f"Aggregate: the {cls.__name__} spec's estimate over the window as of now (default: the "

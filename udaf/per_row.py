@@ -64,7 +64,11 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
           ``size(collect_set(column))`` computes;
         * ``LpNorm(column, window, value, p, eps, delta, seed)``: the L_p
           norm of ``column -> sum(value)`` over the frame (double), within
-          ``eps`` with probability ``1 - delta`` per row.
+          ``eps`` with probability ``1 - delta`` per row;
+        * ``Frequencies(column, window, ..., value)``: the exact frequency
+          of the row's own item over the frame (bigint: rows, or the sum
+          of ``value``; null for a row without an item).
+          ``HeavyHitters`` has no per-row form (a ValueError says so).
 
         With a key's rows at hand, exact counts, sums and distinct counts
         cost a sort and a few binary searches, less than querying a
@@ -114,6 +118,12 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
     if strategy == "native" and not has_native_frames(specs):
         missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native_frames({n: s})]
         raise ValueError(f"strategy 'native': no native Spark plan for {', '.join(missing)}; use 'auto' or 'shuffle'")
+    from .spec import Spec
+
+    no_frames = [f"{n} ({s.who})" for n, s in specs.items() if type(s).frames is Spec.frames]
+    if no_frames:
+        raise ValueError(f"sliding_over: no per-row answer for {', '.join(no_frames)}; per key, use "
+                         "aggregate, sketch_table or the streaming state")
     types = {n: T.DoubleType() if s.frame_type == "double" else T.LongType() for n, s in specs.items()}
     if strategy != "shuffle" and has_native_frames(specs):
         # Spark's window functions answer exactly, no Python in the plan

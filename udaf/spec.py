@@ -44,7 +44,7 @@ from ehist.serialization import family_of
 
 from ._convert import Window
 
-__all__ = ["Spec", "Data", "Answers", "FAMILIES", "load_families", "spec_for_bytes", "key_now"]
+__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "key_now"]
 
 #: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
 #: filled in as the family modules are imported.
@@ -64,6 +64,22 @@ class Data:
     def take(self, rows: np.ndarray) -> "Data":
         """The data of some present rows (positions among the present)."""
         return Data(np.ones(len(rows), dtype=bool), {k: v[rows] for k, v in self.arrays.items()})
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """A family's own scalar function over stored sketches, besides
+    ``<family>_sketch_estimate``: ``<family>_sketch_<name>(sketch, <args>,
+    now, window, unit)``.  ``args``: (name, is a column) pairs, after the
+    sketch column; ``return_type``: Spark DDL.  The spec class answers it
+    with the classmethod ``estimate_<name>(sketches, arrays, nows, window)``
+    (decoded sketches or None, the Arrow arrays of the column arguments and
+    the Python values of the literal ones by name, query times or None,
+    the window or None) returning an Arrow array."""
+
+    args: tuple
+    return_type: str
+    doc: str
 
 
 @dataclass
@@ -102,6 +118,12 @@ class Spec:
     #: Columns of :meth:`words` (8-byte words per row waiting in streaming
     #: state): the state schema is laid out from it before any row is read.
     words_per_row: ClassVar[int] = 0
+    #: Spark type (DDL) of the answer per key (:func:`udaf.aggregate`, the
+    #: streaming state): a double estimate, or a family's own (a list).
+    answer_type: ClassVar[str] = "double"
+    #: Scalar functions of stored sketches besides the estimate: name ->
+    #: :class:`Estimator` (``ecm_sketch_frequency``...).
+    estimators: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -209,6 +231,33 @@ class Spec:
                 lower[i], upper[i] = lo, up
         return Answers(est, lower, upper)
 
+    def key_answers(self, blobs: list, nows, window) -> Answers:
+        """Each key's answer from its merged sketch (bytes), as
+        :func:`udaf.aggregate` gives it: :meth:`answers` unless the answer
+        depends on the spec's own parameters (heavy hitters' ``phi``)."""
+        return type(self).answers(blobs, nows, window)
+
+    @classmethod
+    def answer_spark_type(cls):
+        """:attr:`answer_type` as a pyspark DataType."""
+        return _ddl_type(cls.answer_type)
+
+    @classmethod
+    def answer_array(cls, values):
+        """Answers per key (or row) as an Arrow array of :attr:`answer_type`."""
+        import pyarrow as pa
+
+        if cls.answer_type == "double":
+            return pa.array(np.asarray(values, dtype=np.float64), type=pa.float64())
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        return pa.array(values, type=to_arrow_type(cls.answer_spark_type()))
+
+    @classmethod
+    def answer_value(cls, value):
+        """One answer as the Python value a Row holds."""
+        return float(value) if cls.answer_type == "double" else value
+
     @classmethod
     def merge(cls, blobs: list) -> bytes | None:
         """The union of a group's sketches (non-null bytes), merged in byte
@@ -300,6 +349,31 @@ class Spec:
         """SQL arguments of ``<family>_sketch_agg`` after the time column:
         input roles, ``window``, then :attr:`params`."""
         return list(cls.accepts) + ["window"] + list(cls.params)
+
+
+def _ddl_type(ddl: str):
+    """A pyspark DataType from the DDL of a struct, an array or a scalar
+    (no session needed: ``array<struct<item:bigint,estimate:double>>``)."""
+    from pyspark.sql import types as T
+
+    ddl = ddl.strip()
+    scalars = {"double": T.DoubleType(), "bigint": T.LongType(), "string": T.StringType(),
+               "binary": T.BinaryType(), "int": T.IntegerType(), "boolean": T.BooleanType()}
+    if ddl in scalars:
+        return scalars[ddl]
+    if ddl.startswith("array<") and ddl.endswith(">"):
+        return T.ArrayType(_ddl_type(ddl[6:-1]))
+    if ddl.startswith("struct<") and ddl.endswith(">"):
+        fields, depth, start, body = [], 0, 0, ddl[7:-1]
+        for i, ch in enumerate(body + ","):
+            depth += ch == "<"
+            depth -= ch == ">"
+            if ch == "," and depth == 0:
+                name, _, kind = body[start:i].partition(":")
+                fields.append(T.StructField(name.strip(), _ddl_type(kind)))
+                start = i + 1
+        return T.StructType(fields)
+    raise ValueError(f"unsupported answer type {ddl!r}")
 
 
 def load_families() -> dict:

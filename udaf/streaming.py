@@ -269,8 +269,8 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
         packed = packed.withWatermark("ehist_event_time", watermark)
     out_fields = [df.schema[k] for k in keys] + [T.StructField("as_of_us", T.LongType())]
     with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
-    for name in specs:
-        out_fields.append(T.StructField(name, T.DoubleType()))
+    for name, spec in specs.items():
+        out_fields.append(T.StructField(name, spec.answer_spark_type()))
         if name in with_bounds:
             out_fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
     out_fields.append(T.StructField("late_events", T.LongType()))
@@ -434,11 +434,11 @@ class _SlidingProcessor(StatefulProcessor):
             data = spec.from_words(w[inside])
             if data.present.any():  # the waiting events, exact, on a copy
                 sketch = spec.update(sketch.copy(), wait_t[inside][data.present], data)
-            if sketch.newest is None:
+            if sketch.newest is None and spec.answer_type == "double":
                 estimate, lower, upper = 0.0, 0, 0
             else:
                 estimate, lower, upper = spec.answer(sketch, now, None)
-            row[name] = float(estimate)
+            row[name] = spec.answer_value(estimate)
             if name in self.with_bounds:
                 row[f"{name}_lower"], row[f"{name}_upper"] = int(lower), int(upper)
         row["late_events"] = late_total

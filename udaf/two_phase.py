@@ -287,8 +287,8 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
                          *[F.col(c) for c in needed])
     key_fields = [df.schema[k] for k in keys]
     fields = list(key_fields)
-    for name in specs:
-        fields.append(T.StructField(name, T.DoubleType()))
+    for name, spec in specs.items():
+        fields.append(T.StructField(name, spec.answer_spark_type()))
         if name in with_bounds:
             fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
         if sketches:

@@ -44,11 +44,11 @@ class UnionAnswers:
             if self.sketches:  # merged sketches, and the answers read from them
                 merged = [spec.merge([b for b in blobs[a:z] if b is not None])
                           for a, z in zip(starts.tolist(), ends)]
-                answers = type(spec).answers(merged, None if self.at is None else
-                                             np.full(len(merged), self.at, dtype=np.int64), None)
+                answers = spec.key_answers(merged, None if self.at is None else
+                                           np.full(len(merged), self.at, dtype=np.int64), None)
             else:
                 answers = spec.union(blobs, starts, at=self.at)
-            out[name] = pa.array(answers.estimate, type=pa.float64())
+            out[name] = type(spec).answer_array(answers.estimate)
             if name in self.with_bounds:
                 out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(answers.lower), pa.array(answers.upper)
             if self.sketches:

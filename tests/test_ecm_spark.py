@@ -1,0 +1,194 @@
+"""Frequencies and heavy hitters through every Spark entry point
+(udaf/ecm_spec.py): column functions and SQL give the core's sketches and
+answers, aggregate and sketch_table keep the guarantees against the exact
+answer, sliding_over gives each row's own item's exact frequency, the
+streaming state answers each key's heavy hitters, mistakes get one
+message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from frequencies import SlidingCountMin, SlidingHeavyHitters  # noqa: E402
+from udaf import Frequencies, HeavyHitters, aggregate, sketch_table, sliding_over  # noqa: E402
+from udaf import functions as U  # noqa: E402
+
+pytestmark = pytest.mark.spark
+WINDOW = 800
+ROWS = 6000
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    """Three keys; every fifth row is source 42 (a heavy hitter), key 2's
+    sources also include 7 on a third of its rows; bytes 0..6."""
+    return spark.range(0, ROWS, 1, 3).select(
+        (F.col("id") % 3).alias("k"), F.col("id").alias("ts"),
+        F.when(F.col("id") % 5 == 0, F.lit(42)).when((F.col("id") % 3 == 2) & (F.col("id") % 4 == 1), F.lit(7))
+        .otherwise(F.abs(F.xxhash64("id")) % 100_000).alias("src"),
+        (F.col("id") % 7).alias("b")).cache()
+
+
+@pytest.fixture(scope="module")
+def rows(events):
+    got = events.orderBy("ts").collect()
+    return {c: np.array([r[c] for r in got]) for c in ("k", "ts", "src", "b")}
+
+
+def exact(rows, key, now, window, value=False):
+    m = (rows["k"] == key) & (rows["ts"] > now - window) & (rows["ts"] <= now)
+    w = rows["b"][m] if value else np.ones(int(m.sum()), dtype=np.int64)
+    out = {}
+    for x, v in zip(rows["src"][m].tolist(), w.tolist()):
+        out[x] = out.get(x, 0) + v
+    return out, int(w.sum())
+
+
+def test_column_functions_are_the_core_sketches(events, rows):
+    got = events.groupBy("k").agg(
+        U.ecm_sketch_agg("ts", "src", WINDOW, 0.05, 0.05, seed=3, value="b").alias("cm"),
+        U.sliding_hh_sketch_agg("ts", "src", WINDOW, 0.1, 32, eps=0.05, delta=0.05).alias("hh"),
+    ).orderBy("k")
+    answers = got.select("k", "cm", "hh", U.ecm_sketch_frequency("cm", F.lit(42)).alias("f42"),
+                         U.ecm_sketch_bounds("cm").alias("total"),
+                         U.sliding_hh_sketch_heavy_hitters("hh", F.lit(0.1)).alias("top"),
+                         U.sliding_hh_sketch_frequency("hh", F.lit(42)).alias("h42")).collect()
+    for r in answers:
+        m = rows["k"] == r["k"]
+        cm = SlidingCountMin(WINDOW, 0.05, 0.05, seed=3).update(rows["ts"][m], rows["src"][m], rows["b"][m])
+        hh = SlidingHeavyHitters(WINDOW, 32, 0.05, 0.05).update(rows["ts"][m], rows["src"][m])
+        assert bytes(r["cm"]) == cm.to_bytes() and bytes(r["hh"]) == hh.to_bytes()
+        assert r["f42"] == cm.frequency(42) and r["h42"] == hh.frequency(42)
+        assert (r["total"]["lower"], r["total"]["upper"]) == cm.bounds()
+        assert [(h["item"], h["estimate"], h["lower"], h["upper"]) for h in r["top"]] == \
+            [tuple(h) for h in hh.heavy_hitters(0.1)]
+        truth, total = exact(rows, r["k"], int(rows["ts"][m].max()), WINDOW)
+        assert {x for x, f in truth.items() if f >= 0.1 * total} <= {h["item"] for h in r["top"]}
+
+
+def test_union_of_stored_sketches_keeps_the_bounds(events, rows):
+    parts = events.groupBy("k", (F.col("ts") % 4).alias("part")).agg(
+        U.ecm_sketch_agg("ts", "src", WINDOW, 0.05, 0.05).alias("cm"),
+        U.sliding_hh_sketch_agg("ts", "src", WINDOW, 0.1, 32).alias("hh"))
+    merged = parts.groupBy("k").agg(U.ecm_union_agg("cm").alias("cm"), U.sliding_hh_union_agg("hh").alias("hh"))
+    got = merged.select("k", U.ecm_sketch_bounds("cm", F.lit(ROWS), 500).alias("total"),
+                        U.sliding_hh_sketch_heavy_hitters("hh", F.lit(0.1), F.lit(ROWS), 500).alias("top")).collect()
+    for r in got:
+        truth, total = exact(rows, r["k"], ROWS, 500)
+        assert r["total"]["lower"] <= total <= r["total"]["upper"]
+        top = {h["item"]: h for h in r["top"]}
+        assert {x for x, f in truth.items() if f >= 0.1 * total} <= set(top)
+        assert all(h["upper"] >= truth.get(x, 0) for x, h in top.items())
+
+
+@pytest.mark.parametrize("strategy", ["auto", "two_phase", "shuffle"])
+def test_aggregate_gives_every_key_its_heavy_hitters(events, rows, strategy):
+    out = aggregate(events, "k", "ts", strategy=strategy, bounds=True, sketches=strategy == "two_phase",
+                    f=Frequencies("src", WINDOW, value="b"), top=HeavyHitters("src", WINDOW, phi=0.1, bits=32))
+    for r in out.collect():
+        m = rows["k"] == r["k"]
+        now = int(rows["ts"][m].max())
+        truth, total = exact(rows, r["k"], now, WINDOW)
+        _, byte_total = exact(rows, r["k"], now, WINDOW, value=True)
+        assert r["f_lower"] <= byte_total <= r["f_upper"]
+        heavy = {x: f for x, f in truth.items() if f >= 0.1 * total}
+        assert set(heavy) <= {h["item"] for h in r["top"]}
+        if strategy == "shuffle":  # the rows at hand: the exact list
+            assert [(h["item"], h["lower"]) for h in r["top"]] == sorted(heavy.items(), key=lambda x: -x[1])
+        if strategy == "two_phase":  # the merged sketch, and the answer read from it
+            assert [tuple(h) for h in r["top"]] == \
+                [tuple(h) for h in SlidingHeavyHitters.from_bytes(r["top_sketch"]).heavy_hitters(0.1)]
+
+
+def test_sketch_table_rows_are_sketches_of_each_key(events, rows):
+    table = sketch_table(events, "k", "ts", top=HeavyHitters("src", WINDOW, bits=32), f=Frequencies("src", WINDOW))
+    for r in table.collect():
+        m = rows["k"] == r["k"]
+        assert bytes(r["top"]) == SlidingHeavyHitters(WINDOW, 32, seed=0).update(rows["ts"][m],
+                                                                                rows["src"][m]).to_bytes()
+        assert bytes(r["f"]) == SlidingCountMin(WINDOW).update(rows["ts"][m], rows["src"][m]).to_bytes()
+
+
+def test_sliding_over_gives_each_rows_own_item_frequency(events, rows):
+    small = events.where("ts < 600")
+    got = sliding_over(small, "k", "ts", f=Frequencies("src", 50), fb=Frequencies("src", 50, value="b")).collect()
+    for r in got:
+        truth, _ = exact(rows, r["k"], r["ts"], 50)
+        weighted, _ = exact(rows, r["k"], r["ts"], 50, value=True)
+        assert r["f"] == truth[r["src"]] and r["fb"] == weighted[r["src"]]
+    with pytest.raises(ValueError, match="no per-row answer for top \\(HeavyHitters\\)"):
+        sliding_over(small, "k", "ts", top=HeavyHitters("src", 50))
+
+
+def test_sql_calls_the_same_functions(spark, events):
+    names = U.register(spark)
+    assert {"ecm_sketch_agg", "ecm_union_agg", "ecm_sketch_estimate", "ecm_sketch_bounds", "ecm_sketch_frequency",
+            "sliding_hh_sketch_agg", "sliding_hh_union_agg", "sliding_hh_sketch_heavy_hitters",
+            "sliding_hh_sketch_frequency"} <= set(names)
+    events.createOrReplaceTempView("ecm_events")
+    sql = spark.sql(f"""
+        SELECT k, ecm_sketch_frequency(ecm_sketch_agg(ts, src, {WINDOW}), 42) AS f,
+               sliding_hh_sketch_heavy_hitters(sliding_hh_sketch_agg(ts, src, {WINDOW}, 0.01, 32), 0.1) AS top
+        FROM ecm_events GROUP BY k ORDER BY k""").collect()
+    python = events.groupBy("k").agg(
+        U.ecm_sketch_frequency(U.ecm_sketch_agg("ts", "src", WINDOW), F.lit(42)).alias("f"),
+        U.sliding_hh_sketch_heavy_hitters(U.sliding_hh_sketch_agg("ts", "src", WINDOW, 0.01, 32), F.lit(0.1))
+        .alias("top")).orderBy("k").collect()
+    assert sql == python
+
+
+def test_mistakes_get_one_message(events):
+    with pytest.raises(TypeError, match="column dst: HeavyHitters needs an integral column"):
+        aggregate(events.withColumn("dst", F.lit("x")), "k", "ts", top=HeavyHitters("dst", WINDOW))
+    negative = events.withColumn("src", F.when(F.col("ts") == 77, F.lit(-3)).otherwise(F.col("src")))
+    with pytest.raises(Exception, match=r"column src holds -3 \(key 2\): HeavyHitters needs ids in \[0, 2\*\*32\)"):
+        aggregate(negative, "k", "ts", strategy="two_phase", top=HeavyHitters("src", WINDOW, bits=32)).collect()
+    with pytest.raises(ValueError, match="phi must be"):
+        HeavyHitters("src", WINDOW, phi=0)
+    with pytest.raises(ValueError, match="bits must be"):
+        HeavyHitters("src", WINDOW, bits=65)
+    # with bits=64 (the default) a negative bigint is an id: its 64-bit pattern
+    out = aggregate(negative, "k", "ts", strategy="shuffle", top=HeavyHitters("src", WINDOW, phi=0.1)).collect()
+    assert all(42 in {h["item"] for h in r["top"]} for r in out)
+
+
+def test_streaming_state_answers_heavy_hitters(spark, tmp_path):
+    from pyspark.sql import types as T
+
+    from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+
+    from .test_streaming import PROVIDER, write_batch
+
+    before = spark.conf.get(PROVIDER, None)
+    spark.conf.set(PROVIDER, ROCKSDB_PROVIDER)
+    src = str(tmp_path / "in")
+    rng = np.random.default_rng(4)
+    all_rows = []
+    for b in range(2):
+        batch = [{"k": "ab"[i % 2], "ts": 1000 * b + i, "src": 5 if i % 4 < 2 else int(rng.integers(0, 10**6))}
+                 for i in range(1000)]
+        all_rows += batch
+        write_batch(src, batch)
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("ts", T.LongType()),
+                           T.StructField("src", T.LongType())])
+    got = []
+    try:
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
+        out = sliding_window_state(stream, "k", "ts", top=HeavyHitters("src", 700, phi=0.2, bits=32),
+                                   f=Frequencies("src", 700))
+        q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
+            .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
+        q.awaitTermination(300)
+        q.stop()
+    finally:
+        spark.conf.unset(PROVIDER) if before is None else spark.conf.set(PROVIDER, before)
+    assert len(got) == 4
+    for r in got:
+        sel = [x for x in all_rows if x["k"] == r["k"] and r["as_of"] - 700 < x["ts"] <= r["as_of"]]
+        assert [h["item"] for h in r["top"]] == [5] and r["top"][0]["upper"] >= sum(x["src"] == 5 for x in sel)
+        assert abs(r["f"] - len(sel)) <= 0.01 * len(sel)

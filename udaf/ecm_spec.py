@@ -1,0 +1,339 @@
+"""Item frequencies and heavy hitters over sliding windows: the ECM families.
+
+``Frequencies(column, window, eps, delta, eh_eps, seed, value)`` is answered
+by :class:`frequencies.SlidingCountMin` (SQL names ``ecm_sketch_agg``,
+``ecm_union_agg``, ``ecm_sketch_estimate`` / ``ecm_sketch_bounds``: the
+window's total, and ``ecm_sketch_frequency(sketch, item)``: one item's).
+``HeavyHitters(column, window, phi, bits, ...)`` by
+:class:`frequencies.SlidingHeavyHitters` (``sliding_hh_sketch_agg``,
+``sliding_hh_union_agg``, ``sliding_hh_sketch_heavy_hitters(sketch, phi)``
+and ``sliding_hh_sketch_frequency(sketch, item)``).
+
+What each driver answers:
+
+* :func:`udaf.aggregate` and the streaming state, per key: ``Frequencies``
+  the window's total (with deterministic bounds; the sketch, from
+  ``sketches=True`` or :func:`udaf.sketch_table`, answers any item);
+  ``HeavyHitters`` the list ``array<struct<item, estimate, lower, upper>>``
+  of the ids at or above ``phi`` of the window's total;
+* :func:`udaf.sliding_over`, per row: ``Frequencies`` the frequency of the
+  row's own item over the row's frame (exact: the rows are at hand);
+  ``HeavyHitters`` has no per-row form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ehist.hashing import hash64
+from frequencies import SlidingCountMin, SlidingHeavyHitters
+
+from .exact import in_window, per_key_sums
+from .inputs import INTEGRAL, ITEM, bad_value, integers, items
+from .spec import Answers, Data, Estimator, Spec, key_now
+
+__all__ = ["Frequencies", "HeavyHitters"]
+
+
+class _Weighted(Spec):
+    """What both families share: an item column, an optional value column
+    (non-negative integers, default 1 per row)."""
+
+    arg_names = {"column": "item"}
+    words_per_row = 2
+
+    def _read_items(self, array, key_of=None):
+        return items(array, self.column, self.who)
+
+    def read(self, columns, n, key_of=None):
+        present, kept = self._read_items(columns["column"], key_of)
+        arrays = {"item": kept}
+        if self.value is not None:
+            has_value, values = integers(columns["value"], self.value, self.who, key_of)
+            arrays["item"] = kept[has_value[present]]
+            present = present & has_value
+            arrays["value"] = values[present]
+        return Data(present, arrays)
+
+    def _values(self, data):
+        return data.arrays.get("value")
+
+    def partials(self, t, starts, data, window, now=None):
+        """One sketch per key (built one key at a time), with the window
+        total's bounds as of ``now`` (default: each key's newest row)."""
+        present = data.present
+        pos = np.concatenate([[0], np.cumsum(present)])
+        ends = np.append(starts[1:], t.size)
+        blobs, lower, upper = [], [], []
+        for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+            sketch = self.update(self.make(window), t[a:b][present[a:b]], data.take(np.arange(pos[a], pos[b])))
+            blobs.append(sketch.to_bytes())
+            lo, up = sketch.bounds(None if now is None or sketch.newest is None else int(now[i]))
+            lower.append(lo)
+            upper.append(up)
+        lower, upper = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
+        return blobs, Answers(lower * 0.5 + upper * 0.5, lower, upper)
+
+    def exact_totals(self, t, run, keys, data, window, at=None):
+        present = data.present
+        inside = in_window(t, run, key_now(t, present, run, keys, at), window) & present
+        values = np.zeros(t.size, dtype=np.int64)
+        values[present] = 1 if self._values(data) is None else self._values(data)
+        return per_key_sums(values, inside, run, keys), inside, values
+
+
+@dataclass(frozen=True)
+class Frequencies(_Weighted):
+    """Sliding frequencies of a column's items (the ECM-sketch): the sum of
+    ``value`` (default 1 per row) per item over the window.
+
+    >>> Frequencies("dst", window="1 hour", eps=0.01)
+    Frequencies(column='dst', window='1 hour', eps=0.01, delta=0.01, eh_eps=None, seed=0, value=None)
+    """
+
+    column: str
+    window: object
+    eps: float = 0.01
+    delta: float = 0.01
+    eh_eps: float | None = None
+    seed: int = 0
+    value: str | None = None
+    family = "ecm"
+    sketch_type = SlidingCountMin
+    bounded = True
+    accepts = {"column": ITEM, "value": INTEGRAL}
+    params = ("eps", "delta", "eh_eps", "seed")
+    estimators = {"frequency": Estimator((("item", True),), "double",
+                                         "Scalar: the estimated frequency of an item (a column or literal) over "
+                                         "the window as of now, DoubleType.")}
+
+    def check(self):
+        SlidingCountMin(1, self.eps, self.delta, self.eh_eps, self.seed)
+
+    def make(self, window):
+        return SlidingCountMin(window, self.eps, self.delta, self.eh_eps, self.seed)
+
+    def _hashes(self, data):
+        if "hash" not in data.arrays:
+            data.arrays["hash"] = hash64(data.arrays["item"], self.seed)
+        return data.arrays["hash"]
+
+    def update(self, sketch, t, data):
+        return sketch.update_hashes(t, self._hashes(data), self._values(data))
+
+    @classmethod
+    def answer(cls, sketch, now, window):
+        lower, upper = sketch.bounds(now, window)
+        return lower * 0.5 + upper * 0.5, lower, upper
+
+    def exact(self, t, run, keys, data, window, at=None):
+        return self.exact_totals(t, run, keys, data, window, at)[0]
+
+    def frames(self, lo, hi, data, window):
+        """Each row's own item's frequency over its frame: the rows of each
+        item counted (or their values summed) by prefix sums over the item's
+        positions."""
+        pos = np.flatnonzero(data.present)
+        codes = pd.factorize(data.arrays["item"])[0] if "item" in data.arrays else \
+            pd.factorize(data.arrays["hash"])[0]
+        values = self._values(data)
+        values = np.ones(pos.size, dtype=np.int64) if values is None else values.astype(np.int64)
+        order = np.lexsort((pos, codes))
+        sorted_key = codes[order].astype(np.int64) * (int(lo.size) + 1) + pos[order]
+        prefix = np.concatenate([[0], np.cumsum(values[order])])
+        out = np.zeros(lo.size, dtype=np.int64)
+        own = codes.astype(np.int64) * (int(lo.size) + 1)
+        start = np.searchsorted(sorted_key, own + lo[pos])
+        end = np.searchsorted(sorted_key, own + hi[pos])
+        out[pos] = prefix[end] - prefix[start]
+        return pd.arrays.IntegerArray(out, mask=~data.present)  # null: a row without an item
+
+    def words(self, data):
+        out = np.zeros((data.present.size, 2), dtype=np.int64)
+        out[:, 1] = -1  # -1: row not present
+        out[data.present, 0] = self._hashes(data).view(np.int64)
+        values = self._values(data)
+        out[data.present, 1] = 1 if values is None else values
+        return out
+
+    def from_words(self, words):
+        present = words[:, 1] >= 0
+        return Data(present, {"hash": words[present, 0].view(np.uint64),
+                              **({} if self.value is None else {"value": words[present, 1]})})
+
+    @classmethod
+    def estimate_frequency(cls, sketches, arrays, nows, window):
+        """``ecm_sketch_frequency``: one item per row (its column or a
+        literal), hashed with each sketch's seed."""
+        import pyarrow as pa
+
+        item_array = arrays["item"]
+        present, kept = items(item_array, "item", "ecm_sketch_frequency")
+        out = np.full(len(sketches), np.nan)
+        kept_rows = np.flatnonzero(present)
+        for i, s in enumerate(sketches):
+            if s is None or not present[i]:
+                continue
+            j = int(np.searchsorted(kept_rows, i))
+            est, _, _ = s.frequencies_of_hashes(hash64(kept[j:j + 1], s.seed),
+                                                None if nows is None else int(nows[i]), window)
+            out[i] = est[0]
+        return pa.array(out, type=pa.float64(), from_pandas=True)
+
+
+_HITTERS = "array<struct<item:bigint,estimate:double,lower:bigint,upper:bigint>>"
+
+
+@dataclass(frozen=True)
+class HeavyHitters(_Weighted):
+    """Sliding heavy hitters of an integral column: the ids whose value sum
+    (default: row count) reaches ``phi`` of the window's total, never
+    missing one (frequencies.SlidingHeavyHitters).  Ids are bigints; with
+    ``bits=64`` (the default) any bigint, a negative one taken as its
+    64-bit pattern (``xxhash64`` of a string column is an id).
+
+    >>> HeavyHitters("src", window="5 minutes", phi=0.05)  # doctest: +NORMALIZE_WHITESPACE
+    HeavyHitters(column='src', window='5 minutes', phi=0.05, bits=64, eps=0.01, delta=0.01, eh_eps=None, seed=0,
+                 level_bits=4, value=None)
+    """
+
+    column: str
+    window: object
+    phi: float = 0.01
+    bits: int = 64
+    eps: float = 0.01
+    delta: float = 0.01
+    eh_eps: float | None = None
+    seed: int = 0
+    level_bits: int = 4
+    value: str | None = None
+    family = "sliding_hh"
+    sketch_type = SlidingHeavyHitters
+    accepts = {"column": INTEGRAL, "value": INTEGRAL}
+    params = ("phi", "bits", "eps", "delta", "eh_eps", "seed", "level_bits")
+    answer_type = _HITTERS
+    estimators = {
+        "heavy_hitters": Estimator((("phi", False),), _HITTERS,
+                                   "Scalar: array<struct<item, estimate, lower, upper>> of the ids at or above "
+                                   "phi of the window's total (none missed), largest first."),
+        "frequency": Estimator((("item", True),), "double",
+                               "Scalar: the estimated frequency of an id over the window as of now, DoubleType."),
+    }
+
+    def check(self):
+        if isinstance(self.phi, bool) or not isinstance(self.phi, (int, float)) or not 0 < self.phi <= 1:
+            raise ValueError(f"phi must be a number in (0, 1], got {self.phi!r}")
+        SlidingHeavyHitters(1, self.bits, self.eps, self.delta, self.eh_eps, self.seed, self.level_bits)
+
+    def make(self, window):
+        return SlidingHeavyHitters(window, self.bits, self.eps, self.delta, self.eh_eps, self.seed,
+                                   self.level_bits)
+
+    def _read_items(self, array, key_of=None):
+        """Ids as uint64: bigints as their 64-bit pattern with ``bits=64``,
+        else non-negative and below ``2**bits`` (a bad one named with its
+        key)."""
+        present, kept = items(array, self.column, self.who)
+        kept = np.asarray(kept, dtype=np.int64)
+        if self.bits < 64:
+            bad = (kept < 0) | (kept >= (1 << self.bits))
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise bad_value(self.column, int(kept[j]), f"{self.who} needs ids in [0, 2**{self.bits}) "
+                                f"(bits={self.bits})", None if key_of is None else key_of(np.flatnonzero(present)[j]))
+        return present, kept.view(np.uint64)
+
+    def update(self, sketch, t, data):
+        return sketch.update(t, data.arrays["item"], self._values(data))
+
+    @staticmethod
+    def _listed(hitters) -> list:
+        return [{"item": int(np.uint64(h.item).view(np.int64)), "estimate": h.estimate, "lower": h.lower,
+                 "upper": h.upper} for h in hitters]
+
+    def answer(self, sketch, now, window):
+        """The key's list (an instance method: it reads ``phi``)."""
+        return self._listed(sketch.heavy_hitters(self.phi, now, window)), None, None
+
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """``sliding_hh_sketch_estimate``: each sketch's window total."""
+        est = np.full(len(blobs), np.nan)
+        for i, b in enumerate(blobs):
+            if b is not None:
+                est[i] = SlidingHeavyHitters.from_bytes(b).estimate(None if nows is None else int(nows[i]), window)
+        return Answers(est)
+
+    def key_answers(self, blobs, nows, window):
+        return Answers([None if b is None else self.answer(SlidingHeavyHitters.from_bytes(b), None if nows is None
+                                                           else int(nows[i]), window)[0]
+                        for i, b in enumerate(blobs)])
+
+    def union(self, blobs, starts, at=None):
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        out = []
+        for a, b in zip(starts.tolist(), ends):
+            merged = SlidingHeavyHitters.from_bytes(self.merge([x for x in blobs[a:b] if x is not None]))
+            out.append([] if merged.newest is None else self.answer(merged, at, None)[0])
+        return Answers(out)
+
+    def exact(self, t, run, keys, data, window, at=None):
+        """Each key's exact heavy hitters (estimate, lower and upper all the
+        exact frequency), largest first."""
+        totals, inside, values = self.exact_totals(t, run, keys, data, window, at)
+        ids = np.zeros(t.size, dtype=np.uint64)
+        ids[data.present] = data.arrays["item"]
+        frame = pd.DataFrame({"run": run[inside], "id": ids[inside].view(np.int64), "v": values[inside]})
+        sums = frame.groupby(["run", "id"], sort=False)["v"].sum().reset_index()
+        sums = sums[(sums["v"] >= self.phi * totals[sums["run"].to_numpy()]) & (sums["v"] > 0)]
+        sums = sums.sort_values(["run", "v", "id"], ascending=[True, False, True])
+        out = [[] for _ in range(keys)]
+        for r, i, v in zip(sums["run"].tolist(), sums["id"].tolist(), sums["v"].tolist()):
+            out[r].append({"item": i, "estimate": float(v), "lower": v, "upper": v})
+        return out
+
+    def words(self, data):
+        out = np.zeros((data.present.size, 2), dtype=np.int64)
+        out[:, 1] = -1  # -1: row not present
+        out[data.present, 0] = data.arrays["item"].view(np.int64)
+        values = self._values(data)
+        out[data.present, 1] = 1 if values is None else values
+        return out
+
+    def from_words(self, words):
+        present = words[:, 1] >= 0
+        return Data(present, {"item": words[present, 0].view(np.uint64),
+                              **({} if self.value is None else {"value": words[present, 1]})})
+
+    @classmethod
+    def estimate_heavy_hitters(cls, sketches, arrays, nows, window):
+        """``sliding_hh_sketch_heavy_hitters``: the list of each sketch."""
+        import pyarrow as pa
+
+        phi = arrays["phi"]
+        out = []
+        for i, s in enumerate(sketches):
+            out.append(None if s is None else cls._listed(s.heavy_hitters(phi, None if nows is None else
+                                                                           int(nows[i]), window)))
+        return pa.array(out, type=pa.list_(pa.struct([("item", pa.int64()), ("estimate", pa.float64()),
+                                                       ("lower", pa.int64()), ("upper", pa.int64())])))
+
+    @classmethod
+    def estimate_frequency(cls, sketches, arrays, nows, window):
+        """``sliding_hh_sketch_frequency``: one id per row."""
+        import pyarrow as pa
+
+        present, kept = items(arrays["item"], "item", "sliding_hh_sketch_frequency")
+        kept_rows = np.flatnonzero(present)
+        out = np.full(len(sketches), np.nan)
+        for i, s in enumerate(sketches):
+            if s is None or not present[i]:
+                continue
+            x = np.asarray(kept[int(np.searchsorted(kept_rows, i))], dtype=np.int64).reshape(1).view(np.uint64)
+            if s.bits < 64 and int(x[0]) >= 1 << s.bits:
+                continue  # an id the sketch cannot hold: null
+            out[i] = s.frequencies(x, None if nows is None else int(nows[i]), window)[0][0]
+        return pa.array(out, type=pa.float64(), from_pandas=True)
