@@ -3,7 +3,6 @@ small inputs; their own asserts check the guarantees on what they print."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -15,39 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def start(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(ROOT / "examples" / script), *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"))
-
-
-def finish(job: subprocess.Popen, timeout: int = 600, stderr: list | None = None) -> str:
-    out, err = job.communicate(timeout=timeout)
-    assert job.returncode == 0, err[-4000:]
-    if stderr is not None:
-        stderr.append(err)
-    return out
-
-
 def run(script: str, *args: str, timeout: int = 600, stderr: list | None = None) -> str:
-    return finish(start(script, *args), timeout, stderr)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def live_counts_job():
-    """live_counts.py runs for a fixed wall-clock time, mostly waiting for
-    its triggers: it starts with the module and runs beside the others."""
-    if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("google.protobuf") is None:
-        yield None
-        return
-    # 8 seconds: events are folded into the histograms once the watermark
-    # (2 seconds behind the previous batch) passes them, so from the third
-    # micro-batch on the window starts among folded events and bounds open
-    job = start("live_counts.py", "--seconds", "24", "--rate", "500", "--window", "8 seconds")
-    yield job
-    if job.poll() is None:
-        job.kill()
-        job.communicate()
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    if stderr is not None:
+        stderr.append(done.stderr)
+    return done.stdout
 
 
 def test_core_sliding_counts():
@@ -70,11 +44,15 @@ def test_network_monitor(tmp_path):
 
 
 @pytest.mark.spark
-def test_live_counts(live_counts_job):
+@pytest.mark.slow  # 24 s of wall clock by design, plus a JVM: python -m pytest --slow (streaming: tests/test_streaming.py)
+def test_live_counts():
     pytest.importorskip("pyspark")
     pytest.importorskip("google.protobuf")
     err = []
-    out = finish(live_counts_job, stderr=err)
+    # 8 seconds: events are folded into the histograms once the watermark
+    # (2 seconds behind the previous batch) passes them, so from the third
+    # micro-batch on the window starts among folded events and bounds open
+    out = run("live_counts.py", "--seconds", "24", "--rate", "500", "--window", "8 seconds", stderr=err)
     # stopped between micro-batches: an interrupted foreachBatch call makes
     # PySpark 4.3's stream thread die with a StackOverflowError on stop
     assert "Exception in thread" not in err[0], err[0][-4000:]
@@ -94,6 +72,18 @@ def test_live_counts(live_counts_job):
 def test_loss_alarms():
     out = run("loss_alarms.py")
     assert "0 extra, 0 missed" in out  # the same alarms as the exact computation
+
+
+@pytest.mark.spark
+def test_top_talkers(tmp_path):
+    pytest.importorskip("pyspark")
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "top.png"
+    out = run("top_talkers.py", "--rows", "40000", "--out", str(png))  # asserts recall and bounds itself
+    # the generator's scanner (network_monitor's address map) shows on every link's list, then leaves it
+    assert "The scan: 10.1.225.99 is a top talker by flows on 4 of 4 links at 05:35" in out
+    assert "at 06:00 it is gone" in out
+    assert png.stat().st_size > 10_000
 
 
 @pytest.mark.spark
