@@ -348,14 +348,51 @@ class SlidingCountMin:
 
     def frequencies_of_hashes(self, hashes, now: int | None = None, window: int | None = None):
         """:meth:`frequencies` of items given by their ``hash64`` values."""
-        hashes = as_hashes(hashes)
-        lower, upper = self._counter_bounds(now, window)
+        return self.answers_from_bounds(as_hashes(hashes), *self._counter_bounds(now, window))
+
+    def answers_from_bounds(self, hashes: np.ndarray, lower: np.ndarray, upper: np.ndarray):
+        """(estimate, lower, upper) of items (``hash64`` values) from every
+        counter's bounds: this sketch's, or :meth:`union_bounds` of several."""
         ids = counter_ids(hashes, self._width, self._depth)
         lo, up = lower[ids], upper[ids]
         estimate = (lo * 0.5 + up * 0.5).min(axis=0)
         total = int(self._rows(upper).sum(axis=1).min())
         slack = math.ceil(self._eps * total)
         return estimate, np.maximum(lo.min(axis=0) - slack, 0), up.min(axis=0)
+
+    def total_from_bounds(self, lower: np.ndarray, upper: np.ndarray) -> tuple[int, int]:
+        """:meth:`bounds` from every counter's bounds."""
+        return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
+
+    @classmethod
+    def union_bounds(cls, sketches, now: int | None = None, window: int | None = None):
+        """Every counter's bounds in the union of ``sketches`` (same
+        parameters), without merging: the sums of their bounds at one
+        cutoff, as of ``now`` (default: the newest of them).  Each part's
+        bounds bracket its counter, so the sums bracket the union's, with
+        the parts' errors adding up (each within ``eh_eps`` of its part):
+        the guarantees of a merged sketch, for the price of a query.
+
+        >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
+        >>> b = SlidingCountMin(10).update([2, 3], ["x", "x"])
+        >>> lower, upper = SlidingCountMin.union_bounds([a, b])
+        >>> est, lo, up = a.answers_from_bounds(hash64(["x"], 0), lower, upper)
+        >>> int(up[0])
+        3
+        """
+        sk = list(sketches)
+        for s in sk[1:]:
+            sk[0]._check_compatible(s)
+        stamps = [s._newest for s in sk if s._newest is not None]
+        if now is None and stamps:
+            now = max(stamps)
+        lower = np.zeros(sk[0].counters, dtype=np.int64)
+        upper = np.zeros(sk[0].counters, dtype=np.int64)
+        for s in sk:
+            lo, up = s._counter_bounds(now, window)
+            lower += lo
+            upper += up
+        return lower, upper
 
     def frequency(self, item, now: int | None = None, window: int | None = None) -> float:
         """Estimated frequency of ``item`` over the window as of ``now``:

@@ -25,6 +25,12 @@ PARAMETERS = "BB"
 _FORMAT_VERSION = 1
 
 
+def _check_phi(phi) -> None:
+    if isinstance(phi, bool) or not isinstance(phi, (int, float, np.floating, np.integer)) \
+            or not 0.0 < float(phi) <= 1.0 or math.isnan(float(phi)):
+        raise ValueError(f"phi must be a number in (0, 1], got {phi!r}")
+
+
 class HeavyHitter(NamedTuple):
     """One item of :meth:`SlidingHeavyHitters.heavy_hitters`."""
 
@@ -250,14 +256,40 @@ class SlidingHeavyHitters:
             ``(item, estimate, lower, upper)``, largest estimate first; see
             the class's guarantees.
         """
-        if isinstance(phi, bool) or not isinstance(phi, (int, float, np.floating, np.integer)) \
-                or not 0.0 < float(phi) <= 1.0 or math.isnan(float(phi)):
-            raise ValueError(f"phi must be a number in (0, 1], got {phi!r}")
-        total_lower, _ = self._levels[-1].bounds(now, window)
+        _check_phi(phi)
+        return self._descend(phi, [level._counter_bounds(now, window) for level in self._levels])
+
+    @classmethod
+    def union_heavy_hitters(cls, sketches, phi: float, now: int | None = None, window: int | None = None) -> list:
+        """:meth:`heavy_hitters` of the union of ``sketches`` (same
+        parameters; partitions or sites of one stream) without merging
+        them: every counter's bounds are the sums of the parts' at one
+        cutoff (:meth:`SlidingCountMin.union_bounds`), as of ``now``
+        (default: the newest part's), so the same guarantees hold.
+
+        >>> a = SlidingHeavyHitters(100, bits=8).update([1, 2], [7, 7])
+        >>> b = SlidingHeavyHitters(100, bits=8).update([2, 3], [7, 9])
+        >>> [h.item for h in SlidingHeavyHitters.union_heavy_hitters([a, b], 0.5)]
+        [7]
+        """
+        _check_phi(phi)
+        sk = list(sketches)
+        names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
+        for s in sk[1:]:
+            require_same("SlidingHeavyHitters", zip(names, sk[0]._params(), s._params()))
+        stamps = [s.newest for s in sk if s.newest is not None]
+        if now is None and stamps:
+            now = max(stamps)
+        return sk[0]._descend(phi, [SlidingCountMin.union_bounds([s._levels[j] for s in sk], now, window)
+                                    for j in range(len(sk[0]._levels))])
+
+    def _descend(self, phi: float, bounds: list) -> list:
+        """The walk down the levels, from every level's counter bounds."""
+        total_lower, _ = self._levels[-1].total_from_bounds(*bounds[-1])
         threshold = max(float(phi) * total_lower, 1.0)
         candidates = np.arange(1 << self._lengths[0], dtype=np.uint64)
         for j, level in enumerate(self._levels):
-            est, lower, upper = level.frequencies_of_hashes(hash64(candidates, self.seed), now, window)
+            est, lower, upper = level.answers_from_bounds(hash64(candidates, self.seed), *bounds[j])
             keep = upper >= threshold
             candidates, est, lower, upper = candidates[keep], est[keep], lower[keep], upper[keep]
             if j + 1 < len(self._levels):

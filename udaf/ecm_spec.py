@@ -129,6 +129,19 @@ class Frequencies(_Weighted):
         lower, upper = sketch.bounds(now, window)
         return lower * 0.5 + upper * 0.5, lower, upper
 
+    def union(self, blobs, starts, at=None):
+        """Each key's window total from its partials' summed counter bounds
+        (no merge), as of ``at`` or the key's newest."""
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        lower, upper = [], []
+        for a, b in zip(starts.tolist(), ends):
+            parts = [SlidingCountMin.from_bytes(x) for x in blobs[a:b] if x is not None]
+            lo, up = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at))
+            lower.append(lo)
+            upper.append(up)
+        lower, upper = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
+        return Answers(lower * 0.5 + upper * 0.5, lower, upper)
+
     def exact(self, t, run, keys, data, window, at=None):
         return self.exact_totals(t, run, keys, data, window, at)[0]
 
@@ -273,11 +286,14 @@ class HeavyHitters(_Weighted):
                         for i, b in enumerate(blobs)])
 
     def union(self, blobs, starts, at=None):
+        """Each key's list from its partials' summed counter bounds
+        (:meth:`SlidingHeavyHitters.union_heavy_hitters`: the merge's
+        guarantees without merging thousands of histograms)."""
         ends = np.append(starts[1:], len(blobs)).tolist()
         out = []
         for a, b in zip(starts.tolist(), ends):
-            merged = SlidingHeavyHitters.from_bytes(self.merge([x for x in blobs[a:b] if x is not None]))
-            out.append([] if merged.newest is None else self.answer(merged, at, None)[0])
+            parts = [SlidingHeavyHitters.from_bytes(x) for x in blobs[a:b] if x is not None]
+            out.append(self._listed(SlidingHeavyHitters.union_heavy_hitters(parts, self.phi, at)))
         return Answers(out)
 
     def exact(self, t, run, keys, data, window, at=None):

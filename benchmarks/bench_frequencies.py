@@ -1,0 +1,182 @@
+"""Heavy hitters and item frequencies: the frequencies family against what a
+data engineer would write with Spark.
+
+Run:  python -m pytest benchmarks/bench_frequencies.py -s
+      (EHIST_BENCH_FREQ_ROWS sets the row count, default 4,000,000;
+      EHIST_BENCH_REPEATS the runs per path, default 3: the best is kept)
+
+The stream: (k, ts, src, bytes) rows, 100 keys (links), one row per time
+unit, sources Zipf(1.2) over a million ids, a window of a quarter of the
+stream, phi = 1%.  Questions and paths, measured side by side:
+
+* "heavy hitters per key, as of now": the exact query (``where(ts > now -
+  w).groupBy(k, src).count()`` joined with each key's total, filtered at
+  ``phi``; the baseline) against ``aggregate(strategy="two_phase",
+  HeavyHitters(...))`` and ``strategy="auto"``;
+* "stored, any window": one sketch table per key built once, then the
+  heavy hitters of windows of 1%, 10% and 100% of N from the stored
+  sketches, against rescanning the raw rows (cached) with the exact query
+  for each window; storage bytes per key of the sketch table, of the raw
+  rows (Parquet) and of a per-1000-units rollup (k, slot, src, count);
+* "per-row own-item frequency": ``sliding_over(Frequencies)`` against
+  Spark's ``count(*) OVER (PARTITION BY k, src ORDER BY ts RANGE BETWEEN
+  w - 1 PRECEDING AND CURRENT ROW)`` and the two-growing-frames exact query.
+
+Spark has no sliding or top-k aggregate to compare with in PySpark 4.3
+(``count_min_sketch`` builds Spark's Count-Min sketch of a whole group, with
+no SQL function to query it; ``approx_top_k`` is not in this release).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.conftest import RESULTS, note_load, spark_fixture
+
+pytest.importorskip("pyspark")
+
+ROWS = int(os.environ.get("EHIST_BENCH_FREQ_ROWS", "4000000"))
+REPEATS = int(os.environ.get("EHIST_BENCH_REPEATS", "3"))
+KEYS = 100
+WINDOW = ROWS // 4
+NOW = ROWS - 1
+PHI = 0.01
+
+spark = spark_fixture("ehist-bench-frequencies", **{"spark.sql.shuffle.partitions": "8",
+                                                    "spark.driver.memory": "6g"})
+
+
+def data(spark):
+    from pyspark.sql import functions as F
+
+    df = spark.range(ROWS).select(
+        (F.abs(F.xxhash64("id")) % KEYS).alias("k"), F.col("id").alias("ts"),
+        # Zipf(1.2) source ids by inverse transform of a uniform, over ~1M ids
+        F.floor(F.least(F.pow(F.rand(3), F.lit(-1 / 0.2)), F.lit(1e6))).cast("long").alias("src"),
+        (F.rand(5) * 1500).cast("long").alias("bytes"),
+    ).repartition(4).cache()
+    df.count()
+    return df
+
+
+def timed(question, path, action, repeats=REPEATS, **extra):
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = action()
+        best = min(best, time.perf_counter() - t)
+    RESULTS[f"{question} | {path}"] = {"question": question, "path": path, "seconds": best, "rows": ROWS,
+                                       "repeats": repeats, **extra}
+    return out
+
+
+def exact_heavy(df, now, window, phi=PHI):
+    """{key: {src: count}} of the sources at or above phi of the key's window."""
+    from pyspark.sql import functions as F
+
+    recent = df.where((F.col("ts") > now - window) & (F.col("ts") <= now))
+    per = recent.groupBy("k", "src").agg(F.count(F.lit(1)).alias("n"))
+    total = recent.groupBy("k").agg(F.count(F.lit(1)).alias("total"))
+    out = {}
+    for r in per.join(F.broadcast(total), "k").where(F.col("n") >= phi * F.col("total")).collect():
+        out.setdefault(r["k"], {})[r["src"]] = r["n"]
+    return out
+
+
+def listed(rows, column):
+    return {r["k"]: {h["item"]: h for h in r[column]} for r in rows}
+
+
+def test_heavy_hitters_as_of_now(spark):
+    from udaf import HeavyHitters, aggregate
+
+    df = data(spark)
+    q = "heavy hitters per key, as of now"
+    spec = HeavyHitters("src", WINDOW, phi=PHI, bits=32, eps=0.002, eh_eps=0.05)
+    exact = timed(q, "exact query (filter, groupBy k, src)", lambda: exact_heavy(df, NOW, WINDOW))
+    for strategy in ("two_phase", "auto"):
+        got = timed(q, f"aggregate {strategy}", lambda s=strategy: listed(
+            aggregate(df, "k", "ts", now=NOW, strategy=s, top=spec).collect(), "top"))
+        for k, heavy in exact.items():  # none missed, bounds hold
+            assert set(heavy) <= set(got[k]) and all(got[k][s]["upper"] >= n for s, n in heavy.items())
+    df.unpersist()
+
+
+def test_stored_sketches_any_window(spark):
+    from pyspark.sql import functions as F
+
+    from udaf import HeavyHitters, sketch_table
+    from udaf import functions as U
+
+    df = data(spark)
+    q = "stored, any window"
+    spec = HeavyHitters("src", WINDOW, phi=PHI, bits=32, eps=0.002, eh_eps=0.05)
+    table = timed(q, "build sketch table (once)", lambda: sketch_table(df, "k", "ts", top=spec).cache(), repeats=1)
+    table.count()
+    work = Path(tempfile.mkdtemp(prefix="ehist-bench-freq-"))
+    try:
+        df.write.parquet(str(work / "rows"))
+        df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot"), "src").agg(F.count(F.lit(1)).alias("n")) \
+            .write.parquet(str(work / "rollup"))
+        table.write.parquet(str(work / "sketches"))
+        size = {name: sum(f.stat().st_size for f in (work / name).rglob("*.parquet")) / KEYS
+                for name in ("rows", "rollup", "sketches")}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    RESULTS["stored heavy hitters: bytes per key"] = size
+    for frac in (0.01, 0.1, 1.0):
+        w = max(1, int(WINDOW * frac))
+        exact = timed(q, f"rescan rows, window {frac:.0%} of N", lambda w=w: exact_heavy(df, NOW, w))
+        got = timed(q, f"stored sketches, window {frac:.0%} of N", lambda w=w: listed(table.select(
+            "k", U.sliding_hh_sketch_heavy_hitters("top", F.lit(PHI), F.lit(NOW), w).alias("top")).collect(), "top"))
+        for k, heavy in exact.items():
+            assert set(heavy) <= set(got[k])
+    table.unpersist()
+    df.unpersist()
+
+
+def test_per_row_own_item_frequency(spark):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from udaf import Frequencies, sliding_over
+
+    rows = min(ROWS, 1_000_000)
+    df = data(spark).where(F.col("ts") < rows).cache()
+    df.count()
+    q = "per-row own-item frequency"
+    w = 1000
+    by_item = Window.partitionBy("k", "src").orderBy("ts")
+    frame = timed(q, "RANGE frame count(*)", lambda: df.select(
+        "k", "ts", "src", F.count(F.lit(1)).over(by_item.rangeBetween(-(w - 1), 0)).alias("f"))
+        .agg(F.sum("f")).first()[0])
+    growing = timed(q, "exact two growing frames", lambda: df.select(
+        "k", "ts", "src", (F.count(F.lit(1)).over(by_item.rangeBetween(Window.unboundedPreceding, 0))
+                           - F.coalesce(F.count(F.lit(1)).over(by_item.rangeBetween(Window.unboundedPreceding, -w)),
+                                        F.lit(0))).alias("f")).agg(F.sum("f")).first()[0])
+    ours = timed(q, "sliding_over Frequencies", lambda: sliding_over(df, "k", "ts", f=Frequencies("src", w))
+                 .agg(F.sum("f")).first()[0])
+    assert frame == growing == ours
+    df.unpersist()
+
+
+def test_summary():
+    labels = [k for k in RESULTS if "question" in RESULTS[k] and RESULTS[k]["question"] in (
+        "heavy hitters per key, as of now", "stored, any window", "per-row own-item frequency")]
+    if not labels:
+        pytest.skip("run the whole file")
+    load = note_load("bench_frequencies")
+    print(f"\n{ROWS:,} rows, {KEYS} keys, window {WINDOW:,}, phi {PHI}, local[2], best of {REPEATS}; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    for k in labels:
+        r = RESULTS[k]
+        print(f"  {r['question']:36s} {r['path']:42s} {r['seconds']:8.2f} s")
+    size = RESULTS.get("stored heavy hitters: bytes per key")
+    if size:
+        print("  bytes per key (Parquet): " + ", ".join(f"{n} {v / 1024:,.0f} KiB" for n, v in size.items()))
