@@ -114,15 +114,30 @@ def test_sketch_table_rows_are_sketches_of_each_key(events, rows):
         assert bytes(r["f"]) == SlidingCountMin(WINDOW).update(rows["ts"][m], rows["src"][m]).to_bytes()
 
 
-def test_sliding_over_gives_each_rows_own_item_frequency(events, rows):
+@pytest.mark.parametrize("strategy", ["auto", "shuffle"])
+def test_sliding_over_gives_each_rows_own_item_frequency(events, rows, strategy):
+    """auto: Spark's window functions within (key, item) (two growing
+    frames); shuffle: the Python pass. Both exact, nulls skipped."""
     small = events.where("ts < 600")
-    got = sliding_over(small, "k", "ts", f=Frequencies("src", 50), fb=Frequencies("src", 50, value="b")).collect()
+    got = sliding_over(small, "k", "ts", strategy=strategy, f=Frequencies("src", 50),
+                       fb=Frequencies("src", 50, value="b")).collect()
     for r in got:
         truth, _ = exact(rows, r["k"], r["ts"], 50)
         weighted, _ = exact(rows, r["k"], r["ts"], 50, value=True)
         assert r["f"] == truth[r["src"]] and r["fb"] == weighted[r["src"]]
+    holes = small.withColumn("src", F.when(F.col("ts") % 7 == 0, None).otherwise(F.col("src"))) \
+        .withColumn("b", F.when(F.col("ts") % 5 == 0, None).otherwise(F.col("b")))
+    got = sliding_over(holes, "k", "ts", strategy=strategy, fb=Frequencies("src", 50, value="b")).collect()
+    for r in got:
+        inside = [x for x in got if x["k"] == r["k"] and r["ts"] - 50 < x["ts"] <= r["ts"]]
+        want = None if r["src"] is None or r["b"] is None else \
+            sum(x["b"] for x in inside if x["src"] == r["src"] and x["b"] is not None)
+        assert r["fb"] == want
+    negative = small.withColumn("b", F.when(F.col("ts") == 77, F.lit(-2)).otherwise(F.col("b")))
+    with pytest.raises(Exception, match=r"column b holds -2 \(key 2\): Frequencies needs non-negative integers"):
+        sliding_over(negative, "k", "ts", strategy=strategy, fb=Frequencies("src", 50, value="b")).collect()
     with pytest.raises(ValueError, match="no per-row answer for top \\(HeavyHitters\\)"):
-        sliding_over(small, "k", "ts", top=HeavyHitters("src", 50))
+        sliding_over(small, "k", "ts", strategy=strategy, top=HeavyHitters("src", 50))
 
 
 def test_sql_calls_the_same_functions(spark, events):

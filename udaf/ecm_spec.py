@@ -24,6 +24,7 @@ What each driver answers:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -60,6 +61,26 @@ class _Weighted(Spec):
 
     def _values(self, data):
         return data.arrays.get("value")
+
+    #: What a waiting event keeps of its item (``hash``: its hash64;
+    #: ``item``: the id itself), the name :meth:`from_words` gives it.
+    _word: ClassVar[str] = "hash"
+
+    def _item_word(self, data) -> np.ndarray:
+        return self._hashes(data) if self._word == "hash" else data.arrays["item"]
+
+    def words(self, data):
+        out = np.zeros((data.present.size, 2), dtype=np.int64)
+        out[:, 1] = -1  # value -1: row not present
+        out[data.present, 0] = self._item_word(data).view(np.int64)
+        values = self._values(data)
+        out[data.present, 1] = 1 if values is None else values
+        return out
+
+    def from_words(self, words):
+        present = words[:, 1] >= 0
+        return Data(present, {self._word: words[present, 0].view(np.uint64),
+                              **({} if self.value is None else {"value": words[present, 1]})})
 
     def partials(self, t, starts, data, window, now=None):
         """One sketch per key (built one key at a time), with the window
@@ -145,6 +166,25 @@ class Frequencies(_Weighted):
     def exact(self, t, run, keys, data, window, at=None):
         return self.exact_totals(t, run, keys, data, window, at)[0]
 
+    def native_frame_by(self, columns):
+        return (columns["column"],)
+
+    def native_frame(self, columns, upto, before, key_text):
+        """Each row's own item's frequency over its frame, within (key,
+        item): rows (or values) up to the row less those a window earlier."""
+        from .native import raise_bad_value
+
+        item = columns["column"]
+        if self.value is None:
+            return f"CASE WHEN {item} IS NULL THEN NULL ELSE count(1) OVER {upto} - count(1) OVER {before} END"
+        v = columns["value"]
+        need = f"{self.who} needs non-negative integers"
+        checked = f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+        total = f"try_sum({checked}) OVER {upto}"  # null once the total leaves int64, as in Sum
+        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+        return (f"CASE WHEN {item} IS NULL OR {v} IS NULL THEN NULL WHEN {total} IS NULL THEN {overflow} "
+                f"ELSE {total} - coalesce(try_sum({checked}) OVER {before}, 0L) END")
+
     def frames(self, lo, hi, data, window):
         """Each row's own item's frequency over its frame: the rows of each
         item counted (or their values summed) by prefix sums over the item's
@@ -157,6 +197,8 @@ class Frequencies(_Weighted):
         order = np.lexsort((pos, codes))
         sorted_key = codes[order].astype(np.int64) * (int(lo.size) + 1) + pos[order]
         prefix = np.concatenate([[0], np.cumsum(values[order])])
+        if np.any(prefix[1:] < prefix[:-1]):  # non-negative terms: a wrap shows as a decrease
+            raise OverflowError("the sum of a key's values exceeds int64")
         out = np.zeros(lo.size, dtype=np.int64)
         own = codes.astype(np.int64) * (int(lo.size) + 1)
         start = np.searchsorted(sorted_key, own + lo[pos])
@@ -164,18 +206,6 @@ class Frequencies(_Weighted):
         out[pos] = prefix[end] - prefix[start]
         return pd.arrays.IntegerArray(out, mask=~data.present)  # null: a row without an item
 
-    def words(self, data):
-        out = np.zeros((data.present.size, 2), dtype=np.int64)
-        out[:, 1] = -1  # -1: row not present
-        out[data.present, 0] = self._hashes(data).view(np.int64)
-        values = self._values(data)
-        out[data.present, 1] = 1 if values is None else values
-        return out
-
-    def from_words(self, words):
-        present = words[:, 1] >= 0
-        return Data(present, {"hash": words[present, 0].view(np.uint64),
-                              **({} if self.value is None else {"value": words[present, 1]})})
 
     @classmethod
     def estimate_frequency(cls, sketches, arrays, nows, window):
@@ -228,6 +258,7 @@ class HeavyHitters(_Weighted):
     accepts = {"column": INTEGRAL, "value": INTEGRAL}
     params = ("phi", "bits", "eps", "delta", "eh_eps", "seed", "level_bits")
     answer_type = _HITTERS
+    _word = "item"
     estimators = {
         "heavy_hitters": Estimator((("phi", False),), _HITTERS,
                                    "Scalar: array<struct<item, estimate, lower, upper>> of the ids at or above "
@@ -311,18 +342,6 @@ class HeavyHitters(_Weighted):
             out[r].append({"item": i, "estimate": float(v), "lower": v, "upper": v})
         return out
 
-    def words(self, data):
-        out = np.zeros((data.present.size, 2), dtype=np.int64)
-        out[:, 1] = -1  # -1: row not present
-        out[data.present, 0] = data.arrays["item"].view(np.int64)
-        values = self._values(data)
-        out[data.present, 1] = 1 if values is None else values
-        return out
-
-    def from_words(self, words):
-        present = words[:, 1] >= 0
-        return Data(present, {"item": words[present, 0].view(np.uint64),
-                              **({} if self.value is None else {"value": words[present, 1]})})
 
     @classmethod
     def estimate_heavy_hitters(cls, sketches, arrays, nows, window):

@@ -209,10 +209,12 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     # the column itself where it can be (a bigint time), not an expression
     rows = df.where(check + "ELSE TRUE END")
     key = quote(order_by) if isinstance(df.schema[order_by].dataType, T.LongType) else t
-    order = f"PARTITION BY {', '.join(quote(k) for k in keys)} ORDER BY {key}"
-    upto = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
     answers = []
     for name, spec in specs.items():
+        # a family may count within finer groups than the key (Frequencies: each row's own item)
+        by = [quote(k) for k in keys] + list(spec.native_frame_by(_inputs(spec)))
+        order = f"PARTITION BY {', '.join(by)} ORDER BY {key}"
+        upto = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         before = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {windows[name]} PRECEDING)"
         sql = spec.native_frame(_inputs(spec), upto, before, named)
         answers.append(f"CAST({sql} AS {types[name].simpleString().upper()}) AS {quote(name)}")

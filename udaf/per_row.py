@@ -81,7 +81,8 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
     strategy : {"auto", "native", "shuffle"}
         ``native`` computes each frame with Spark's own window functions
         (no Python in the plan: :func:`udaf.native.native_frames`), for
-        specs that have a native per-row form (Count, Sum): the frame
+        specs that have a native per-row form (Count, Sum, Frequencies:
+        within the row's own item): the frame
         ``(t - w, t]`` is the rows up to ``t`` less the rows up to ``t -
         w``, two frames Spark grows in one pass, where the built-in
         ``RANGE BETWEEN w PRECEDING`` frame re-aggregates every frame.

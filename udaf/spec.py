@@ -323,6 +323,12 @@ class Spec:
         frame re-aggregates every frame)."""
         return None
 
+    def native_frame_by(self, columns: dict) -> tuple:
+        """SQL of columns that partition :meth:`native_frame`'s windows
+        further than the key (default none): ``Frequencies`` counts each
+        row's own item, within (key, item)."""
+        return ()
+
     def native_present(self, columns: dict) -> str:
         """SQL text: whether a row counts for this spec (its inputs are not
         null).  A key's window ends at its newest such row.
