@@ -75,6 +75,7 @@ def test_loss_alarms():
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # ~30 s (a JVM, two sketch tables): the heavy-hitter guarantees are tested in test_ecm_spark.py
 def test_top_talkers(tmp_path):
     pytest.importorskip("pyspark")
     pytest.importorskip("matplotlib")
@@ -87,6 +88,7 @@ def test_top_talkers(tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # ~30 s (a JVM, every plan of the phantom); the plans are tested in test_reduction.py
 def test_rollups():
     pytest.importorskip("pyspark")
     out = run("rollups.py", "--rows", "12000")  # asserts the eps guarantee on every group itself
