@@ -88,6 +88,8 @@ def test_union_of_stored_sketches_keeps_the_bounds(events, rows):
 
 @pytest.mark.parametrize("strategy", ["auto", "two_phase", "shuffle"])
 def test_aggregate_gives_every_key_its_heavy_hitters(events, rows, strategy):
+    """auto runs the native plan (the exact list from Spark's aggregates,
+    as shuffle computes it in Python); two_phase builds sketches."""
     out = aggregate(events, "k", "ts", strategy=strategy, bounds=True, sketches=strategy == "two_phase",
                     f=Frequencies("src", WINDOW, value="b"), top=HeavyHitters("src", WINDOW, phi=0.1, bits=32))
     for r in out.collect():
@@ -98,11 +100,38 @@ def test_aggregate_gives_every_key_its_heavy_hitters(events, rows, strategy):
         assert r["f_lower"] <= byte_total <= r["f_upper"]
         heavy = {x: f for x, f in truth.items() if f >= 0.1 * total}
         assert set(heavy) <= {h["item"] for h in r["top"]}
-        if strategy == "shuffle":  # the rows at hand: the exact list
+        if strategy in ("auto", "shuffle"):  # the rows at hand: the exact list
             assert [(h["item"], h["lower"]) for h in r["top"]] == sorted(heavy.items(), key=lambda x: -x[1])
         if strategy == "two_phase":  # the merged sketch, and the answer read from it
             assert [tuple(h) for h in r["top"]] == \
                 [tuple(h) for h in SlidingHeavyHitters.from_bytes(r["top_sketch"]).heavy_hitters(0.1)]
+
+
+def test_native_list_equals_the_python_one_with_nulls_and_null_keys(spark):
+    """The native plan and the shuffle strategy's Python pass give the same
+    lists, per-key newest or a common now, with null ids, null values,
+    weights, a null key and a key without rows in the window."""
+    from pyspark.sql import types as T
+
+    rng = np.random.default_rng(6)
+    data = [(None if i % 97 == 0 else int(rng.integers(0, 3)), i,
+             None if i % 11 == 0 else int(rng.choice([5, 5, 9, int(rng.integers(0, 50))])),
+             None if i % 13 == 0 else int(rng.integers(0, 9))) for i in range(3000)]
+    data.append((7, 10, 5, 1))  # key 7: one old row, outside every window as of 2999
+    schema = T.StructType([T.StructField(c, T.LongType()) for c in ("k", "ts", "src", "b")])
+    df = spark.createDataFrame(data, schema)
+    specs = dict(top=HeavyHitters("src", 400, phi=0.05, bits=8), wtop=HeavyHitters("src", 300, phi=0.1, value="b"))
+    for now in (None, 2999):
+        native = aggregate(df, "k", "ts", strategy="native", now=now, **specs).orderBy("k").collect()
+        python = aggregate(df, "k", "ts", strategy="shuffle", now=now, **specs).orderBy("k").collect()
+        assert native == python and any(r["top"] for r in native)
+        assert {r["k"] for r in native} >= {None, 0, 1, 2}
+    out = aggregate(df, "k", "ts", strategy="native", top=HeavyHitters("src", 400, bits=8)).collect()
+    assert [[h.asDict() for h in r["top"]] for r in out if r["k"] == 7] == \
+        [[{"item": 5, "estimate": 1.0, "lower": 1, "upper": 1}]]
+    bad = df.withColumn("src", F.when(F.col("ts") == 2990, F.lit(300)).otherwise(F.col("src")))
+    with pytest.raises(Exception, match=r"column src holds 300 \(key 2\): HeavyHitters needs ids in \[0, 2\*\*8\)"):
+        aggregate(bad, "k", "ts", strategy="native", top=HeavyHitters("src", 400, bits=8)).collect()
 
 
 def test_sketch_table_rows_are_sketches_of_each_key(events, rows):

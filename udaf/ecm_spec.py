@@ -166,6 +166,18 @@ class Frequencies(_Weighted):
     def exact(self, t, run, keys, data, window, at=None):
         return self.exact_totals(t, run, keys, data, window, at)[0]
 
+    def native(self, columns, inside, key_text):
+        """The window's total from Spark's aggregates (rows, or the sum of
+        the values, of the rows with an item)."""
+        from .native import raise_bad_value
+
+        if self.value is None:
+            return f"count(CASE WHEN {inside} THEN 1 END)"
+        v = columns["value"]
+        need = f"{self.who} needs non-negative integers"
+        checked = f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+        return f"coalesce(sum(CASE WHEN {inside} THEN {checked} END), 0L)"
+
     def native_frame_by(self, columns):
         return (columns["column"],)
 
@@ -292,6 +304,24 @@ class HeavyHitters(_Weighted):
 
     def update(self, sketch, t, data):
         return sketch.update(t, data.arrays["item"], self._values(data))
+
+    def native_top(self, columns, key_text):
+        """The exact list from Spark's aggregates: rows (or values) per
+        (key, id), the ids at or above ``phi`` of the key's total."""
+        from .native import raise_bad_value
+
+        item = columns["column"]
+        if self.bits < 64:
+            need = f"{self.who} needs ids in [0, 2**{self.bits}) (bits={self.bits})"
+            item = (f"CASE WHEN {item} < 0 OR {item} >= {1 << self.bits}L THEN "
+                    f"{raise_bad_value(self.column, item, need, key_text)} ELSE CAST({item} AS BIGINT) END")
+        if self.value is None:
+            return item, f"CASE WHEN {columns['column']} IS NULL THEN NULL ELSE 1L END", self.phi
+        v = columns["value"]
+        need = f"{self.who} needs non-negative integers"
+        weight = (f"CASE WHEN {columns['column']} IS NULL THEN NULL WHEN {v} < 0 THEN "
+                  f"{raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END")
+        return item, weight, self.phi
 
     @staticmethod
     def _listed(hitters) -> list:

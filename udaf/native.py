@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import Window
 from pyspark.sql import types as T
 
 __all__ = ["native_answers", "native_frames", "has_native", "has_native_frames", "raise_bad_value", "key_text",
@@ -56,8 +57,8 @@ def _overrides(specs: dict, method: str) -> bool:
 
 def has_native(specs: dict) -> bool:
     """Whether every spec's family has a native form (overrides
-    :meth:`~udaf.spec.Spec.native`)."""
-    return _overrides(specs, "native")
+    :meth:`~udaf.spec.Spec.native` or :meth:`~udaf.spec.Spec.native_top`)."""
+    return all(_overrides({n: s}, "native") or _overrides({n: s}, "native_top") for n, s in specs.items())
 
 
 def has_native_frames(specs: dict) -> bool:
@@ -173,13 +174,41 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
     if keep is not None:
         # only rows in some spec's window reach the aggregation
         rows = rows.where(" OR ".join([keep, *insides.values()]))
-    aggs = []
+    aggs, tops = [], {}
     for name, spec in specs.items():
+        if not _overrides({name: spec}, "native"):
+            tops[name] = spec.native_top(_inputs(spec), named)
+            continue
         exact = spec.native(_inputs(spec), insides[name], named)
         aggs.append(F.expr(f"CAST({exact} AS DOUBLE) AS {quote(name)}"))
         if name in with_bounds:
             aggs += [F.expr(f"CAST({exact} AS BIGINT) AS {quote(name + suffix)}") for suffix in ("_lower", "_upper")]
-    return rows.groupBy(*keys).agg(*aggs)
+    out = rows.groupBy(*keys).agg(*(aggs or [F.expr("count(1) AS __rows")]))
+    for name, (item, weight, phi) in tops.items():
+        top = _top_items(rows.where(insides[name]), keys, item, weight, phi, name)
+        top = top.select(*[F.col(k).alias(f"__top_{i}") for i, k in enumerate(keys)], name)
+        on = [out[k].eqNullSafe(top[f"__top_{i}"]) for i, k in enumerate(keys)]  # null keys are keys too
+        none = F.expr("array()").cast(specs[name].answer_spark_type())  # a key with no row in this window
+        out = out.join(top, on, "left").drop(*[f"__top_{i}" for i in range(len(keys))]) \
+            .withColumn(name, F.coalesce(F.col(name), none))
+    columns = [*keys, *[c for n in specs for c in (n, *(f"{n}{x}" for x in ("_lower", "_upper") if n in with_bounds))]]
+    return out.select(*columns)
+
+
+def _top_items(rows: DataFrame, keys: list, item: str, weight: str, phi: float, name: str) -> DataFrame:
+    """Per key, the items whose summed ``weight`` reaches ``phi`` of the
+    key's total over ``rows``, as ``array<struct<item, estimate, lower,
+    upper>>`` (all three the exact sum), largest first, ties by item: one
+    aggregation by (key, item), the key's total as a window over it, a
+    filter, and one aggregation by key (the plan a data engineer writes)."""
+    per_item = rows.groupBy(*keys, F.expr(f"{item} AS __item")).agg(F.expr(f"sum({weight}) AS __n"))
+    total = F.sum("__n").over(Window.partitionBy(*keys))
+    heavy = per_item.withColumn("__total", total).where(f"__n > 0 AND __n >= {float(phi)!r} * __total")
+    order = ("(l, r) -> CASE WHEN l.n > r.n THEN -1 WHEN l.n < r.n THEN 1 WHEN l.item < r.item THEN -1 "
+             "WHEN l.item > r.item THEN 1 ELSE 0 END")
+    listed = (f"transform(array_sort(collect_list(named_struct('n', __n, 'item', __item)), {order}), "
+              "s -> named_struct('item', s.item, 'estimate', CAST(s.n AS DOUBLE), 'lower', s.n, 'upper', s.n))")
+    return heavy.groupBy(*keys).agg(F.expr(f"{listed} AS {quote(name)}"))
 
 
 def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows: dict, types: dict) -> DataFrame:

@@ -311,6 +311,16 @@ class Spec:
         py4j call per operation)."""
         return None
 
+    def native_top(self, columns: dict, key_text: str):
+        """For families answering each key with its top items (heavy
+        hitters): ``(item, weight, phi)``, SQL of the item and of its
+        weight per row (bad values raised with
+        :func:`udaf.native.raise_bad_value`) and the fraction of the key's
+        total an item must reach; the native plan of :func:`udaf.aggregate`
+        then lists them exactly (:func:`udaf.native.native_answers`).  None
+        by default (a family overrides this or :meth:`native`)."""
+        return None
+
     def native_frame(self, columns: dict, upto: str, before: str, key_text: str):
         """SQL text of Spark's own per-row answer over each row's frame, for
         the native plan of :func:`udaf.sliding_over`, or None when the
