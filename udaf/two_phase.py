@@ -199,8 +199,8 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         key's newest timestamp.
     bounds : bool, default False
         Also return ``<name>_lower`` and ``<name>_upper`` (bigint) for the
-        specs with deterministic bounds (Count, Sum): the exact value
-        always lies between them.
+        specs with deterministic bounds (Count, Sum, Frequencies' total):
+        the exact value always lies between them.
     sketches : bool, default False
         Also return each spec's merged binary sketch as ``<name>_sketch``
         (always two-phase; merging costs about 5 ms per key in Python, so
@@ -210,7 +210,8 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         ``sum``, ``count(DISTINCT)`` conditioned on each spec's window; no
         Python in the plan: :mod:`udaf.native`), the query a data engineer
         would write, for specs that have one (Count, Sum, Distinct,
-        DistinctFM).  ``two_phase`` builds partial sketches per partition
+        DistinctFM, Frequencies; HeavyHitters: the exact list from a
+        ``groupBy`` by key and item).  ``two_phase`` builds partial sketches per partition
         and shuffles only them; ``shuffle`` sends the rows by key and, with
         a key's rows at hand, answers exactly (bounds equal to the answer),
         all keys of an Arrow batch in one numpy pass (:mod:`udaf.exact`).
@@ -227,8 +228,9 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         synopses come out byte-identical).  None: when a cheap JVM pass
         finds at least :data:`REDUCE_TWO_PHASE` rows per reduced row (a
         bursty stream), since the reduced rows are shuffled once.
-    **specs : Count, Sum, Distinct, DistinctFM or LpNorm
-        Output column name -> what to compute.  Estimates are as of each
+    **specs : Count, Sum, Distinct, DistinctFM, LpNorm, Frequencies or HeavyHitters
+        Output column name -> what to compute (HeavyHitters: an
+        ``array<struct<item, estimate, lower, upper>>`` column).  Estimates are as of each
         key's newest timestamp (for a spec reading a column: the newest
         row where that column is not null, the rows its synopsis holds;
         every strategy answers so), over the spec's window.
