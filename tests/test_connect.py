@@ -26,19 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def results(spark, tmp_path_factory):
+def results(spark, tmp_path_factory, request):
     """(through Spark Connect, on the classic session)."""
     work = tmp_path_factory.mktemp("connect")
     out = work / "result.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_REMOTE", "SPARK_CONNECT"))}
-    done = subprocess.run([sys.executable, "-m", "tests.connect_job", str(out)], cwd=ROOT, capture_output=True,
+    full = request.config.getoption("--slow")  # the default run keeps one path through every entry point
+    done = subprocess.run([sys.executable, "-m", "tests.connect_job", str(out), *(["--full"] if full else [])],
+                          cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
     assert done.returncode == 0, done.stderr[-4000:]
     remote = json.loads(out.read_text())
     provider = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(provider, None)
     try:
-        local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"))))
+        local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"), full)))
     finally:
         spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
     return remote, local
@@ -49,9 +51,13 @@ def test_the_job_ran_through_a_connect_client(results):
     assert remote["remote"] is True and remote["client"].startswith("pyspark.sql.connect")
 
 
-@pytest.mark.parametrize("part", ["sketches", "estimates", "unions", "one_step", "aggregate_auto",
-                                  "aggregate_two_phase", "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table",
-                                  "sketch_table_union", "sliding_over", "registered", "sql", "streaming"])
+PARTS = ["sketches", "estimates", "unions", "one_step", "frequencies", "aggregate_auto", "aggregate_two_phase",
+         "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table", "sketch_table_union", "sliding_over",
+         "registered", "sql", "streaming"]
+
+
+@pytest.mark.parametrize("part", [pytest.param(p, marks=pytest.mark.slow) if p in connect_job.FULL else p
+                                  for p in PARTS])
 def test_connect_equals_classic(results, part):
     remote, local = results
     assert local[part], f"{part}: no rows"
