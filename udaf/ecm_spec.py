@@ -375,16 +375,11 @@ class HeavyHitters(_Weighted):
 
     @classmethod
     def estimate_heavy_hitters(cls, sketches, arrays, nows, window):
-        """``sliding_hh_sketch_heavy_hitters``: the list of each sketch."""
-        import pyarrow as pa
-
+        """``sliding_hh_sketch_heavy_hitters``: the list of each sketch
+        (the type :attr:`answer_type` declares)."""
         phi = arrays["phi"]
-        out = []
-        for i, s in enumerate(sketches):
-            out.append(None if s is None else cls._listed(s.heavy_hitters(phi, None if nows is None else
-                                                                           int(nows[i]), window)))
-        return pa.array(out, type=pa.list_(pa.struct([("item", pa.int64()), ("estimate", pa.float64()),
-                                                       ("lower", pa.int64()), ("upper", pa.int64())])))
+        return cls.answer_array([None if s is None else cls._listed(
+            s.heavy_hitters(phi, None if nows is None else int(nows[i]), window)) for i, s in enumerate(sketches)])
 
     @classmethod
     def estimate_frequency(cls, sketches, arrays, nows, window):

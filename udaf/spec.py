@@ -368,8 +368,12 @@ class Spec:
 
 
 def _ddl_type(ddl: str):
-    """A pyspark DataType from the DDL of a struct, an array or a scalar
-    (no session needed: ``array<struct<item:bigint,estimate:double>>``)."""
+    """A pyspark DataType from the DDL of a struct, an array or a scalar,
+    without a session (pyspark's own parser needs a running JVM).
+
+    >>> _ddl_type("array<struct<item:bigint,estimate:double>>").simpleString()
+    'array<struct<item:bigint,estimate:double>>'
+    """
     from pyspark.sql import types as T
 
     ddl = ddl.strip()
