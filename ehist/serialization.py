@@ -70,6 +70,7 @@ FAMILIES = {
     "SlidingHyperLogLog": 5,
     "SlidingCountMin": 6,
     "SlidingHeavyHitters": 7,
+    "SlidingQuantiles": 8,
 }
 _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
 

@@ -25,7 +25,8 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.columnar import HistogramColumn
-from ehist.errors import CorruptSketchError, IncompatibleSketchError, require_same
+from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
+from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, open_synopsis
 
@@ -40,7 +41,6 @@ _FLAG_HAS_NEWEST = 1
 MAX_COUNTERS = 1 << 22
 # Row r's columns come from mix64(hash ^ _ROW_KEYS[r]): one key per row.
 _ROW_KEYS = mix64(np.arange(1, 65, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-_MIN_HISTOGRAM_BYTES = 6 + 16 + 4  # preamble, window and eps, CRC
 
 
 def _fraction(x, name: str, smallest: float) -> float:
@@ -139,7 +139,7 @@ class SlidingCountMin:
             raise ValueError(f"eps and delta give {self._width} x {self._depth} counters; at most "
                              f"{MAX_COUNTERS} are allowed (raise eps or delta)")
         self._newest: int | None = None
-        self._col = _empty(self._window, self._eh_eps, self.counters)
+        self._col = empty(self._window, self._eh_eps, self.counters)
 
     # ----------------------------------------------------------- properties
     @property
@@ -285,12 +285,12 @@ class SlidingCountMin:
         col = self._col  # settled at self._newest
         if ts.size:
             ids = counter_ids(hashes, self._width, self._depth).ravel()
-            order = np.argsort(_radix_key(ids, self.counters), kind="stable")  # time order kept per counter
+            order = np.argsort(radix_key(ids, self.counters), kind="stable")  # time order kept per counter
             ids = ids[order]
             rows = order % ts.size
-            col = _apply(col, ids, ts[rows], None if v is None else v[rows], newest)
+            col = apply_rows(col, ids, ts[rows], None if v is None else v[rows], newest)
         self._newest = newest
-        self._col = _settle(col, self._window, newest)
+        self._col = settle(col, self._window, newest)
         return self
 
     def _row_total(self) -> int:
@@ -445,26 +445,26 @@ class SlidingCountMin:
                 out._newest, out._col = live[0]._newest, live[0]._col.take(np.arange(out.counters))
             return out
         newest = max(s._newest for s in live)
-        cols = [_settle(s._col, out._window, newest) for s in live]
+        cols = [settle(s._col, out._window, newest) for s in live]
         if sum(s._row_total() for s in live) > INT64_MAX:
-            totals = [_settled_total(c, out._width) for c in cols]
+            totals = [settled_total(c, out._width) for c in cols]
             if sum(totals) > INT64_MAX:
                 raise ValueError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
         used = np.stack([np.diff(c.offsets) > 0 for c in cols])
         shared = np.flatnonzero(used.sum(axis=0) > 1)
         alone = np.flatnonzero(used.sum(axis=0) == 1)
         owner = used[:, alone].argmax(axis=0)
-        col = _empty(out._window, out._eh_eps, out.counters)
+        col = empty(out._window, out._eh_eps, out.counters)
         for j, c in enumerate(cols):
             mine = alone[owner == j]
             if mine.size:
-                col = _replace(col, mine, c.take(mine))
+                col = replace(col, mine, c.take(mine))
         if shared.size:
             merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
                       for i in shared.tolist()]
-            col = _replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
+            col = replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
         out._newest = newest
-        out._col = _settle(col, out._window, newest)
+        out._col = settle(col, out._window, newest)
         return out
 
     # -------------------------------------------------------- serialization
@@ -503,12 +503,7 @@ class SlidingCountMin:
         w = Writer("SlidingCountMin", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
         if self._newest is None:
             return w.varints([0]).finish()
-        ids = np.flatnonzero(np.diff(self._col.offsets) > 0)
-        blobs = self._col.take(ids).to_bytes()
-        gaps = np.diff(np.concatenate([[-1], ids])) - 1
-        w.struct("q", self._newest).varints([ids.size]).varints(gaps.astype(np.uint64))
-        w.varints(np.array([len(b) for b in blobs], dtype=np.uint64))
-        return w.raw(b"".join(blobs)).finish()
+        return write_counters(w.struct("q", self._newest), self._col).finish()
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingCountMin":
@@ -524,174 +519,17 @@ class SlidingCountMin:
         r, flags, s = open_synopsis(data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS,
                                     "window, eps, delta, eh_eps and seed", cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
-        n = r.varint("counter count")
         if newest is None:
+            n = r.varint("counter count")
             if n:
                 raise CorruptSketchError(f"{name}: expected no counters without a newest timestamp, found {n}")
             r.expect_end()
             return s
         if newest == INT64_MIN:
             raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
-        most = min(s.counters, r.remaining // (2 + _MIN_HISTOGRAM_BYTES))
-        if n > most:
-            raise CorruptSketchError(f"{name}: expected at most {most} counters in the bytes left, found {n}")
         s._newest = int(newest)
-        if n == 0:  # zeros only, or every unit expired
-            r.expect_end()
-            return s
-        gaps = r.varints(n, "counter gaps")
-        if int(gaps.max()) >= s.counters:
-            raise CorruptSketchError(f"{name}: expected counter gaps below {s.counters}, found {int(gaps.max())}")
-        ids = np.cumsum(gaps.astype(np.int64) + 1) - 1
-        if int(ids[-1]) >= s.counters:
-            raise CorruptSketchError(f"{name}: expected counter indexes below {s.counters}, found {int(ids[-1])}")
-        lengths = r.varints(n, "histogram lengths")
-        if int(lengths.min()) < _MIN_HISTOGRAM_BYTES or int(lengths.max()) > r.remaining \
-                or int(lengths.sum()) != r.remaining:
-            raise CorruptSketchError(f"{name}: expected histogram lengths of at least {_MIN_HISTOGRAM_BYTES} "
-                                     f"bytes summing to the {r.remaining} bytes left, found "
-                                     f"{int(lengths.min())} to {int(lengths.max())} summing to {int(lengths.sum())}")
-        ends = np.cumsum(lengths.astype(np.int64)).tolist()
-        body = r.raw(r.remaining, "histograms")
-        blobs = [body[a:b] for a, b in zip([0] + ends[:-1], ends)]
-        try:
-            hist = HistogramColumn.from_bytes(blobs, s._window, s._eh_eps)
-        except IncompatibleSketchError as exc:
-            raise CorruptSketchError(f"{name}: expected histograms of window {s._window} and eps "
-                                     f"{s._eh_eps}: {exc}") from None
-        except CorruptSketchError as exc:
-            raise CorruptSketchError(f"{name}: a counter's histogram: {exc}") from None
-        if not np.array_equal(hist.newest, np.full(n, newest)) or not hist.has_newest.all() \
-                or not (np.diff(hist.offsets) > 0).all():
-            raise CorruptSketchError(f"{name}: expected every counter's histogram to hold units and end at "
-                                     f"the sketch's newest timestamp {newest}")
-        col = _replace(_empty(s._window, s._eh_eps, s.counters), ids, hist)
-        if _settled_total(col, s._width) > INT64_MAX:
+        col = read_counters(r, name, s.counters, s._window, s._eh_eps, s._newest)
+        if settled_total(col, s._width) > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a window total within int64")
         s._col = col
         return s
-
-
-# ------------------------------------------------------------------ columns
-def _radix_key(x: np.ndarray, bound: int) -> np.ndarray:
-    """``x`` (values below ``bound``) in the narrowest unsigned type: numpy's
-    stable sort of 8- and 16-bit keys is a radix sort (several times faster
-    than on int64)."""
-    return x.astype(np.uint16 if bound <= 1 << 16 else np.uint32 if bound <= 1 << 32 else np.int64)
-
-
-def _empty(window: int, eps: float, n: int) -> HistogramColumn:
-    z = np.zeros(0, dtype=np.int64)
-    return HistogramColumn(window, eps, np.zeros(n + 1, dtype=np.int64), z.astype(np.int8), z, z,
-                           np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
-
-
-def _settle(col: HistogramColumn, window: int, newest: int) -> HistogramColumn:
-    """Every histogram advanced to ``newest``: buckets that left the window
-    dropped (what ``update`` at ``newest`` with a zero does), histograms
-    left without units made empty, the others' newest set to ``newest``."""
-    n = len(col)
-    cutoff = newest - window
-    alive = col.hi > cutoff if cutoff >= INT64_MIN else np.ones(col.hi.size, dtype=bool)
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
-    counts = np.bincount(owner[alive], minlength=n)
-    has = counts > 0
-    return HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), col.exps[alive],
-                           col.hi[alive], col.lo[alive], np.where(has, newest, 0), has, col.merged & has)
-
-
-def _settled_total(col: HistogramColumn, width: int) -> int:
-    """Row 0's units, as a Python int."""
-    end = int(col.offsets[width])
-    return sum(1 << int(e) for e in col.exps[:end].tolist())
-
-
-def _replace(col: HistogramColumn, ids: np.ndarray, new: HistogramColumn) -> HistogramColumn:
-    """``col`` with histograms ``ids`` (sorted, distinct) replaced by
-    ``new``'s: every bucket scattered to its place, no sort."""
-    n = len(col)
-    counts = np.diff(col.offsets)
-    new_counts = np.diff(new.offsets)
-    counts[ids] = new_counts
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
-    touched = np.zeros(n, dtype=bool)
-    touched[ids] = True
-    keep = np.flatnonzero(~touched[old_owner])
-    kept_owner = old_owner[keep]
-    to_old = offsets[kept_owner] + (keep - col.offsets[kept_owner])
-    new_owner = np.repeat(np.arange(ids.size, dtype=np.int64), new_counts)
-    to_new = offsets[ids][new_owner] + (np.arange(new.exps.size) - new.offsets[:-1][new_owner])
-
-    def place(a, b):
-        out = np.empty(int(offsets[-1]), dtype=a.dtype)
-        out[to_old] = a[keep]
-        out[to_new] = b
-        return out
-
-    newest, has, merged = col.newest.copy(), col.has_newest.copy(), col.merged.copy()
-    newest[ids], has[ids], merged[ids] = new.newest, new.has_newest, new.merged
-    return HistogramColumn(col.window, col.eps, offsets, place(col.exps, new.exps), place(col.hi, new.hi),
-                           place(col.lo, new.lo), newest, has, merged)
-
-
-def _apply(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray | None, newest: int) -> HistogramColumn:
-    """``col`` after each counter ``ids[i]`` received ``(ts[i], v[i])``
-    (rows grouped by counter, in time order within one, none older than
-    ``newest - window``): what :meth:`ExponentialHistogram.update` of each
-    counter with its rows and a zero at ``newest`` (the batch's newest
-    time) gives.
-
-    One vectorized :meth:`HistogramColumn.build` serves every counter not
-    from a merge: a counter's old buckets still in the window enter it as
-    elements (bucket ``2**e`` at its newest timestamp, oldest first) ahead
-    of the new rows.  The l-canonical rebuild of DGIM Section 4 never
-    splits an old bucket, so every bucket boundary falls where ``update``
-    puts it; only the oldest bucket's lower time differs (an element's time
-    there, the old bucket's bound in ``update``) and is set back.  Counters
-    from a merge are updated one histogram at a time (``update``
-    compresses them).  tests/test_frequencies.py checks the result against
-    ``update`` counter by counter."""
-    cutoff = newest - col.window
-    change = np.flatnonzero(np.diff(ids)) + 1
-    starts = np.concatenate([[0], change]).astype(np.int64)
-    touched = ids[starts]
-    lengths = np.append(starts[1:], ids.size) - starts
-    merged = col.merged[touched]
-    if merged.any():
-        zero = np.zeros(1, dtype=np.int64)
-        hs = [col[i].update(np.append(ts[a:a + m], newest), np.append(np.ones(m, np.int64) if v is None else
-                                                                      v[a:a + m], zero))
-              for i, a, m in zip(touched[merged].tolist(), starts[merged].tolist(), lengths[merged].tolist())]
-        col = _replace(col, touched[merged], HistogramColumn.from_histograms(hs, col.window, col.eps))
-    plain = ~merged
-    if not plain.any():
-        return col
-    mine = touched[plain]
-    old = col.take(mine)
-    old_owner = np.repeat(np.arange(mine.size), np.diff(old.offsets))
-    alive = old.hi > cutoff if cutoff >= INT64_MIN else np.ones(old.hi.size, dtype=bool)
-    old_counts = np.bincount(old_owner[alive], minlength=mine.size)
-    # alive old buckets oldest first (a prefix of each newest-first run), then the new rows
-    flip = np.flatnonzero(alive)
-    run_of_old = old_owner[flip]
-    first_of_run = np.concatenate([[0], np.cumsum(old_counts)[:-1]])
-    rank = np.arange(flip.size) - first_of_run[run_of_old]
-    flip = old.offsets[:-1][run_of_old] + (old_counts[run_of_old] - 1 - rank)
-    rows = np.flatnonzero(np.repeat(plain, lengths))
-    run_of_new = np.repeat(np.arange(mine.size), lengths[plain])
-    owner = np.concatenate([run_of_old, run_of_new])
-    order = np.argsort(_radix_key(owner, mine.size), kind="stable")
-    t_all = np.concatenate([old.hi[flip], ts[rows]])[order]
-    new_v = np.ones(rows.size, dtype=np.int64) if v is None else v[rows]
-    v_all = np.concatenate([np.left_shift(np.int64(1), old.exps[flip].astype(np.int64)), new_v])[order]
-    run_starts = np.concatenate([[0], np.cumsum(old_counts + lengths[plain])[:-1]]).astype(np.int64)
-    built = HistogramColumn.build(t_all, run_starts, v_all, window=col.window, eps=col.eps)
-    # the oldest bucket's lower time: the oldest alive old bucket's
-    oldest = np.full(mine.size, -1, dtype=np.int64)
-    has_old = old_counts > 0
-    oldest[has_old] = old.offsets[:-1][has_old] + old_counts[has_old] - 1
-    fix = has_old & (np.diff(built.offsets) > 0)
-    last = built.offsets[1:][fix] - 1
-    built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest[fix]])
-    return _replace(col, mine, built)

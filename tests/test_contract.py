@@ -21,6 +21,7 @@ from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from lp_norms import SlidingLpNorm
+from quantiles import SlidingQuantiles
 
 
 @dataclass
@@ -104,6 +105,16 @@ SYNOPSES = [
         tolerance=lambda exact: 0.05 * exact,
         empty_repr="SlidingHeavyHitters(window=500, bits=12, eps=0.05, delta=0.05, levels=3, empty)",
     ),
+    # estimate() of the quantile sketch is the window's count of values
+    # (quantiles and ranks: tests/test_quantiles.py)
+    Synopsis(
+        name="SlidingQuantiles",
+        make=lambda: SlidingQuantiles(500, eps=0.1, accuracy=0.01),
+        feed=lambda s, ts, vs: s.update(ts, vs * 1.5 - 2),
+        exact=lambda ts, vs, window: float((ts > ts.max() - window).sum()),
+        tolerance=lambda exact: 0.1 / 2.1 * exact,
+        empty_repr="SlidingQuantiles(window=500, eps=0.1, accuracy=0.01, empty)",
+    ),
 ]
 
 
@@ -183,10 +194,10 @@ def test_cross_process_determinism(syn):
 
 
 def test_core_packages_import_without_spark():
-    """ehist, lp_norms, distinct and frequencies never import pyspark, pandas or pyarrow."""
+    """ehist, lp_norms, distinct, frequencies and quantiles never import pyspark, pandas or pyarrow."""
     code = (
         "import sys\n"
-        "import ehist, lp_norms, distinct, frequencies\n"
+        "import ehist, lp_norms, distinct, frequencies, quantiles\n"
         "bad = [m for m in ('pyspark', 'pandas', 'pyarrow') if m in sys.modules]\n"
         "sys.exit(1 if bad else 0)\n"
     )

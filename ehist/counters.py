@@ -1,0 +1,212 @@
+"""Many sliding counters held as one :class:`~ehist.columnar.HistogramColumn`.
+
+The ECM-sketch (:mod:`frequencies`) and the sliding quantiles
+(:mod:`quantiles`) keep thousands of counters, each an exponential
+histogram of the rows that fell in it.  Held one object each, updating them
+would be a Python loop per counter; held as one column, a batch of rows
+updates every touched counter in one vectorized l-canonical rebuild
+(:func:`apply_rows`, checked against :meth:`ExponentialHistogram.update`
+counter by counter in tests/test_frequencies.py).
+
+Counters are numbered ``0 .. n - 1``; an empty counter has no buckets.
+:func:`write_counters` / :func:`read_counters` store the counters that hold
+units as their index gaps, byte lengths and :meth:`ExponentialHistogram.to_bytes`
+blobs (each with its own preamble and CRC, decoded together and checked by
+the histogram decoder), the payload layout both families share.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validation import INT64_MIN
+from .columnar import HistogramColumn
+from .errors import CorruptSketchError, IncompatibleSketchError
+
+__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "write_counters",
+           "read_counters", "MIN_HISTOGRAM_BYTES"]
+
+#: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
+MIN_HISTOGRAM_BYTES = 6 + 16 + 4
+
+
+def radix_key(x: np.ndarray, bound: int) -> np.ndarray:
+    """``x`` (values below ``bound``) in the narrowest unsigned type: numpy's
+    stable sort of 8- and 16-bit keys is a radix sort (several times faster
+    than on int64)."""
+    return x.astype(np.uint16 if bound <= 1 << 16 else np.uint32 if bound <= 1 << 32 else np.int64)
+
+
+def empty(window: int, eps: float, n: int) -> HistogramColumn:
+    z = np.zeros(0, dtype=np.int64)
+    return HistogramColumn(window, eps, np.zeros(n + 1, dtype=np.int64), z.astype(np.int8), z, z,
+                           np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
+
+
+def settle(col: HistogramColumn, window: int, newest: int) -> HistogramColumn:
+    """Every histogram advanced to ``newest``: buckets that left the window
+    dropped (what ``update`` at ``newest`` with a zero does), histograms
+    left without units made empty, the others' newest set to ``newest``."""
+    n = len(col)
+    cutoff = newest - window
+    alive = col.hi > cutoff if cutoff >= INT64_MIN else np.ones(col.hi.size, dtype=bool)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
+    counts = np.bincount(owner[alive], minlength=n)
+    has = counts > 0
+    return HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), col.exps[alive],
+                           col.hi[alive], col.lo[alive], np.where(has, newest, 0), has, col.merged & has)
+
+
+def settled_total(col: HistogramColumn, counters: int) -> int:
+    """The units of counters ``0 .. counters - 1``, as a Python int."""
+    end = int(col.offsets[counters])
+    return sum(1 << int(e) for e in col.exps[:end].tolist())
+
+
+def replace(col: HistogramColumn, ids: np.ndarray, new: HistogramColumn) -> HistogramColumn:
+    """``col`` with histograms ``ids`` (sorted, distinct) replaced by
+    ``new``'s: every bucket scattered to its place, no sort."""
+    n = len(col)
+    counts = np.diff(col.offsets)
+    new_counts = np.diff(new.offsets)
+    counts[ids] = new_counts
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    old_owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
+    touched = np.zeros(n, dtype=bool)
+    touched[ids] = True
+    keep = np.flatnonzero(~touched[old_owner])
+    kept_owner = old_owner[keep]
+    to_old = offsets[kept_owner] + (keep - col.offsets[kept_owner])
+    new_owner = np.repeat(np.arange(ids.size, dtype=np.int64), new_counts)
+    to_new = offsets[ids][new_owner] + (np.arange(new.exps.size) - new.offsets[:-1][new_owner])
+
+    def place(a, b):
+        out = np.empty(int(offsets[-1]), dtype=a.dtype)
+        out[to_old] = a[keep]
+        out[to_new] = b
+        return out
+
+    newest, has, merged = col.newest.copy(), col.has_newest.copy(), col.merged.copy()
+    newest[ids], has[ids], merged[ids] = new.newest, new.has_newest, new.merged
+    return HistogramColumn(col.window, col.eps, offsets, place(col.exps, new.exps), place(col.hi, new.hi),
+                           place(col.lo, new.lo), newest, has, merged)
+
+
+def apply_rows(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndarray | None, newest: int) -> HistogramColumn:
+    """``col`` after each counter ``ids[i]`` received ``(ts[i], v[i])``
+    (rows grouped by counter, in time order within one, none older than
+    ``newest - window``): what :meth:`ExponentialHistogram.update` of each
+    counter with its rows and a zero at ``newest`` (the batch's newest
+    time) gives.
+
+    One vectorized :meth:`HistogramColumn.build` serves every counter not
+    from a merge: a counter's old buckets still in the window enter it as
+    elements (bucket ``2**e`` at its newest timestamp, oldest first) ahead
+    of the new rows.  The l-canonical rebuild of DGIM Section 4 never
+    splits an old bucket, so every bucket boundary falls where ``update``
+    puts it; only the oldest bucket's lower time differs (an element's time
+    there, the old bucket's bound in ``update``) and is set back.  Counters
+    from a merge are updated one histogram at a time (``update``
+    compresses them).  tests/test_frequencies.py checks the result against
+    ``update`` counter by counter."""
+    cutoff = newest - col.window
+    change = np.flatnonzero(np.diff(ids)) + 1
+    starts = np.concatenate([[0], change]).astype(np.int64)
+    touched = ids[starts]
+    lengths = np.append(starts[1:], ids.size) - starts
+    merged = col.merged[touched]
+    if merged.any():
+        zero = np.zeros(1, dtype=np.int64)
+        hs = [col[i].update(np.append(ts[a:a + m], newest), np.append(np.ones(m, np.int64) if v is None else
+                                                                      v[a:a + m], zero))
+              for i, a, m in zip(touched[merged].tolist(), starts[merged].tolist(), lengths[merged].tolist())]
+        col = replace(col, touched[merged], HistogramColumn.from_histograms(hs, col.window, col.eps))
+    plain = ~merged
+    if not plain.any():
+        return col
+    mine = touched[plain]
+    old = col.take(mine)
+    old_owner = np.repeat(np.arange(mine.size), np.diff(old.offsets))
+    alive = old.hi > cutoff if cutoff >= INT64_MIN else np.ones(old.hi.size, dtype=bool)
+    old_counts = np.bincount(old_owner[alive], minlength=mine.size)
+    # alive old buckets oldest first (a prefix of each newest-first run), then the new rows
+    flip = np.flatnonzero(alive)
+    run_of_old = old_owner[flip]
+    first_of_run = np.concatenate([[0], np.cumsum(old_counts)[:-1]])
+    rank = np.arange(flip.size) - first_of_run[run_of_old]
+    flip = old.offsets[:-1][run_of_old] + (old_counts[run_of_old] - 1 - rank)
+    rows = np.flatnonzero(np.repeat(plain, lengths))
+    run_of_new = np.repeat(np.arange(mine.size), lengths[plain])
+    owner = np.concatenate([run_of_old, run_of_new])
+    order = np.argsort(radix_key(owner, mine.size), kind="stable")
+    t_all = np.concatenate([old.hi[flip], ts[rows]])[order]
+    new_v = np.ones(rows.size, dtype=np.int64) if v is None else v[rows]
+    v_all = np.concatenate([np.left_shift(np.int64(1), old.exps[flip].astype(np.int64)), new_v])[order]
+    run_starts = np.concatenate([[0], np.cumsum(old_counts + lengths[plain])[:-1]]).astype(np.int64)
+    built = HistogramColumn.build(t_all, run_starts, v_all, window=col.window, eps=col.eps)
+    # the oldest bucket's lower time: the oldest alive old bucket's
+    oldest = np.full(mine.size, -1, dtype=np.int64)
+    has_old = old_counts > 0
+    oldest[has_old] = old.offsets[:-1][has_old] + old_counts[has_old] - 1
+    fix = has_old & (np.diff(built.offsets) > 0)
+    last = built.offsets[1:][fix] - 1
+    built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest[fix]])
+    return replace(col, mine, built)
+
+
+def write_counters(writer, col: HistogramColumn):
+    """Append the counters holding units (settled at one newest time):
+    ``varint n``, ``n`` varint index gaps (the first index, then index -
+    previous - 1), ``n`` varint byte lengths, the ``n`` histograms."""
+    ids = np.flatnonzero(np.diff(col.offsets) > 0)
+    blobs = col.take(ids).to_bytes()
+    gaps = np.diff(np.concatenate([[-1], ids])) - 1
+    writer.varints([ids.size]).varints(gaps.astype(np.uint64))
+    writer.varints(np.array([len(b) for b in blobs], dtype=np.uint64))
+    return writer.raw(b"".join(blobs))
+
+
+def read_counters(reader, name: str, size: int, window: int, eps: float, newest: int) -> HistogramColumn:
+    """The column of ``size`` counters :func:`write_counters` wrote, every
+    stored histogram checked to hold units and end at ``newest``; the
+    reader must end with them.
+
+    Raises
+    ------
+    CorruptSketchError
+        Counts beyond the bytes left or ``size``, lengths that do not add
+        up, a histogram its own decoder refuses or of other parameters.
+    """
+    n = reader.varint("counter count")
+    most = min(size, reader.remaining // (2 + MIN_HISTOGRAM_BYTES))
+    if n > most:
+        raise CorruptSketchError(f"{name}: expected at most {most} counters in the bytes left, found {n}")
+    if n == 0:  # zeros only, or every unit expired
+        reader.expect_end()
+        return empty(window, eps, size)
+    gaps = reader.varints(n, "counter gaps")
+    if int(gaps.max()) >= size:
+        raise CorruptSketchError(f"{name}: expected counter gaps below {size}, found {int(gaps.max())}")
+    ids = np.cumsum(gaps.astype(np.int64) + 1) - 1
+    if int(ids[-1]) >= size:
+        raise CorruptSketchError(f"{name}: expected counter indexes below {size}, found {int(ids[-1])}")
+    lengths = reader.varints(n, "histogram lengths")
+    if int(lengths.min()) < MIN_HISTOGRAM_BYTES or int(lengths.max()) > reader.remaining \
+            or int(lengths.sum()) != reader.remaining:
+        raise CorruptSketchError(f"{name}: expected histogram lengths of at least {MIN_HISTOGRAM_BYTES} "
+                                 f"bytes summing to the {reader.remaining} bytes left, found "
+                                 f"{int(lengths.min())} to {int(lengths.max())} summing to {int(lengths.sum())}")
+    ends = np.cumsum(lengths.astype(np.int64)).tolist()
+    body = reader.raw(reader.remaining, "histograms")
+    blobs = [body[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    try:
+        hist = HistogramColumn.from_bytes(blobs, window, eps)
+    except IncompatibleSketchError as exc:
+        raise CorruptSketchError(f"{name}: expected histograms of window {window} and eps {eps}: {exc}") from None
+    except CorruptSketchError as exc:
+        raise CorruptSketchError(f"{name}: a counter's histogram: {exc}") from None
+    if not np.array_equal(hist.newest, np.full(n, newest)) or not hist.has_newest.all() \
+            or not (np.diff(hist.offsets) > 0).all():
+        raise CorruptSketchError(f"{name}: expected every counter's histogram to hold units and end at "
+                                 f"the sketch's newest timestamp {newest}")
+    return replace(empty(window, eps, size), ids, hist)

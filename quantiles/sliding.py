@@ -1,0 +1,557 @@
+"""Quantiles and ranks over a sliding window: an exponential histogram per
+value bin.  See :class:`SlidingQuantiles`."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ehist import ExponentialHistogram
+from ehist._validation import (
+    INT64_MAX,
+    INT64_MIN,
+    check_window,
+    checked_total,
+    coerce_timestamps,
+    resolve_query,
+    sort_batch,
+)
+from ehist.columnar import HistogramColumn
+from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
+from ehist.errors import CorruptSketchError, require_same
+from ehist.serialization import Writer, open_synopsis
+
+from .mapping import LogMapping, check_accuracy
+
+__all__ = ["SlidingQuantiles", "quantiles_from_bounds", "cdf_from_bounds", "quantile_bounds_from_bounds"]
+
+#: ``struct`` format of the parameters after the preamble: window, eps, accuracy.
+PARAMETERS = "qdd"
+_FORMAT_VERSION = 1
+_FLAG_HAS_NEWEST = 1
+#: The most value bins a sketch may hold (every finite float64 at accuracy
+#: 1e-6 needs about 7.4e8; a window of them would not fit in memory anyway).
+MAX_BINS = 1 << 22
+
+
+def _check_eps(eps) -> float:
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real) or not 1e-6 <= float(eps) < 1.0:
+        raise ValueError(f"eps must be a number in [1e-06, 1), got {eps!r}")
+    return float(eps)
+
+
+def _coerce_values(values, n: int) -> np.ndarray:
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"values must be numbers, got {type(values).__name__}")
+    try:
+        x = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"values must be numbers: {exc}") from None
+    if x.dtype == object or x.dtype.kind not in "biuf":
+        raise ValueError(f"values must be numbers, got dtype {x.dtype}")
+    x = x.reshape(-1).astype(np.float64)
+    if x.shape[0] != n:
+        raise ValueError(f"timestamps and values have different lengths ({n} and {x.shape[0]})")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        raise ValueError(f"values must be finite, found {x[bad][0]!r} at position {int(np.flatnonzero(bad)[0])}")
+    return x
+
+
+def _check_qs(qs) -> np.ndarray:
+    q = np.asarray(qs, dtype=np.float64).reshape(-1)
+    if q.size and not ((q >= 0) & (q <= 1)).all():
+        raise ValueError(f"quantile ranks must be in [0, 1], got {q[~((q >= 0) & (q <= 1))][0]!r}")
+    return q
+
+
+class SlidingQuantiles:
+    r"""Quantiles and ranks of the values of the last ``w <= N`` time units.
+
+    Values fall in bins of relative width ``accuracy`` (an order-preserving
+    int64 key per finite float, :mod:`quantiles.mapping`); each bin keeps an
+    :class:`~ehist.ExponentialHistogram` of its rows' timestamps, and all of
+    them are held in one column updated in one vectorized rebuild (the
+    counter machinery of the ECM-sketch, :mod:`ehist.counters`).  This is
+    DGIM's recipe for sliding statistics, a sliding counter per cell of a
+    synopsis (Sections 5-6), applied to a value histogram: bins merge by
+    adding counts, so a sketch's only errors are the bins' width and their
+    histograms' relative error, both deterministic.
+
+    Parameters
+    ----------
+    window : int
+        ``N``, the longest window, in timestamp units.
+    eps : float, default 0.02
+        Rank error: a quantile's rank is within a factor ``1 + eps`` of the
+        asked one (so within ``eps`` times the window's count).  Each bin's
+        histogram has relative error ``eh_eps = eps / (2 + eps)``.
+    accuracy : float, default 0.01
+        Relative value resolution ``a`` in ``[1e-6, 0.5]``: a reported value
+        is within ``a |x|`` of a value ``x`` of the window.
+
+    Guarantees
+    ----------
+    Over the window ``(now - w, now]`` with ``T`` values, for any ``now``
+    at or after the newest element and any ``w <= N``, deterministically:
+
+    * :meth:`cdf` of ``v`` brackets ``r(v)``, the number of values ``<=
+      v``, and its estimate is within ``eh_eps B(v) + c(v) / 2`` of it,
+      where ``c(v)`` counts the values of ``v``'s bin (within a factor
+      ``gamma = (1 + a) / (1 - a)`` of ``v``) and ``B(v) = r(v) + c(v)``;
+    * :meth:`quantile` of ``q`` is within ``a |y|`` of a value ``y`` of the
+      window whose rank (position in sorted order, from 1) lies in ``[q T
+      / (1 + eps), q T (1 + eps) + 1]``;
+    * :meth:`quantile_bounds` of ``q`` bracket the exact ``q``-quantile
+      (the value at position ``max(1, ceil(q T))``);
+    * :meth:`bounds` bracket ``T``; :meth:`estimate` is within ``eh_eps T``.
+
+    :meth:`merge` keeps all of these (bins add; each bin's histograms merge
+    with the same guarantee, :meth:`ExponentialHistogram.merge`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(1)
+    >>> ts = np.arange(10_000)
+    >>> delay = np.where(ts < 5_000, 20.0, 80.0) + rng.exponential(5.0, ts.size)
+    >>> s = SlidingQuantiles(window=1_000).update(ts, delay)
+    >>> exact = np.quantile(delay[-1_000:], 0.99, method="inverted_cdf")
+    >>> bool(abs(s.quantile(0.99) - exact) / exact < 0.05)     # the last 1000 only
+    True
+    >>> lo, hi = s.quantile_bounds(0.99)
+    >>> bool(lo <= exact <= hi)
+    True
+    >>> round(s.rank(80.0), 2)         # none <= 80: half of the bin above 80
+    0.12
+    >>> s.cdf([80.0])[1:]                # but the bounds bracket the count
+    (array([0]), array([235]))
+    """
+
+    def __init__(self, window: int, eps: float = 0.02, accuracy: float = 0.01):
+        self._window = check_window(window)
+        self._eps = _check_eps(eps)
+        self._accuracy = check_accuracy(accuracy)
+        self._eh_eps = self._eps / (2.0 + self._eps)
+        self._mapping = LogMapping(self._accuracy)
+        self._newest: int | None = None
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._col = empty(self._window, self._eh_eps, 0)
+
+    # ----------------------------------------------------------- properties
+    @property
+    def window(self) -> int:
+        return self._window
+
+    @property
+    def eps(self) -> float:
+        return self._eps
+
+    @property
+    def accuracy(self) -> float:
+        return self._accuracy
+
+    @property
+    def eh_eps(self) -> float:
+        """Relative error of each bin's histogram: ``eps / (2 + eps)``."""
+        return self._eh_eps
+
+    @property
+    def newest(self) -> int | None:
+        """Newest timestamp seen (None when empty)."""
+        return self._newest
+
+    @property
+    def mapping(self) -> LogMapping:
+        return self._mapping
+
+    @property
+    def keys(self) -> np.ndarray:
+        """The bin keys holding units in the window, ascending (a view: do
+        not change it)."""
+        return self._keys
+
+    def __len__(self) -> int:
+        """Buckets kept, over all bins."""
+        return int(self._col.exps.size)
+
+    def _params(self) -> tuple:
+        return self._window, self._eps, self._accuracy
+
+    def __repr__(self) -> str:
+        head = f"SlidingQuantiles(window={self._window}, eps={self._eps:g}, accuracy={self._accuracy:g}"
+        if self._newest is None:
+            return head + ", empty)"
+        return f"{head}, bins={self._keys.size}, buckets={len(self)}, newest={self._newest})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, SlidingQuantiles):
+            return NotImplemented
+        a, b = self._col, other._col
+        return (self._params() == other._params() and self._newest == other._newest
+                and np.array_equal(self._keys, other._keys)
+                and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("offsets", "exps", "hi", "lo", "merged")))
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (SlidingQuantiles.from_bytes, (self.to_bytes(),))
+
+    def copy(self) -> "SlidingQuantiles":
+        out = SlidingQuantiles(*self._params())
+        out._newest, out._keys = self._newest, self._keys.copy()
+        out._col = self._col.take(np.arange(self._keys.size))
+        return out
+
+    # --------------------------------------------------------------- update
+    def update(self, timestamps, values) -> "SlidingQuantiles":
+        """Insert a batch of ``(timestamp, value)`` rows, vectorized.
+
+        Parameters
+        ----------
+        timestamps : array-like of int
+            Need not be sorted; none older than :attr:`newest`.
+        values : array-like of int or float
+            Finite numbers (integers are taken as float64).
+
+        Raises
+        ------
+        ValueError
+            Mismatched lengths, non-finite values, a window count beyond
+            int64; the sketch is unchanged.
+        LateDataError
+            A timestamp older than :attr:`newest`.
+        """
+        ts = coerce_timestamps(timestamps)
+        x = _coerce_values(values, ts.shape[0])
+        if ts.size == 0:
+            return self
+        ts, order = sort_batch(ts, np.arange(ts.size), self._newest)
+        x = x[order]
+        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
+        cutoff = newest - self._window
+        if int(ts[0]) <= cutoff:
+            first = int(np.searchsorted(ts, cutoff, side="right"))
+            ts, x = ts[first:], x[first:]
+        checked_total(None, ts.size, settled_total(self._col, self._keys.size))
+        batch = self._mapping.keys(x)
+        keys = np.union1d(self._keys, batch) if batch.size else self._keys
+        if keys.size > MAX_BINS:
+            raise ValueError(f"the window would hold {keys.size} value bins; at most {MAX_BINS} are allowed "
+                             f"(raise accuracy)")
+        # ---- validated: from here on the state changes ----
+        col = self._col
+        if keys.size > self._keys.size:
+            col = replace(empty(self._window, self._eh_eps, keys.size), np.searchsorted(keys, self._keys), col)
+        if ts.size:
+            ids = np.searchsorted(keys, batch)
+            order = np.argsort(radix_key(ids, keys.size), kind="stable")  # time order kept per bin
+            col = apply_rows(col, ids[order], ts[order], None, newest)
+        self._newest = newest
+        self._set(keys, settle(col, self._window, newest))
+        return self
+
+    def add(self, timestamp: int, value) -> "SlidingQuantiles":
+        """Insert one row."""
+        return self.update([timestamp], [value])
+
+    def _set(self, keys: np.ndarray, col: HistogramColumn) -> None:
+        """Keep the bins holding units."""
+        used = np.diff(col.offsets) > 0
+        if not used.all():
+            kept = np.flatnonzero(used)
+            keys, col = keys[kept], col.take(kept)
+        self._keys, self._col = keys, col
+
+    # ---------------------------------------------------------------- query
+    def bin_bounds(self, now: int | None = None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every bin's ``(lower, upper)`` count over the window as of
+        ``now`` (int64 arrays aligned with :attr:`keys`)."""
+        now, window = resolve_query(now, window, self._newest, self._window)
+        zeros = np.zeros(self._keys.size, dtype=np.int64)
+        if now is None or now - window >= INT64_MAX:
+            return zeros, zeros.copy()
+        if now > INT64_MAX:  # the same cutoff from the largest int64 time
+            window -= now - INT64_MAX
+            now = INT64_MAX
+        if now - window < INT64_MIN:
+            window = now - INT64_MIN
+        return self._col.bounds(now=np.int64(now), window=window)
+
+    def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
+        """``(lower, upper)`` on the window's count of values."""
+        lower, upper = self.bin_bounds(now, window)
+        return int(lower.sum()), int(upper.sum())
+
+    def estimate(self, now: int | None = None, window: int | None = None) -> float:
+        """The window's count of values, within ``eh_eps`` of it (the
+        midpoint of :meth:`bounds`)."""
+        lower, upper = self.bounds(now, window)
+        return lower * 0.5 + upper * 0.5
+
+    def cdf(self, values, now: int | None = None, window: int | None = None):
+        """``(estimate, lower, upper)`` of the number of window values at or
+        below each of ``values`` (see the guarantees); float64, int64 and
+        int64 arrays."""
+        return cdf_from_bounds(self._mapping, self._keys, *self.bin_bounds(now, window),
+                               _coerce_values(values, np.size(values)))
+
+    def rank(self, value, now: int | None = None, window: int | None = None) -> float:
+        """Estimated fraction of the window's values at or below ``value``
+        (NaN for an empty window), Spark's normalized rank."""
+        est, _, _ = self.cdf([value], now, window)
+        total = self.estimate(now, window)
+        return float(est[0] / total) if total > 0 else math.nan
+
+    def quantiles(self, qs, now: int | None = None, window: int | None = None) -> np.ndarray:
+        """Estimated ``q``-quantiles of the window's values, one per ``q``
+        in ``[0, 1]`` (NaN for an empty window)."""
+        return quantiles_from_bounds(self._mapping, self._keys, *self.bin_bounds(now, window), _check_qs(qs))
+
+    def quantile(self, q: float, now: int | None = None, window: int | None = None) -> float:
+        """Estimated ``q``-quantile of the window's values (see the
+        guarantees)."""
+        return float(self.quantiles([q], now, window)[0])
+
+    def quantile_bounds(self, q: float, now: int | None = None, window: int | None = None) -> tuple[float, float]:
+        """``(low, high)`` bracketing the exact ``q``-quantile, the value at
+        position ``max(1, ceil(q T))`` of the window sorted (NaN, NaN for an
+        empty window)."""
+        low, high = quantile_bounds_from_bounds(self._mapping, self._keys, *self.bin_bounds(now, window),
+                                                _check_qs([q]))
+        return float(low[0]), float(high[0])
+
+    @classmethod
+    def union_bounds(cls, sketches, now: int | None = None, window: int | None = None):
+        """``(keys, lower, upper)``: every bin's count bounds in the union of
+        ``sketches`` (same parameters) without merging, the sums of their
+        bounds at one cutoff as of ``now`` (default: the newest of them).
+        Each part's bounds bracket its bins and its estimates are within
+        ``eh_eps`` of them, so the sums keep both: the answers of a merged
+        sketch (``quantiles_from_bounds(s.mapping, keys, lower, upper,
+        qs)``...) for the price of a query.
+
+        >>> a = SlidingQuantiles(10).update([1, 2], [5.0, 7.0])
+        >>> b = SlidingQuantiles(10).update([2, 3], [1.0, 9.0])
+        >>> keys, lower, upper = SlidingQuantiles.union_bounds([a, b])
+        >>> [round(float(v), 2) for v in quantiles_from_bounds(a.mapping, keys, lower, upper, [0.25, 1.0])]
+        [0.99, 8.94]
+        """
+        sk = list(sketches)
+        for s in sk[1:]:
+            sk[0]._check_compatible(s)
+        stamps = [s._newest for s in sk if s._newest is not None]
+        if now is None and stamps:
+            now = max(stamps)
+        keys = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + [s._keys for s in sk]))
+        lower = np.zeros(keys.size, dtype=np.int64)
+        upper = np.zeros(keys.size, dtype=np.int64)
+        for s in sk:
+            lo, up = s.bin_bounds(now, window)
+            at = np.searchsorted(keys, s._keys)
+            lower[at] += lo
+            upper[at] += up
+        return keys, lower, upper
+
+    # ---------------------------------------------------------------- merge
+    def _check_compatible(self, other) -> None:
+        if not isinstance(other, SlidingQuantiles):
+            raise TypeError(f"can only merge with a SlidingQuantiles, got {type(other).__name__}")
+        require_same("SlidingQuantiles", zip(("window", "eps", "accuracy"), self._params(), other._params()))
+
+    def merge(self, other: "SlidingQuantiles") -> "SlidingQuantiles":
+        """The sketch of the union of two streams (interleaved in time, or
+        partitions of one stream); neither argument changes.  Bins add;
+        a bin both hold merges its histograms with
+        :meth:`ExponentialHistogram.merge_all`, so the guarantees hold for
+        the union.
+
+        Raises
+        ------
+        IncompatibleSketchError (a ValueError)
+            Different parameters; the message names both values.
+        TypeError
+            ``other`` is not a SlidingQuantiles.
+        """
+        return SlidingQuantiles.merge_all([self, other])
+
+    @classmethod
+    def merge_all(cls, sketches) -> "SlidingQuantiles":
+        """Merge any number of sketches at once (same guarantee as
+        :meth:`merge`); none of the inputs changes."""
+        sk = list(sketches)
+        if not sk:
+            raise ValueError("merge_all needs at least one sketch")
+        if not isinstance(sk[0], SlidingQuantiles):
+            raise TypeError(f"can only merge SlidingQuantiles objects, got {type(sk[0]).__name__}")
+        for s in sk[1:]:
+            sk[0]._check_compatible(s)
+        live = [s for s in sk if s._newest is not None]
+        if len(live) <= 1:
+            return (live[0] if live else sk[0]).copy()
+        out = SlidingQuantiles(*sk[0]._params())
+        newest = max(s._newest for s in live)
+        keys = np.unique(np.concatenate([s._keys for s in live]))
+        cols = []
+        for s in live:
+            c = settle(s._col, out._window, newest)
+            cols.append(replace(empty(out._window, out._eh_eps, keys.size), np.searchsorted(keys, s._keys), c))
+        if sum(settled_total(c, keys.size) for c in cols) > INT64_MAX:
+            raise ValueError("merged window count would overflow int64")
+        used = np.stack([np.diff(c.offsets) > 0 for c in cols])
+        shared = np.flatnonzero(used.sum(axis=0) > 1)
+        alone = np.flatnonzero(used.sum(axis=0) == 1)
+        owner = used[:, alone].argmax(axis=0)
+        col = empty(out._window, out._eh_eps, keys.size)
+        for j, c in enumerate(cols):
+            mine = alone[owner == j]
+            if mine.size:
+                col = replace(col, mine, c.take(mine))
+        if shared.size:
+            merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
+                      for i in shared.tolist()]
+            col = replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
+        out._newest = newest
+        out._set(keys, settle(col, out._window, newest))
+        return out
+
+    # -------------------------------------------------------- serialization
+    def to_bytes(self) -> bytes:
+        """Versioned, checked bytes.
+
+        Layout (after the common preamble of :mod:`ehist.serialization`,
+        family id 8, format version 1)::
+
+            offset  size    field
+            ------  ------  ---------------------------------------------
+                 0       2  magic b"EH"
+                 2       1  family id = 8 (SlidingQuantiles)
+                 3       1  format version = 1
+                 4       2  flags: bit 0 has_newest
+                 6       8  window (int64)
+                14       8  eps (float64)
+                22       8  accuracy (float64)
+                30       8  newest (int64)                [if has_newest]
+                 .   varint m: value bins holding units
+                 .   m x varint  bin keys: the first zigzag-encoded, then
+                            key - previous key - 1
+                 .   the bins' histograms, counters 0 .. m - 1
+                            (ehist.counters.write_counters: varint m,
+                            m gaps of 0, m byte lengths, m histograms of
+                            window and eh_eps = eps / (2 + eps), each
+                            ending at newest)
+               end-4     4  CRC-32 of everything before
+        """
+        flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
+        w = Writer("SlidingQuantiles", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
+        if self._newest is None:
+            return w.varints([0]).finish()
+        k = self._keys
+        w.struct("q", self._newest).varints([k.size])
+        if k.size:
+            first = int(k[0])
+            gaps = np.empty(k.size, dtype=np.uint64)
+            gaps[0] = (first << 1) ^ (first >> 63)  # zigzag
+            gaps[1:] = np.diff(k) - 1
+            w.varints(gaps)
+        return write_counters(w, self._col).finish()
+
+    @classmethod
+    def from_bytes(cls, data) -> "SlidingQuantiles":
+        """Decode :meth:`to_bytes` output.
+
+        Raises
+        ------
+        CorruptSketchError (a ValueError)
+            Truncated, altered or foreign bytes, or a state no update or
+            merge produces; the message says what was expected and found.
+        """
+        name = "SlidingQuantiles"
+        r, flags, s = open_synopsis(data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS,
+                                    "window, eps and accuracy", cls)
+        newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
+        m = r.varint("bin count")
+        if newest is None:
+            if m:
+                raise CorruptSketchError(f"{name}: expected no bins without a newest timestamp, found {m}")
+            r.expect_end()
+            return s
+        if newest == INT64_MIN:
+            raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
+        most = min(MAX_BINS, r.remaining // 2)
+        if m > most:
+            raise CorruptSketchError(f"{name}: expected at most {most} bins in the bytes left, found {m}")
+        keys = np.zeros(0, dtype=np.int64)
+        if m:
+            gaps = r.varints(m, "bin keys")
+            z = int(gaps[0])
+            first = (z >> 1) ^ -(z & 1)
+            steps = gaps[1:].astype(np.float64)  # a gap beyond int64 must not wrap
+            if first < INT64_MIN or first + float(steps.sum()) + (m - 1) > INT64_MAX:
+                raise CorruptSketchError(f"{name}: expected bin keys within int64")
+            keys = first + np.concatenate([[0], np.cumsum(gaps[1:].astype(np.int64) + 1)])
+            bad = ~s._mapping.valid(keys)
+            if bad.any():
+                raise CorruptSketchError(f"{name}: expected bin keys of finite values at accuracy "
+                                         f"{s._accuracy}, found {int(keys[bad][0])}")
+        s._newest = int(newest)
+        col = read_counters(r, name, m, s._window, s._eh_eps, s._newest)
+        if not (np.diff(col.offsets) > 0).all():
+            raise CorruptSketchError(f"{name}: expected a histogram for each of the {m} bins")
+        if settled_total(col, m) > INT64_MAX:
+            raise CorruptSketchError(f"{name}: expected a window count within int64")
+        s._keys, s._col = keys, col
+        return s
+
+
+# -------------------------------------------------- answers from bin bounds
+def _nonzero(keys, lower, upper):
+    used = upper > 0
+    return keys[used], lower[used], upper[used]
+
+
+def cdf_from_bounds(mapping: LogMapping, keys, lower, upper, values):
+    """``(estimate, lower, upper)`` of the count at or below each value from
+    every bin's count bounds (a sketch's, or a union's): ``lower`` sums the
+    bins below the value's bin (values below it), ``upper`` those up to
+    its bin, the estimate the bins below and half of its bin."""
+    k = mapping.keys(np.asarray(values, dtype=np.float64))
+    below = np.searchsorted(keys, k, side="left")
+    upto = np.searchsorted(keys, k, side="right")
+    est = np.concatenate([[0.0], np.cumsum(lower * 0.5 + upper * 0.5)])
+    lo = np.concatenate([[0], np.cumsum(lower)])[below]
+    up = np.concatenate([[0], np.cumsum(upper)])[upto]
+    return est[below] * 0.5 + est[upto] * 0.5, lo, up
+
+
+def quantiles_from_bounds(mapping: LogMapping, keys, lower, upper, qs) -> np.ndarray:
+    """Estimated quantiles from every bin's count bounds: the representative
+    of the first bin whose estimated cumulative count reaches ``q`` times
+    the estimated total."""
+    keys, lower, upper = _nonzero(keys, lower, upper)
+    qs = np.asarray(qs, dtype=np.float64)
+    if keys.size == 0:
+        return np.full(qs.shape, np.nan)
+    cum = np.cumsum(lower * 0.5 + upper * 0.5)
+    at = np.minimum(np.searchsorted(cum, qs * cum[-1], side="left"), keys.size - 1)
+    return mapping.values(keys[at])
+
+
+def quantile_bounds_from_bounds(mapping: LogMapping, keys, lower, upper, qs):
+    """``(low, high)`` arrays bracketing each exact ``q``-quantile: the
+    exact one's bin is at or after the first whose upper cumulative count
+    reaches ``max(1, ceil(q L))`` and at or before the first whose lower
+    cumulative count reaches ``max(1, ceil(q U))``, ``[L, U]`` bounding the
+    window's count."""
+    keys, lower, upper = _nonzero(keys, lower, upper)
+    qs = np.asarray(qs, dtype=np.float64)
+    if keys.size == 0:
+        return np.full(qs.shape, np.nan), np.full(qs.shape, np.nan)
+    cum_lo, cum_up = np.cumsum(lower), np.cumsum(upper)
+    first = np.maximum(1, np.ceil(qs * cum_lo[-1]))
+    last = np.maximum(1, np.ceil(qs * cum_up[-1]))
+    a = np.minimum(np.searchsorted(cum_up, first, side="left"), keys.size - 1)
+    b = np.minimum(np.searchsorted(cum_lo, last, side="left"), keys.size - 1)
+    return mapping.edges(keys[a])[0], mapping.edges(keys[b])[1]
