@@ -108,11 +108,15 @@ def run(spark, workdir: str, full: bool = True) -> dict:
             U.sliding_distinct("ts", "dst", WINDOW).alias("d"), U.sliding_fm_distinct("ts", "dst", WINDOW).alias("f"),
             U.sliding_lp_norm("ts", "dst", WINDOW, value="bytes").alias("l2"))
         out["one_step"] = _rows(one_step, ["src"])
-    # a family's own estimators and list answers (frequencies, heavy hitters)
+    # a family's own estimators and list answers (frequencies, heavy hitters, quantiles)
     tops = df.groupBy("src").agg(U.ecm_sketch_agg("ts", "bytes", WINDOW, 0.05, 0.05).alias("cm"),
-                                 U.sliding_hh_sketch_agg("ts", "bytes", WINDOW, 0.1, 16).alias("hh"))
+                                 U.sliding_hh_sketch_agg("ts", "bytes", WINDOW, 0.1, 16).alias("hh"),
+                                 U.sliding_quantile_sketch_agg("ts", "bytes", WINDOW).alias("qs"),
+                                 U.sliding_quantile("ts", "bytes", WINDOW, 0.9).alias("p90"))
     out["frequencies"] = _rows(tops.select("src", "cm", U.ecm_sketch_frequency("cm", F.lit(7)).alias("f7"),
-                                           U.sliding_hh_sketch_heavy_hitters("hh", F.lit(0.002)).alias("top")),
+                                           U.sliding_hh_sketch_heavy_hitters("hh", F.lit(0.002)).alias("top"),
+                                           "qs", "p90", U.sliding_quantile_sketch_quantile_bounds("qs", F.lit(0.5))
+                                           .alias("b50"), U.sliding_quantile_sketch_rank("qs", F.lit(100)).alias("r")),
                                ["src"])
 
     # the DataFrame drivers

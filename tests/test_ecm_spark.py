@@ -15,7 +15,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
 
 from frequencies import SlidingCountMin, SlidingHeavyHitters  # noqa: E402
-from udaf import Frequencies, HeavyHitters, aggregate, sketch_table, sliding_over  # noqa: E402
+from udaf import Frequencies, HeavyHitters, Quantile, aggregate, sketch_table, sliding_over  # noqa: E402
 from udaf import functions as U  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -201,7 +201,11 @@ def test_mistakes_get_one_message(events):
     assert all(42 in {h["item"] for h in r["top"]} for r in out)
 
 
-def test_streaming_state_answers_heavy_hitters(spark, tmp_path):
+def test_streaming_state_answers_heavy_hitters_and_quantiles(spark, tmp_path):
+    """One stream through the state for the newest families (a stream costs
+    about 10 s)."""
+    import math
+
     from pyspark.sql import types as T
 
     from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
@@ -214,17 +218,17 @@ def test_streaming_state_answers_heavy_hitters(spark, tmp_path):
     rng = np.random.default_rng(4)
     all_rows = []
     for b in range(2):
-        batch = [{"k": "ab"[i % 2], "ts": 1000 * b + i, "src": 5 if i % 4 < 2 else int(rng.integers(0, 10**6))}
-                 for i in range(1000)]
+        batch = [{"k": "ab"[i % 2], "ts": 1000 * b + i, "src": 5 if i % 4 < 2 else int(rng.integers(0, 10**6)),
+                  "delay": None if i % 9 == 0 else float(rng.lognormal(3 + b, 0.5))} for i in range(1000)]
         all_rows += batch
         write_batch(src, batch)
     schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("ts", T.LongType()),
-                           T.StructField("src", T.LongType())])
+                           T.StructField("src", T.LongType()), T.StructField("delay", T.DoubleType())])
     got = []
     try:
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).json(src)
         out = sliding_window_state(stream, "k", "ts", top=HeavyHitters("src", 700, phi=0.2, bits=32),
-                                   f=Frequencies("src", 700))
+                                   f=Frequencies("src", 700), p99=Quantile("delay", 700, q=0.99))
         q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(df.collect())) \
             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start()
         q.awaitTermination(300)
@@ -236,3 +240,6 @@ def test_streaming_state_answers_heavy_hitters(spark, tmp_path):
         sel = [x for x in all_rows if x["k"] == r["k"] and r["as_of"] - 700 < x["ts"] <= r["as_of"]]
         assert [h["item"] for h in r["top"]] == [5] and r["top"][0]["upper"] >= sum(x["src"] == 5 for x in sel)
         assert abs(r["f"] - len(sel)) <= 0.01 * len(sel)
+        delays = np.sort([x["delay"] for x in sel if x["delay"] is not None])
+        near = delays[max(0, math.floor(0.99 * delays.size / 1.02) - 1):math.ceil(0.99 * delays.size * 1.02) + 1]
+        assert (np.abs(r["p99"] - near) <= 0.01 * near * (1 + 1e-9)).any(), (r, near)

@@ -3,7 +3,7 @@
 ``from udaf import functions as U`` then ``df.groupBy(k).agg(U.sliding_count(
 "ts", "1 hour"))``; ``aggregate``, ``sketch_table`` and ``sliding_over``
 take specs (``Count``, ``Sum``, ``Distinct``, ``DistinctFM``, ``LpNorm``,
-``Frequencies``, ``HeavyHitters``:
+``Frequencies``, ``HeavyHitters``, ``Quantile``:
 every spec class of the family modules ``udaf/*_spec.py``), as does ``udaf.streaming.sliding_window_state``; ``register(spark)`` makes
 every function callable from ``spark.sql``.  This package is the only one
 that imports pyspark, pandas or pyarrow; ``import udaf`` itself does not,
@@ -11,7 +11,7 @@ so the core packages stay usable without Spark.
 """
 
 __all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register", "errors",
-           "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "Frequencies", "HeavyHitters"]
+           "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "Frequencies", "HeavyHitters", "Quantile"]
 
 _WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "sliding_over": "per_row",
           "register": "functions", "errors": "unwrap"}

@@ -267,7 +267,7 @@ def _build(classes, args, one_step=False):
         now = None if now is None else _now_literal(now, unit)
         query = values.get("query_window")
         query = None if query is None else Window(query, "query_window").resolve(unit, ts_name)
-        return float(type(spec).answer(sketch, now, query)[0])
+        return float(spec.answer(sketch, now, query)[0])
 
     def check(given):
         if any(isinstance(v, Column) for a, v in given.items() if a not in columns):

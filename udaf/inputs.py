@@ -177,10 +177,11 @@ def integers(array, column: str, who: str, key_of=None) -> tuple[np.ndarray, np.
     return present, values
 
 
-def reals(array, column: str, who: str, key_of=None) -> tuple[np.ndarray, np.ndarray]:
+def reals(array, column: str, who: str, key_of=None, signed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(present mask, float64 values, nulls as 0) of a numeric Arrow column
-    of finite non-negative values; NaN, infinities and negative values are
-    errors naming them (NaN is never skipped).
+    of finite non-negative values (any sign with ``signed``); NaN,
+    infinities and negative values are errors naming them (NaN is never
+    skipped).
 
     >>> import pyarrow as pa
     >>> reals(pa.array([1.5, float("nan")]), "v", "LpNorm")
@@ -194,11 +195,11 @@ def reals(array, column: str, who: str, key_of=None) -> tuple[np.ndarray, np.nda
     present = _valid(array)
     filled = pc.fill_null(array, 0) if array.null_count else array
     values = filled.to_numpy(zero_copy_only=False).astype(np.float64)
-    bad = ~np.isfinite(values) | (values < 0)
+    bad = ~np.isfinite(values) if signed else ~np.isfinite(values) | (values < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise bad_value(column, float(values[row]),
-                        f"{who} needs finite non-negative numbers (NaN is never skipped: filter or fill it)",
+        kind = "finite numbers" if signed else "finite non-negative numbers"
+        raise bad_value(column, float(values[row]), f"{who} needs {kind} (NaN is never skipped: filter or fill it)",
                         None if key_of is None else key_of(row))
     return present, values
 

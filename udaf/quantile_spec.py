@@ -1,0 +1,250 @@
+"""Quantiles over sliding windows: the ``sliding_quantile`` family.
+
+``Quantile(column, window, q, eps, accuracy)`` is answered by
+:class:`quantiles.SlidingQuantiles`: the ``q``-quantile of a numeric
+column's values over the window (within ``accuracy`` of a value of the
+window whose rank is within a factor ``1 + eps`` of ``q`` times the
+window's count, deterministically).  SQL names: ``sliding_quantile_sketch_agg``,
+``sliding_quantile_union_agg``, ``sliding_quantile_sketch_quantile(sketch, q)``,
+``sliding_quantile_sketch_rank(sketch, value)`` (Spark's normalized rank),
+``sliding_quantile_sketch_quantile_bounds(sketch, q)``,
+``sliding_quantile_sketch_estimate`` (the window's count of values) and the
+one-step ``sliding_quantile(ts, value, window, q)``.
+
+What each driver answers:
+
+* :func:`udaf.aggregate`, the streaming state, the one-step function: the
+  ``q``-quantile per key (``auto`` with the rows at hand: Spark's own exact
+  ``percentile_disc``, the same definition: the value at position
+  ``max(1, ceil(q n))`` of the window sorted);
+* :func:`udaf.sliding_over`, per row: the exact ``q``-quantile of the
+  row's frame (one pass over each key's rows with a sorted list; Spark has
+  no exact per-frame quantile and recomputes ``percentile_approx`` for
+  every frame).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from quantiles import SlidingQuantiles, quantile_bounds_from_bounds, quantiles_from_bounds
+
+from .exact import in_window
+from .inputs import NUMERIC, reals
+from .spec import Answers, Data, Estimator, Spec, key_now
+
+__all__ = ["Quantile"]
+
+
+def _q(value, name: str = "q") -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def _position(q: float, n: np.ndarray) -> np.ndarray:
+    """Index (from 0) of the exact ``q``-quantile among ``n`` sorted values."""
+    return np.maximum(1, np.ceil(q * n)).astype(np.int64) - 1
+
+
+@dataclass(frozen=True)
+class Quantile(Spec):
+    """Sliding ``q``-quantile of a numeric column (nulls skipped; NaN and
+    infinities refused).
+
+    >>> Quantile("delay_ms", window="1 hour", q=0.99)
+    Quantile(column='delay_ms', window='1 hour', q=0.99, eps=0.02, accuracy=0.01)
+    """
+
+    column: str
+    window: object
+    q: float = 0.5
+    eps: float = 0.02
+    accuracy: float = 0.01
+    family = "sliding_quantile"
+    sketch_type = SlidingQuantiles
+    one_step = "sliding_quantile"
+    frame_type = "double"
+    words_per_row = 1
+    accepts = {"column": NUMERIC}
+    arg_names = {"column": "value"}
+    params = ("q", "eps", "accuracy")
+    estimators = {
+        "quantile": Estimator((("q", False),), "double",
+                              "Scalar: the q-quantile of the window's values as of now, DoubleType."),
+        "rank": Estimator((("value", True),), "double",
+                          "Scalar: the estimated fraction of the window's values at or below a value (a column "
+                          "or literal), DoubleType."),
+        "quantile_bounds": Estimator((("q", False),), "struct<lower:double,upper:double>",
+                                     "Scalar: struct<lower: double, upper: double> bracketing the exact "
+                                     "q-quantile (always)."),
+    }
+
+    def check(self):
+        _q(self.q)
+        SlidingQuantiles(1, self.eps, self.accuracy)
+
+    def make(self, window):
+        return SlidingQuantiles(window, self.eps, self.accuracy)
+
+    def read(self, columns, n, key_of=None):
+        present, values = reals(columns["column"], self.column, self.who, key_of, signed=True)
+        return Data(present, {"value": values[present]})
+
+    def update(self, sketch, t, data):
+        return sketch.update(t, data.arrays["value"])
+
+    # ---------------------------------------------------------- answering
+    def answer(self, sketch, now, window):
+        """The key's ``q``-quantile (an instance method: it reads ``q``)."""
+        return sketch.quantile(self.q, now, window), None, None
+
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """``sliding_quantile_sketch_estimate``: each sketch's count of
+        values in the window (the quantiles have their own functions)."""
+        est = np.full(len(blobs), np.nan)
+        for i, b in enumerate(blobs):
+            if b is not None:
+                est[i] = SlidingQuantiles.from_bytes(b).estimate(None if nows is None else int(nows[i]), window)
+        return Answers(est)
+
+    def key_answers(self, blobs, nows, window):
+        est = np.full(len(blobs), np.nan)
+        for i, b in enumerate(blobs):
+            if b is not None:
+                est[i] = SlidingQuantiles.from_bytes(b).quantile(self.q, None if nows is None else int(nows[i]),
+                                                                 window)
+        return Answers(est)
+
+    def union(self, blobs, starts, at=None):
+        """Each key's quantile from its partials' summed bin bounds (no
+        merge: :meth:`SlidingQuantiles.union_bounds`)."""
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        est = np.full(len(starts), np.nan)
+        for i, (a, b) in enumerate(zip(starts.tolist(), ends)):
+            parts = [SlidingQuantiles.from_bytes(x) for x in blobs[a:b] if x is not None]
+            keys, lower, upper = SlidingQuantiles.union_bounds(parts, at)
+            est[i] = quantiles_from_bounds(parts[0].mapping, keys, lower, upper, [self.q])[0]
+        return Answers(est)
+
+    def exact(self, t, run, keys, data, window, at=None):
+        """Each key's exact ``q``-quantile: the value at position ``max(1,
+        ceil(q n))`` of its window's values sorted (NaN: none)."""
+        present = data.present
+        inside = in_window(t, run, key_now(t, present, run, keys, at), window) & present
+        values = np.zeros(t.size)
+        values[present] = data.arrays["value"]
+        r, v = run[inside], values[inside]
+        order = np.lexsort((v, r))
+        r, v = r[order], v[order]
+        counts = np.bincount(r, minlength=keys)
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        out = np.full(keys, np.nan)
+        has = counts > 0
+        out[has] = v[first[has] + _position(self.q, counts[has])]
+        return out
+
+    def native(self, columns, inside, key_text):
+        """Spark's exact ``percentile_disc``: the first value whose
+        cumulative share reaches ``q``, the definition of :meth:`exact`
+        (NaN and infinities refused as everywhere)."""
+        from .native import raise_bad_value
+
+        v = columns["column"]
+        need = f"{self.who} needs finite numbers (NaN is never skipped: filter or fill it)"
+        x = f"CAST({v} AS DOUBLE)"
+        shown = f"CASE WHEN isnan({x}) THEN 'nan' WHEN {x} > 0 THEN 'inf' ELSE '-inf' END"  # as Python prints them
+        checked = (f"CASE WHEN isnan({x}) OR abs({x}) = double('inf') THEN "
+                   f"{raise_bad_value(self.column, shown, need, key_text)} ELSE {x} END")
+        return f"percentile_disc({self.q!r}) WITHIN GROUP (ORDER BY CASE WHEN {inside} THEN {checked} END)"
+
+    def frames(self, lo, hi, data, window):
+        """Each row's exact ``q``-quantile over its frame (null: no value
+        in it): a sorted list slides over the rows (frames only move
+        forward), O(log n) per row."""
+        from sortedcontainers import SortedList
+
+        pos = np.flatnonzero(data.present)
+        values = data.arrays["value"]
+        sub_lo, sub_hi = np.searchsorted(pos, lo).tolist(), np.searchsorted(pos, hi).tolist()
+        out = np.zeros(len(sub_lo))
+        empty = np.zeros(len(sub_lo), dtype=bool)
+        window_values = SortedList()
+        a = b = 0
+        q = self.q
+        vals = values.tolist()
+        for i, (start, end) in enumerate(zip(sub_lo, sub_hi)):
+            if start < a or start > b:  # a new run (or a frame behind the last): start over
+                window_values.clear()
+                a = b = start
+            while b < end:
+                window_values.add(vals[b])
+                b += 1
+            while a < start:
+                window_values.remove(vals[a])
+                a += 1
+            n = b - a
+            if n == 0:
+                empty[i] = True
+            else:
+                out[i] = window_values[max(1, math.ceil(q * n)) - 1]
+        return pd.arrays.FloatingArray(out, mask=empty)
+
+    # ---------------------------------------------------------- streaming
+    def words(self, data):
+        out = np.full((data.present.size, 1), np.float64(np.nan).view(np.int64), dtype=np.int64)
+        out[data.present, 0] = data.arrays["value"].view(np.int64)  # NaN: row not present
+        return out
+
+    def from_words(self, words):
+        values = words[:, 0].view(np.float64)
+        present = ~np.isnan(values)
+        return Data(present, {"value": values[present]})
+
+    # --------------------------------------------------- sketch functions
+    @staticmethod
+    def _now(nows, i):
+        return None if nows is None else int(nows[i])
+
+    @classmethod
+    def estimate_quantile(cls, sketches, arrays, nows, window):
+        """``sliding_quantile_sketch_quantile``: one ``q`` (a literal)."""
+        import pyarrow as pa
+
+        q = _q(arrays["q"])
+        out = [math.nan if s is None else s.quantile(q, cls._now(nows, i), window) for i, s in enumerate(sketches)]
+        return pa.array(np.array(out, dtype=np.float64), type=pa.float64())
+
+    @classmethod
+    def estimate_quantile_bounds(cls, sketches, arrays, nows, window):
+        """``sliding_quantile_sketch_quantile_bounds``: struct of the two."""
+        import pyarrow as pa
+
+        q = _q(arrays["q"])
+        out = []
+        for i, s in enumerate(sketches):
+            if s is None:
+                out.append(None)
+                continue
+            lower, upper = quantile_bounds_from_bounds(s.mapping, s.keys, *s.bin_bounds(cls._now(nows, i), window),
+                                                       [q])
+            out.append({"lower": float(lower[0]), "upper": float(upper[0])})
+        return pa.array(out, type=pa.struct([("lower", pa.float64()), ("upper", pa.float64())]))
+
+    @classmethod
+    def estimate_rank(cls, sketches, arrays, nows, window):
+        """``sliding_quantile_sketch_rank``: the share at or below each
+        row's value (null for a null value)."""
+        import pyarrow as pa
+
+        present, values = reals(arrays["value"], "value", "sliding_quantile_sketch_rank", signed=True)
+        out = np.full(len(sketches), np.nan)
+        for i, s in enumerate(sketches):
+            if s is not None and present[i]:
+                out[i] = s.rank(values[i], cls._now(nows, i), window)
+        return pa.array(out, type=pa.float64(), mask=~present | np.array([s is None for s in sketches], dtype=bool))
