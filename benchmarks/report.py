@@ -219,7 +219,7 @@ def render(quick: bool | None = None) -> Path:
         md += _streaming_reading(stream)
 
     # ----------------------------------------------------------- two-phase
-    two = {k: v2 for k, v2 in r.items() if "question" in v2}
+    two = {k: v2 for k, v2 in r.items() if "question" in v2 and "keys" in v2}  # bench_udaf.py's
     if two:
         first = next(iter(two.values()))
         md += ["## aggregate against the query a data engineer writes", "",
@@ -244,6 +244,7 @@ def render(quick: bool | None = None) -> Path:
                    "in tests/test_reduction.py).", ""]
     md += _stored(r)
     md += _frequencies(r, data.get("loads", {}).get("bench_frequencies"))
+    md += _quantiles(r, data.get("loads", {}).get("bench_quantiles"), plt)
     many = [(step, kind) for step in ("build", "decode+union", "estimate") for kind in ("count", "sum", "distinct")
             if f"{step} {kind}s, columnar" in r and f"{step} {kind}s, one at a time" in r]
     if many:
@@ -298,6 +299,95 @@ def _frequencies(r: dict, load) -> list[str]:
                + " (rows: the key's raw rows; rollup: (k, 1000-unit slot, src, count); sketches: the "
                  "HeavyHitters sketch table)."]
     return md + [""]
+
+
+def _quantiles(r: dict, load, plt) -> list[str]:
+    """Sliding quantiles against Spark's exact and approximate quantiles
+    (each question's first path the baseline), the core's throughput, and
+    error against memory with the guarantee drawn."""
+    questions = ("p99 per key, as of now", "stored, any window", "per-row p95 over the frame")
+    rows = [v for v in r.values() if isinstance(v, dict) and v.get("question") in questions]
+    kinds = ("build", "exact", "percentile_approx", "Spark", "aggregate", "rescan", "stored", "KLL")
+
+    def order(v):  # by question, then window, then path kind
+        window = v["path"].partition("window ")[2]
+        return (questions.index(v["question"]), float(window.split("%")[0]) if window else -1.0,
+                next((i for i, k in enumerate(kinds) if v["path"].startswith(k)), len(kinds)))
+
+    rows.sort(key=order)
+    core = {k: v for k, v in r.items() if k.startswith("core error | ")}
+    if not rows and not core:
+        return []
+    md = ["## Sliding quantiles against Spark", ""]
+    if rows:
+        first = next(v for v in rows if "build" not in v["path"])
+        md += [f"`bench_quantiles.py`: {first['rows']:,} rows, 100 keys (about 5,000 rows per key and window), "
+               "delays lognormal around a per-key base with a heavy tail on a tenth of the keys, window a quarter "
+               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {first['repeats']}"
+               + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
+               + ". The baseline of each question is its first row (stored: the rescan of the same window, from "
+                 "cached rows); error: the largest relative error of a key's p99 against the exact one, "
+                 "measured in the run.", "",
+               "| question | path | seconds | x baseline | p99 error |", "| --- | --- | --- | --- | --- |"]
+        errors = {"percentile_approx (filter, groupBy k)": "percentile_approx",
+                  "Spark KLL sketch (filter, groupBy k)": "Spark KLL",
+                  "aggregate two_phase (sliding sketches)": "SlidingQuantiles eps 0.02, accuracy 0.01"}
+        base = {}
+        for v in rows:
+            window = v["path"].partition("window")[2]
+            group = v["question"] + window
+            name = errors.get(v["path"])
+            if window:
+                kind = "stored sketches" if v["path"].startswith("stored") else \
+                    "KLL rollup" if v["path"].startswith("KLL") else None
+                name = kind and f"{kind}, window{window.replace(' of N', '')}"
+            err = r.get(f"quantile error | {name}", {}).get("max_relative_error")
+            shown = "" if err is None else f"{err:.1%}"
+            if "exact" in v["path"] or "rescan" in v["path"] or "native" in v["path"]:
+                shown = "0 (exact)"
+            if "build" in v["path"]:
+                md.append(f"| {v['question']} | {v['path']} | {v['seconds']:.2f} | | |")
+                continue
+            base.setdefault(group, v["seconds"])
+            md.append(f"| {v['question']} | {v['path']} | {v['seconds']:.2f} | {v['seconds'] / base[group]:.2f} "
+                      f"| {shown} |")
+        size = r.get("stored quantiles: bytes per key")
+        if size:
+            md += ["", "Bytes per key in Parquet: " + ", ".join(f"{n} {v / 1024:,.0f} KiB" for n, v in size.items())
+                   + " (rows: the key's raw rows; kll rollup: (k, 1000-unit slot, `kll_sketch_agg_double`), which "
+                     "answers only windows on slot boundaries; sketches: the `Quantile` sketch table, any window "
+                     "ending at or after its newest row)."]
+        share = r.get("per-row p95: share of rows where percentile_approx equals the exact answer")
+        if share:
+            md += [f"Per row: `percentile_approx` gave the exact frame p95 on {share['share']:.1%} of the rows "
+                   "(frames of about 100 rows, under its default accuracy of 10,000)."]
+        md.append("")
+    updates = {k: v for k, v in r.items() if k.startswith("core update | ")}
+    if updates:
+        md += ["Core update throughput (no Spark, 1M lognormal values, window 250k, eps 0.02, accuracy 0.01): "
+               + "; ".join(f"{k.partition('| ')[2]}: {v['per_second'] / 1e6:.2f}M rows/s, sketch "
+                           f"{v['bytes'] / 1024:,.0f} KiB" for k, v in updates.items()) + ".", ""]
+    if core:
+        pts = sorted(core.values(), key=lambda v: v["eps"])
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        ax.plot([v["bytes"] for v in pts], [v["max_rank_error"] for v in pts], "o-", label="measured rank error")
+        ax.plot([v["bytes"] for v in pts], [v["eh_eps"] for v in pts], "k--", label="guarantee eps / (2 + eps)")
+        ax.axvline(pts[0]["exact_bytes"], color="gray", ls=":", label="exact state (16 B per row)")
+        ax.set_title("Sliding quantiles: rank error against memory")
+        _log_axes(ax, "sketch bytes (log)", "max |cumulative count error| / window count (log)")
+        ax.set_ylim(bottom=1e-5)
+        _save(plt, fig, "quantiles_error_memory.png")
+        md += ["Error against memory (the core; 1M lognormal values fed in batches of 10,000, window 250k, "
+               "windows N, N/2 and N/10 as of now; rank error: the largest error of the bins' cumulative counts "
+               "over the window count, whose guarantee is `eh_eps = eps / (2 + eps)`; value error: the largest "
+               "relative error of p1 ... p99.9, where the 1% value resolution dominates):", "",
+               "![quantiles error against memory](report/quantiles_error_memory.png)", "",
+               "| eps | bytes | exact bytes | rank error | guarantee | value error | buckets | bins |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        md += [f"| {v['eps']:g} | {v['bytes']:,} | {v['exact_bytes']:,} | {v['max_rank_error']:.5f} | "
+               f"{v['eh_eps']:.5f} | {v['max_value_error']:.2%} | {v['buckets']:,} | {v['bins']} |" for v in pts]
+        md.append("")
+    return md
 
 
 def _remeasured(data: dict) -> str:

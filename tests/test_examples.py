@@ -74,6 +74,25 @@ def test_loss_alarms():
     assert "0 extra, 0 missed" in out  # the same alarms as the exact computation
 
 
+def test_delay_alarms(tmp_path):
+    """No Spark by default (3 s): the p99 bounds and the alarms are asserted
+    by the example itself on every check."""
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "delay.png"
+    out = run("delay_alarms.py", "--out", str(png))
+    assert "exact alarms: 4 (4 identical)" in out and "1920 of 1920" in out
+    assert png.stat().st_size > 10_000
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # ~30 s: a JVM for the last hour through aggregate (native and sketches)
+def test_delay_alarms_through_spark(tmp_path):
+    pytest.importorskip("pyspark")
+    pytest.importorskip("matplotlib")
+    out = run("delay_alarms.py", "--out", str(tmp_path / "delay.png"), "--spark")  # asserts sketch == stream's
+    assert "native exact plan | sliding sketches" in out and "M3-D4" in out
+
+
 @pytest.mark.spark
 @pytest.mark.slow  # ~30 s (a JVM, two sketch tables): the heavy-hitter guarantees are tested in test_ecm_spark.py
 def test_top_talkers(tmp_path):
