@@ -14,7 +14,7 @@ pd = pytest.importorskip("pandas")
 
 from ehist.hashing import hash64  # noqa: E402
 from tests.conftest import examples  # noqa: E402
-from udaf import Count, Distinct, DistinctFM, Frequencies, HeavyHitters, LpNorm, Sum  # noqa: E402
+from udaf import Count, Distinct, DistinctFM, Frequencies, HeavyHitters, LpNorm, Quantile, Sum  # noqa: E402
 from udaf.streaming import _Packer, _slots, _SlidingProcessor  # noqa: E402
 
 _NO_ITEM = 0  # the word of a row without an item (hash64 never gives 0, p 2**-64)
@@ -104,7 +104,7 @@ def test_struct_keys_fall_back_to_a_pack_per_event():
 
 WORD_SPECS = [Count(10), Sum("v", 10), Distinct("i", 10), DistinctFM("i", 10), LpNorm("i", 10, value="v"),
               Frequencies("i", 10), Frequencies("i", 10, value="v"), HeavyHitters("i", 10),
-              HeavyHitters("i", 10, value="v", bits=8)]
+              HeavyHitters("i", 10, value="v", bits=8), Quantile("v", 10)]
 
 
 def test_every_family_is_in_the_word_layout_test():
