@@ -1,7 +1,8 @@
 """Every Spark entry point from a Spark Connect client.
 
-``python -m tests.connect_job OUT`` starts a local Spark Connect server
-(``SparkSession.builder.remote("local[2]")``), runs :func:`run` through it
+``python -m tests.connect_job OUT [--url=sc://host:port]`` connects to a
+Spark Connect server (by default it starts a local one,
+``SparkSession.builder.remote("local[2]")``), runs :func:`run` through it
 and writes the results to OUT as JSON; tests/test_connect.py runs the same
 :func:`run` on the classic test session and compares.  A Connect client and
 a classic session cannot share one Python process (PySpark switches every
@@ -186,21 +187,20 @@ def run(spark, workdir: str, full: bool = True) -> dict:
     return out
 
 
-def main(out: str, full: bool = True) -> None:
+def main(out: str, full: bool = True, url: str | None = None) -> None:
+    """Run through the Connect server at ``url`` (``sc://host:port``: the
+    test session's own, started in its JVM by tests/test_connect.py), or a
+    local one started for the run (``remote("local[2]")``: a second JVM)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.remote("local[2]")
-        .appName("ehist-connect-test")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
+    builder = SparkSession.builder.remote(url or "local[2]").appName("ehist-connect-test")
+    if url is None:  # static settings of the server this client starts
+        builder = builder.config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1") \
+            .config("spark.driver.bindAddress", "127.0.0.1")
+    spark = builder.config("spark.sql.shuffle.partitions", "4").config("spark.sql.session.timeZone", "UTC") \
         .getOrCreate()
-    )
     try:
         from pyspark.sql import is_remote
 
@@ -215,4 +215,5 @@ def main(out: str, full: bool = True) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], full="--full" in sys.argv[2:])
+    urls = [a[len("--url="):] for a in sys.argv[2:] if a.startswith("--url=")]
+    main(sys.argv[1], full="--full" in sys.argv[2:], url=urls[0] if urls else None)
