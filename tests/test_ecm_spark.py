@@ -243,3 +243,22 @@ def test_streaming_state_answers_heavy_hitters_and_quantiles(spark, tmp_path):
         delays = np.sort([x["delay"] for x in sel if x["delay"] is not None])
         near = delays[max(0, math.floor(0.99 * delays.size / 1.02) - 1):math.ceil(0.99 * delays.size * 1.02) + 1]
         assert (np.abs(r["p99"] - near) <= 0.01 * near * (1 + 1e-9)).any(), (r, near)
+
+
+def test_join_size_of_two_streams_from_their_sketches(events, rows):
+    """ecm_sketch_inner_product: per key, the join size of the sources of
+    two streams (even and odd rows) over the window."""
+    both = events.groupBy("k").agg(
+        U.ecm_sketch_agg("ts", F.when(F.col("ts") % 2 == 0, F.col("src")), WINDOW, 0.01, 0.05).alias("a"),
+        U.ecm_sketch_agg("ts", F.when(F.col("ts") % 2 == 1, F.col("src")), WINDOW, 0.01, 0.05).alias("b"))
+    got = both.select("k", "a", "b", U.ecm_sketch_inner_product("a", "b").alias("j")).collect()
+    for r in got:
+        a, b = SlidingCountMin.from_bytes(r["a"]), SlidingCountMin.from_bytes(r["b"])
+        assert r["j"] == a.inner_product(b)[0]
+        m = rows["k"] == r["k"]
+        now = max(a.newest, b.newest)
+        inside = m & (rows["ts"] > now - WINDOW) & (rows["ts"] <= now)
+        even = rows["src"][inside & (rows["ts"] % 2 == 0)]
+        odd = rows["src"][inside & (rows["ts"] % 2 == 1)]
+        true = sum(int((odd == x).sum()) * n for x, n in zip(*np.unique(even, return_counts=True)))
+        assert a.inner_product(b)[2] >= true and r["j"] >= 0.99**2 * true

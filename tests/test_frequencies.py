@@ -354,3 +354,29 @@ def test_round_trips_of_extreme_but_accepted_values():
         assert back == s and pickle.loads(pickle.dumps(s)) == s
         for now in (None, top, 2**63, 2**70):
             assert back.estimate(now) == s.estimate(now)
+
+
+def test_inner_product_bounds_and_failure_rate():
+    """Join size of two streams over a window: upper and the estimate's
+    floor always; the estimate's ceiling and the lower bound fail at most
+    delta of the seeds (plus three standard errors)."""
+    rng = np.random.default_rng(12)
+    trials, failures, delta = 60, 0, 0.2
+    for seed in range(trials):
+        ts_a = np.sort(rng.integers(0, 400, 600))
+        ts_b = np.sort(rng.integers(0, 400, 500))
+        xa, xb = rng.zipf(1.5, ts_a.size) % 200, rng.zipf(1.5, ts_b.size) % 200
+        eps, window = 0.1, int(rng.integers(20, 300))
+        a = SlidingCountMin(300, eps=eps, delta=delta, eh_eps=0.05, seed=seed).update(ts_a, xa)
+        b = SlidingCountMin(300, eps=eps, delta=delta, eh_eps=0.05, seed=seed).update(ts_b, xb)
+        now = max(int(ts_a[-1]), int(ts_b[-1]))
+        fa, ta = brute(ts_a, xa, np.ones(xa.size, np.int64), now, window)
+        fb, tb = brute(ts_b, xb, np.ones(xb.size, np.int64), now, window)
+        true = sum(v * fb.get(x, 0) for x, v in fa.items())
+        est, lower, upper = a.inner_product(b, window=window)
+        assert upper >= true and est >= (1 - 0.05) ** 2 * true - 1e-9 and est <= upper + 1e-9
+        failures += est > (1 + 0.05) ** 2 * (true + eps * ta * tb) + 1e-9 or lower > true
+    assert failures <= trials * delta + 3 * np.sqrt(trials * delta * (1 - delta)), failures
+    with pytest.raises(IncompatibleSketchError, match="seed"):
+        a.inner_product(SlidingCountMin(300, eps=eps, delta=delta, eh_eps=0.05, seed=999))
+    assert SlidingCountMin(10).inner_product(SlidingCountMin(10)) == (0.0, 0.0, 0.0)

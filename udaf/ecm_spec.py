@@ -129,7 +129,11 @@ class Frequencies(_Weighted):
     params = ("eps", "delta", "eh_eps", "seed")
     estimators = {"frequency": Estimator((("item", True),), "double",
                                          "Scalar: the estimated frequency of an item (a column or literal) over "
-                                         "the window as of now, DoubleType.")}
+                                         "the window as of now, DoubleType."),
+                  "inner_product": Estimator((("other", True),), "double",
+                                             "Scalar: the estimated join size sum_x f(x) g(x) of the sketch's stream "
+                                             "and another ecm sketch's (same parameters) over the window as of now "
+                                             "(default: the newer one's newest), DoubleType.")}
 
     def check(self):
         SlidingCountMin(1, self.eps, self.delta, self.eh_eps, self.seed)
@@ -238,6 +242,28 @@ class Frequencies(_Weighted):
             out[i] = est[0]
         return pa.array(out, type=pa.float64(), from_pandas=True)
 
+
+    @classmethod
+    def estimate_inner_product(cls, sketches, arrays, nows, window):
+        """``ecm_sketch_inner_product``: each row's sketch joined with the
+        row's ``other`` sketch (null when either is null)."""
+        import pyarrow as pa
+
+        from .inputs import bad_value, check_arrow_type
+
+        other = arrays["other"]
+        check_arrow_type("other", other, ("binary",), "ecm_sketch_inner_product needs a binary sketch column, that is")
+        out = np.full(len(sketches), np.nan)
+        for i, (s, b) in enumerate(zip(sketches, other.to_pylist())):
+            if s is None or b is None:
+                continue
+            try:
+                o = SlidingCountMin.from_bytes(b)
+            except ValueError:
+                raise bad_value("other", "<bytes of no ecm sketch>", "ecm_sketch_inner_product needs "
+                                "SlidingCountMin sketches") from None
+            out[i] = s.inner_product(o, None if nows is None else int(nows[i]), window)[0]
+        return pa.array(out, type=pa.float64(), from_pandas=True)
 
 _HITTERS = "array<struct<item:bigint,estimate:double,lower:bigint,upper:bigint>>"
 
