@@ -11,22 +11,34 @@ stream, phi = 1%.  Questions and paths, measured side by side:
 
 * "heavy hitters per key, as of now": the exact query (``where(ts > now -
   w).groupBy(k, src).count()`` joined with each key's total, filtered at
-  ``phi``; the baseline) against ``aggregate(strategy="two_phase",
-  HeavyHitters(...))`` and ``strategy="auto"``;
+  ``phi``; the baseline) against Spark's ``approx_top_k(src, 1 / phi)``
+  over the same rows (filtered at ``phi`` of the key's count), and
+  ``aggregate(strategy="two_phase", HeavyHitters(...))`` and
+  ``strategy="auto"``;
 * "stored, any window": one sketch table per key built once, then the
   heavy hitters of windows of 1%, 10% and 100% of N from the stored
   sketches, against rescanning the raw rows (cached) with the exact query
-  for each window; storage bytes per key of the sketch table, of the raw
-  rows (Parquet) and of a per-1000-units rollup (k, slot, src, count);
+  for each window and against Spark's own stored answer, a per-slot
+  ``approx_top_k_accumulate`` rollup combined over the window's slots
+  (``approx_top_k_combine`` / ``_estimate``); storage bytes per key of the
+  sketch table, of the raw rows (Parquet), of a per-1000-units rollup (k,
+  slot, src, count) and of the approx_top_k rollup;
 * "per-row own-item frequency": ``sliding_over(Frequencies)`` (auto: the
   native plan, two growing frames within (k, src); shuffle: the Python
   pass) against Spark's ``count(*) OVER (PARTITION BY k, src ORDER BY ts
   RANGE BETWEEN w - 1 PRECEDING AND CURRENT ROW)`` and the bare
   two-growing-frames query.
 
-Spark has no sliding or top-k aggregate to compare with in PySpark 4.3
-(``count_min_sketch`` builds Spark's Count-Min sketch of a whole group, with
-no SQL function to query it; ``approx_top_k`` is not in this release).
+* the core alone (no Spark): update throughput of ``SlidingCountMin`` and
+  ``SlidingHeavyHitters``, and error against memory as ``eps`` varies,
+  with the Count-Min guarantee drawn.
+
+Spark has no sliding aggregate to compare with; ``count_min_sketch``
+builds Spark's Count-Min sketch of a whole group, with no SQL function to
+query it (Scala's ``CountMinSketch.readFrom``), so it is not a path a
+PySpark user has.  No sliding-window frequency package installs from the
+registry (count-min-sketch, pyprobables and datasketches summarize whole
+streams).
 """
 
 from __future__ import annotations
@@ -91,17 +103,42 @@ def exact_heavy(df, now, window, phi=PHI):
     return out
 
 
+TOP_K = int(round(1 / PHI))  # at most 1 / phi items reach phi of the total
+
+
+def top_k_heavy(grouped, phi=PHI):
+    """{key: {src: count}} from rows (k, top: approx_top_k's array, total):
+    the items whose estimated count reaches phi of the key's total."""
+    out = {}
+    for r in grouped.collect():
+        out[r["k"]] = {h["item"]: h["count"] for h in r["top"] if h["count"] >= phi * r["total"]}
+    return out
+
+
+def recall(name, got, exact):
+    """Share of the exact heavy hitters a path reported, recorded."""
+    want = sum(len(v) for v in exact.values())
+    found = sum(len(set(v) & set(got.get(k, {}))) for k, v in exact.items())
+    RESULTS[f"heavy hitters recall | {name}"] = {"recall": found / max(want, 1), "exact": want}
+
+
 def listed(rows, column):
     return {r["k"]: {h["item"]: h for h in r[column]} for r in rows}
 
 
 def test_heavy_hitters_as_of_now(spark):
+    from pyspark.sql import functions as F
+
     from udaf import HeavyHitters, aggregate
 
     df = data(spark)
     q = "heavy hitters per key, as of now"
     spec = HeavyHitters("src", WINDOW, phi=PHI, bits=32, eps=0.002, eh_eps=0.05)
     exact = timed(q, "exact query (filter, groupBy k, src)", lambda: exact_heavy(df, NOW, WINDOW))
+    approx = timed(q, "Spark approx_top_k (filter, groupBy k)", lambda: top_k_heavy(
+        df.where((F.col("ts") > NOW - WINDOW) & (F.col("ts") <= NOW)).groupBy("k").agg(
+            F.expr(f"approx_top_k(src, {TOP_K}, 10000)").alias("top"), F.count(F.lit(1)).alias("total"))))
+    recall("approx_top_k, as of now", approx, exact)
     for strategy in ("two_phase", "auto"):
         got = timed(q, f"aggregate {strategy}", lambda s=strategy: listed(
             aggregate(df, "k", "ts", now=NOW, strategy=s, top=spec).collect(), "top"))
@@ -125,24 +162,35 @@ def test_stored_sketches_any_window(spark):
         return out
 
     table = timed(q, "build sketch table (once)", build, repeats=1)
+    tops = df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot")).agg(
+        F.expr("approx_top_k_accumulate(src, 10000)").alias("acc"), F.count(F.lit(1)).alias("n")).cache()
+    timed(q, "build approx_top_k rollup table (once)", lambda: tops.count(), repeats=1)
     work = Path(tempfile.mkdtemp(prefix="ehist-bench-freq-"))
     try:
         df.write.parquet(str(work / "rows"))
         df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot"), "src").agg(F.count(F.lit(1)).alias("n")) \
             .write.parquet(str(work / "rollup"))
+        tops.write.parquet(str(work / "approx_top_k rollup"))
         table.write.parquet(str(work / "sketches"))
         size = {name: sum(f.stat().st_size for f in (work / name).rglob("*.parquet")) / KEYS
-                for name in ("rows", "rollup", "sketches")}
+                for name in ("rows", "rollup", "approx_top_k rollup", "sketches")}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     RESULTS["stored heavy hitters: bytes per key"] = size
     for frac in (0.01, 0.1, 1.0):
-        w = max(1, int(WINDOW * frac))
+        w = max(1000, int(WINDOW * frac) // 1000 * 1000)  # whole slots of the rollups
         exact = timed(q, f"rescan rows, window {frac:.0%} of N", lambda w=w: exact_heavy(df, NOW, w))
         got = timed(q, f"stored sketches, window {frac:.0%} of N", lambda w=w: listed(table.select(
             "k", U.sliding_hh_sketch_heavy_hitters("top", F.lit(PHI), F.lit(NOW), w).alias("top")).collect(), "top"))
         for k, heavy in exact.items():
             assert set(heavy) <= set(got[k])
+        first = (NOW - w + 1) // 1000  # the slots of (NOW - w, NOW]: whole slots (NOW + 1 is a multiple of 1000)
+        combined = timed(q, f"approx_top_k rollup combined, window {frac:.0%} of N", lambda first=first: top_k_heavy(
+            tops.where(F.col("slot") >= first).groupBy("k").agg(
+                F.expr(f"approx_top_k_estimate(approx_top_k_combine(acc, 10000), {TOP_K})").alias("top"),
+                F.sum("n").alias("total"))))
+        recall(f"approx_top_k rollup, window {frac:.0%}", combined, exact)
+    tops.unpersist()
     table.unpersist()
     df.unpersist()
 
@@ -174,10 +222,72 @@ def test_per_row_own_item_frequency(spark):
     df.unpersist()
 
 
+# ------------------------------------------------------------- the core alone
+def test_core_update_throughput():
+    import numpy as np
+
+    from frequencies import SlidingCountMin, SlidingHeavyHitters
+
+    rng = np.random.default_rng(0)
+    n = 1_000_000
+    ts = np.sort(rng.integers(0, n, n))
+    src = (rng.zipf(1.2, n) % 1_000_000).astype(np.int64)
+    for name, make in (("SlidingCountMin eps 0.001", lambda: SlidingCountMin(n // 4, eps=0.001, delta=0.01,
+                                                                                eh_eps=0.05)),
+                       ("SlidingHeavyHitters bits 32, eps 0.002", lambda: SlidingHeavyHitters(
+                           n // 4, bits=32, eps=0.002, delta=0.01, eh_eps=0.05))):
+        for batch in (50_000, n):
+            t = time.perf_counter()
+            s = make()
+            for a in range(0, n, batch):
+                s.update(ts[a:a + batch], src[a:a + batch])
+            seconds = time.perf_counter() - t
+            RESULTS[f"core update | {name}, batches of {batch:,}"] = {
+                "seconds": seconds, "elements": n, "per_second": n / seconds, "bytes": len(s.to_bytes())}
+
+
+def test_core_error_against_memory():
+    """Overestimates of the 1,000 most frequent items over the window
+    total, and bytes, as eps varies.  The Count-Min guarantee is per item:
+    an estimate exceeds the truth by more than (1 + eh_eps) eps T with
+    probability at most delta, so the share of items beyond it is
+    recorded (and asserted within delta plus three standard errors) with
+    the largest and the 99th-percentile overestimate.  Exact state is a
+    counter per distinct item of the window (16 bytes each) or 16 bytes a
+    row for the window's rows."""
+    import numpy as np
+
+    from frequencies import SlidingCountMin
+
+    rng = np.random.default_rng(1)
+    n, delta, trials = 1_000_000, 0.01, 1000
+    ts = np.sort(rng.integers(0, n, n))
+    src = (rng.zipf(1.2, n) % 1_000_000).astype(np.int64)
+    window = n // 4
+    inside = ts > ts[-1] - window
+    total = int(inside.sum())
+    items, counts = np.unique(src[inside], return_counts=True)
+    top = np.argsort(counts)[-trials:]
+    for eps in (0.0005, 0.001, 0.002, 0.005, 0.01, 0.05):
+        s = SlidingCountMin(window, eps=eps, delta=delta, eh_eps=0.05)
+        for a in range(0, n, 50_000):
+            s.update(ts[a:a + 50_000], src[a:a + 50_000])
+        est, _, _ = s.frequencies(items[top])
+        over = (est - counts[top]) / total
+        beyond = float(np.mean(over > (1 + 0.05) * eps + 0.05 * counts[top] / total))
+        RESULTS[f"core error | SlidingCountMin eps {eps}"] = {
+            "eps": eps, "bytes": len(s.to_bytes()), "max_over_total": float(over.max()),
+            "p99_over_total": float(np.quantile(over, 0.99)), "share_beyond_bound": beyond,
+            "distinct_in_window": int(items.size), "exact_item_bytes": 16 * int(items.size),
+            "exact_row_bytes": 16 * total}
+        assert beyond <= delta + 3 * np.sqrt(delta * (1 - delta) / trials)
+
+
 def test_summary():
     labels = [k for k in RESULTS if "question" in RESULTS[k] and RESULTS[k]["question"] in (
         "heavy hitters per key, as of now", "stored, any window", "per-row own-item frequency")]
-    if not labels:
+    core = [k for k in RESULTS if k.startswith(("core update | Sliding", "core error | Sliding", "heavy hitters recall"))]
+    if not labels and not core:
         pytest.skip("run the whole file")
     load = note_load("bench_frequencies")
     print(f"\n{ROWS:,} rows, {KEYS} keys, window {WINDOW:,}, phi {PHI}, local[2], best of {REPEATS}; load average "
@@ -188,3 +298,6 @@ def test_summary():
     size = RESULTS.get("stored heavy hitters: bytes per key")
     if size:
         print("  bytes per key (Parquet): " + ", ".join(f"{n} {v / 1024:,.0f} KiB" for n, v in size.items()))
+    for k in core:
+        print(f"  {k:60s} " + ", ".join(f"{a} {b:,.4g}" if isinstance(b, float) else f"{a} {b:,}"
+                                        for a, b in RESULTS[k].items()))

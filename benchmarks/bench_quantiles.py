@@ -51,7 +51,7 @@ WINDOW = ROWS // 4
 NOW = ROWS - 1
 Q = 0.99
 SLOT = 1000
-QUESTIONS = ("p99 per key, as of now", "stored, any window", "per-row p95 over the frame")
+QUESTIONS = ("p99 per key, as of now", "stored p99, any window", "per-row p95 over the frame")
 
 spark = spark_fixture("ehist-bench-quantiles", **{"spark.sql.shuffle.partitions": "8",
                                                   "spark.driver.memory": "6g"})

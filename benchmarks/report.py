@@ -243,7 +243,7 @@ def render(quick: bool | None = None) -> Path:
                    "to send to Python; the sketches are byte-identical (asserted in the benchmark, property-tested "
                    "in tests/test_reduction.py).", ""]
     md += _stored(r)
-    md += _frequencies(r, data.get("loads", {}).get("bench_frequencies"))
+    md += _frequencies(r, data.get("loads", {}).get("bench_frequencies"), plt)
     md += _quantiles(r, data.get("loads", {}).get("bench_quantiles"), plt)
     many = [(step, kind) for step in ("build", "decode+union", "estimate") for kind in ("count", "sum", "distinct")
             if f"{step} {kind}s, columnar" in r and f"{step} {kind}s, one at a time" in r]
@@ -269,11 +269,14 @@ def render(quick: bool | None = None) -> Path:
     return out
 
 
-def _frequencies(r: dict, load) -> list[str]:
+def _frequencies(r: dict, load, plt=None) -> list[str]:
     """Heavy hitters and item frequencies against the exact Spark queries,
-    each question's first path the baseline (ratio 1.0)."""
-    rows = [v for v in r.values() if isinstance(v, dict) and v.get("question") in (
-        "heavy hitters per key, as of now", "stored, any window", "per-row own-item frequency")]
+    each question's first path the baseline (ratio 1.0); then the core's
+    throughput and error against memory (a figure when ``plt`` is given)."""
+    questions = ("heavy hitters per key, as of now", "stored, any window", "per-row own-item frequency")
+    rows = sorted((v for v in r.values() if isinstance(v, dict) and v.get("question") in questions),
+                  key=lambda v: _row_order(v, questions, ("build", "exact", "Spark", "aggregate", "rescan", "stored",
+                                                          "approx_top_k", "RANGE", "sliding_over")))
     if not rows:
         return []
     first = rows[0]
@@ -296,26 +299,65 @@ def _frequencies(r: dict, load) -> list[str]:
     size = r.get("stored heavy hitters: bytes per key")
     if size:
         md += ["", "Bytes per key in Parquet: " + ", ".join(f"{n} {v / 1024:,.0f} KiB" for n, v in size.items())
-               + " (rows: the key's raw rows; rollup: (k, 1000-unit slot, src, count); sketches: the "
-                 "HeavyHitters sketch table)."]
-    return md + [""]
+               + " (rows: the key's raw rows; rollup: (k, 1000-unit slot, src, count); approx_top_k rollup: (k, "
+                 "slot, `approx_top_k_accumulate(src, 10000)`), Spark's own stored answer, for windows on slot "
+                 "boundaries; sketches: the HeavyHitters sketch table)."]
+    recalls = {k.partition("| ")[2]: v for k, v in r.items() if k.startswith("heavy hitters recall | ")}
+    if recalls:
+        md += ["", "Recall of the exact heavy hitters (the sketch paths report all of them by their guarantee, "
+                   "asserted in the run): " + ", ".join(f"{n} {v['recall']:.1%} of {v['exact']}"
+                                                        for n, v in recalls.items()) + "."]
+    md.append("")
+    updates = {k.partition("| ")[2]: v for k, v in r.items() if k.startswith("core update | Sliding")}
+    if updates:
+        md += ["Core update throughput (no Spark; 1M rows, Zipf(1.2) sources over 1M ids, window 250k): "
+               + "; ".join(f"{n}: {v['per_second'] / 1e6:.2f}M rows/s, {v['bytes'] / 1024:,.0f} KiB"
+                           for n, v in updates.items()) + ".", ""]
+    core = sorted((v for k, v in r.items() if k.startswith("core error | SlidingCountMin")), key=lambda v: v["eps"])
+    if core:
+        if plt is not None:
+            fig, ax = plt.subplots(figsize=(7, 4.2))
+            ax.plot([v["bytes"] for v in core], [v["max_over_total"] for v in core], "o-",
+                    label="largest overestimate / T (top 1,000 items)")
+            ax.plot([v["bytes"] for v in core], [v["p99_over_total"] for v in core], "s-",
+                    label="99th percentile overestimate / T")
+            ax.plot([v["bytes"] for v in core], [v["eps"] for v in core], "k--",
+                    label="Count-Min: eps (probability 1 - delta per item)")
+            ax.axvline(core[0]["exact_item_bytes"], color="gray", ls=":", label="exact: a counter per item")
+            ax.axvline(core[0]["exact_row_bytes"], color="gray", ls="-.", label="exact: the window's rows")
+            ax.set_title("ECM-sketch: error against memory")
+            _log_axes(ax, "sketch bytes (log)", "overestimate / window total (log)")
+            _save(plt, fig, "frequencies_error_memory.png")
+            md += ["![frequencies error against memory](report/frequencies_error_memory.png)", ""]
+        md += ["Error against memory (`SlidingCountMin`, delta 0.01, eh_eps 0.05, fed in batches of 50,000; "
+               f"the window holds {core[0]['distinct_in_window']:,} distinct items, so a counter per item "
+               f"({core[0]['exact_item_bytes'] / 1024:,.0f} KiB) beats every sketch here: the ECM-sketch pays "
+               "where items are many or unknown and windows long):", "",
+               "| eps | bytes | largest over / T | p99 over / T | share beyond the bound |",
+               "| --- | --- | --- | --- | --- |"]
+        md += [f"| {v['eps']:g} | {v['bytes']:,} | {v['max_over_total']:.5f} | {v['p99_over_total']:.5f} | "
+               f"{v['share_beyond_bound']:.1%} |" for v in core]
+        md.append("")
+    return md
+
+
+def _row_order(v: dict, questions: tuple, kinds: tuple) -> tuple:
+    """Sort key of a benchmark row: its question, then its window (a
+    stored-data question's ``window x% of N``), then its path's kind."""
+    window = v["path"].partition("window ")[2]
+    return (questions.index(v["question"]), float(window.split("%")[0]) if window else -1.0,
+            next((i for i, k in enumerate(kinds) if v["path"].startswith(k)), len(kinds)))
 
 
 def _quantiles(r: dict, load, plt) -> list[str]:
     """Sliding quantiles against Spark's exact and approximate quantiles
     (each question's first path the baseline), the core's throughput, and
     error against memory with the guarantee drawn."""
-    questions = ("p99 per key, as of now", "stored, any window", "per-row p95 over the frame")
+    questions = ("p99 per key, as of now", "stored p99, any window", "per-row p95 over the frame")
     rows = [v for v in r.values() if isinstance(v, dict) and v.get("question") in questions]
     kinds = ("build", "exact", "percentile_approx", "Spark", "aggregate", "rescan", "stored", "KLL")
-
-    def order(v):  # by question, then window, then path kind
-        window = v["path"].partition("window ")[2]
-        return (questions.index(v["question"]), float(window.split("%")[0]) if window else -1.0,
-                next((i for i, k in enumerate(kinds) if v["path"].startswith(k)), len(kinds)))
-
-    rows.sort(key=order)
-    core = {k: v for k, v in r.items() if k.startswith("core error | ")}
+    rows.sort(key=lambda v: _row_order(v, questions, kinds))
+    core = {k: v for k, v in r.items() if k.startswith("core error | eps")}  # the quantile sketch's
     if not rows and not core:
         return []
     md = ["## Sliding quantiles against Spark", ""]
@@ -362,7 +404,7 @@ def _quantiles(r: dict, load, plt) -> list[str]:
             md += [f"Per row: `percentile_approx` gave the exact frame p95 on {share['share']:.1%} of the rows "
                    "(frames of about 100 rows, under its default accuracy of 10,000)."]
         md.append("")
-    updates = {k: v for k, v in r.items() if k.startswith("core update | ")}
+    updates = {k: v for k, v in r.items() if k.startswith("core update | batches")}
     if updates:
         md += ["Core update throughput (no Spark, 1M lognormal values, window 250k, eps 0.02, accuracy 0.01): "
                + "; ".join(f"{k.partition('| ')[2]}: {v['per_second'] / 1e6:.2f}M rows/s, sketch "
