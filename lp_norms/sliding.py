@@ -308,6 +308,7 @@ class SlidingLpNorm:
         ts, hashes, vals = ts[keep], hashes[keep], vals[keep]
         alive = self._hi > cutoff
         old = (self._sk[alive], self._hi[alive], self._lo[alive])
+        before = {f: getattr(self, f) for f in ("_sk", "_hi", "_lo", "_f", "_newest")}
         self._newest = newest
 
         def blocks():
@@ -316,7 +317,14 @@ class SlidingLpNorm:
             if old[1].size:
                 yield old
 
-        self._rebuild(blocks())
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._rebuild(blocks())
+            finite = bool(np.isfinite(np.abs(self._sk).sum(axis=0)).all())  # every window's sum, too
+        if not finite:  # a state its own bytes could not hold: refuse the batch, unchanged
+            for f, v in before.items():
+                setattr(self, f, v)
+            raise ValueError("values too large: the window's p-stable sums overflow float64 (keep values and "
+                             "their sums within about 1e300)")
         return self
 
     def add(self, timestamp: int, index, value: float = 1.0) -> "SlidingLpNorm":
@@ -481,7 +489,8 @@ class SlidingLpNorm:
                 raise CorruptSketchError(f"{name}: expected live buckets with finite sketches")
             out._sk = sk.astype(np.float64).reshape(n, rows)
             out._hi, out._lo = hi, lo
-            out._f = out._fhat(out._sk)
+            with np.errstate(over="ignore"):  # a norm**p beyond float64 is inf, as update keeps it
+                out._f = out._fhat(out._sk)
         else:
             r.expect_end()
         out._newest = int(newest)

@@ -304,3 +304,16 @@ def test_bad_input_changes_nothing(call, exc, match):
 def test_bad_parameters(factory, match):
     with pytest.raises(ValueError, match=match):
         factory()
+
+
+def test_an_update_whose_sums_would_overflow_is_refused_unchanged():
+    """Every sketch the public API builds writes bytes its reader takes
+    back (issue 19): values whose p-stable sums overflow float64 are
+    refused, the sketch unchanged; large finite ones round-trip."""
+    s = SlidingLpNorm(2.0, 100, eps=0.3, delta=0.3, seed=1).update([5], [3], [1e300])
+    before = s.to_bytes()
+    with pytest.raises(ValueError, match="overflow float64"):
+        s.update([10, 20], [1, 2], [1e308, 1e308])
+    assert s.to_bytes() == before and SlidingLpNorm.from_bytes(before) == s
+    big = SlidingLpNorm(1.0, 100, eps=0.3, delta=0.3, seed=1).update([10, 20], [1, 2], [1e300, 1e300])
+    assert SlidingLpNorm.from_bytes(big.to_bytes()) == big
