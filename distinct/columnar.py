@@ -427,7 +427,8 @@ def _decode_fast(blobs: list):
         return ok, None
     fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_PREAMBLE.size, _HEAD_BYTES)]).view(
         _FIELDS).ravel()
-    bad = (fields["window"] < 1) | (fields["precision"] < 4) | (fields["precision"] > 18)
+    bad = (fields["window"] < 1) | (fields["precision"] < 4) | (fields["precision"] > 18) \
+        | (fields["newest"] == INT64_MIN)  # check_newest's rule (from_bytes names it)
     ticked = (buf[starts[idx] + 4] & _FLAG_TICK) > 0
     version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
     t_i = ticked.astype(np.int64)
@@ -474,6 +475,8 @@ def _decode_fast(blobs: list):
     reg -= np.concatenate([[0], reg])[offsets[:-1]][owner]
     with np.errstate(over="ignore"):
         ts = fields["newest"].astype(np.int64)[owner] - ages.astype(np.int64)
+    # a time below int64 wraps to one after the newest (times_before refuses it in from_bytes)
+    bad[owner[ts > fields["newest"].astype(np.int64)[owner]]] = True
     rank = ranks.astype(np.int64)
     bad |= np.zeros(idx.size, dtype=bool) if not owner.size else np.bincount(
         owner, weights=reg >= m[owner], minlength=idx.size) > 0

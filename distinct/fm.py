@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
+from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
 
 from ._batch import checked_hashes, hashed_batch
 
@@ -315,7 +315,7 @@ class SlidingFM:
                 raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
             r.expect_end()
             return out
-        (newest,) = r.struct("q", "newest timestamp")
+        newest = check_newest(r.struct("q", "newest timestamp")[0], name)
         tick = r.varint("age tick") if ticked else 1
         if ticked and tick < 2:
             raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
@@ -340,7 +340,7 @@ class SlidingFM:
                 )
         mask = np.arange(_BITS)[None, :] < kept[:, None]
         stamps = np.full(total, _UNSET, dtype=np.int64)
-        stamps[set_bits] = newest - ages.astype(np.int64)
+        stamps[set_bits] = times_before(newest, ages, name)
         out._table[mask] = stamps
         if total and np.any(kept > 0) and np.any(out._table[np.arange(m), np.maximum(kept - 1, 0)][kept > 0] == _UNSET):
             raise CorruptSketchError(f"{name}: expected the last kept bit of each bitmap to be set")

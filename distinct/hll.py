@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, open_synopsis, scale_down, unscale_ages
+from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
 
 from ._batch import checked_hashes, hashed_batch
 from .fm import trailing_zeros
@@ -373,7 +373,7 @@ class SlidingHyperLogLog:
                 raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
             r.expect_end()
             return out
-        (newest,) = r.struct("q", "newest timestamp")
+        newest = check_newest(r.struct("q", "newest timestamp")[0], name)
         n = r.varint("entry count")
         if 3 * n > r.remaining:
             raise CorruptSketchError(
@@ -397,7 +397,7 @@ class SlidingHyperLogLog:
                     f"window {out._window}, found {int(deltas.max())} and {int(ages.max())}"
                 )
             reg = np.cumsum(deltas.astype(np.int64))
-            ts = newest - ages.astype(np.int64)
+            ts = times_before(newest, ages, name)
             if reg[-1] >= out._m or ranks.min() < 1 or ranks.max() > 65 - p:
                 raise CorruptSketchError(
                     f"{name}: expected registers below {out._m} and ranks in [1, {65 - p}]"

@@ -99,13 +99,23 @@ def _one_int(v, what):
     raise ValueError(f"{what} must be integers, found {v!r}")
 
 
-def coerce_timestamps(timestamps) -> np.ndarray:
-    ts = _integral_array(timestamps, "timestamps")
+def coerce_times(values, what: str = "timestamps") -> np.ndarray:
+    """Integral times as int64 (query times may be any int64)."""
+    ts = _integral_array(values, what)
     if ts.dtype.kind == "b":
-        raise ValueError("timestamps must be integers, got booleans")
+        raise ValueError(f"{what} must be integers, got booleans")
     if ts.dtype == np.uint64 and ts.size and ts.max() > np.uint64(INT64_MAX):
-        raise ValueError("timestamps must fit in int64")
+        raise ValueError(f"{what} must fit in int64")
     return ts.astype(np.int64, copy=False)
+
+
+def coerce_timestamps(timestamps) -> np.ndarray:
+    """Timestamps of elements as int64: above -2**63, which no family
+    stores (the one rule of every update and every decoder)."""
+    ts = coerce_times(timestamps)
+    if ts.size and int(ts.min()) == INT64_MIN:
+        raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
+    return ts
 
 
 def coerce_values(values, n: int) -> np.ndarray | None:

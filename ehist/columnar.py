@@ -601,7 +601,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
         np.dtype([("window", "<i8"), ("eps", "<f8"), ("newest", "<i8")])).ravel()
     window, eps, newest = (fields["window"].astype(np.int64), fields["eps"].astype(np.float64),
                            fields["newest"].astype(np.int64))
-    bad = (window != window[0]) | (eps != eps[0])
+    bad = (window != window[0]) | (eps != eps[0]) | (newest == INT64_MIN)  # check_newest's rule
     try:
         w0, l = check_window(int(window[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
     except ValueError:

@@ -18,6 +18,7 @@ from ._validation import (
     check_eps,
     check_window,
     checked_total,
+    coerce_times,
     coerce_timestamps,
     coerce_values,
     k_of_eps,
@@ -26,7 +27,7 @@ from ._validation import (
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, IncompatibleSketchError
-from .serialization import Writer, check_tick, open_synopsis, scale_down
+from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
 
 #: ``struct`` format of the parameters after the preamble: window, eps.
 PARAMETERS = "qd"
@@ -471,7 +472,7 @@ class ExponentialHistogram:
         """Vectorized :meth:`bounds` for an array of query times ``now``
         (each ``>= newest``) and one window."""
         _, window = self._resolve(None, window)
-        now = coerce_timestamps(now)
+        now = coerce_times(now, "now")
         if self._newest is not None and now.size and int(now.min()) < self._newest:
             raise ValueError(
                 f"now ({int(now.min())}) is earlier than the newest timestamp "
@@ -706,6 +707,7 @@ class ExponentialHistogram:
         newest = None
         if flags & _FLAG_HAS_NEWEST:
             (newest,) = r.struct("q", "newest timestamp")
+            check_newest(newest, name)
         n = r.varint("bucket count")
         if n and newest is None:
             raise CorruptSketchError(f"{name}: expected a newest timestamp with {n} buckets")

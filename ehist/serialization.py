@@ -58,9 +58,12 @@ __all__ = [
     "open_synopsis",
     "family_of",
     "parameter_bytes",
+    "check_newest",
+    "times_before",
 ]
 
 MAGIC = b"EH"
+_INT64_MIN = -(2**63)
 #: Family ids of the project's synopses (byte 2 of the preamble).
 FAMILIES = {
     "ExponentialHistogram": 1,
@@ -208,6 +211,34 @@ def unscale_ages(ages: np.ndarray, tick: int, window: int, name: str) -> np.ndar
     if top >= -(-window // tick):
         raise CorruptSketchError(f"{name}: expected ages below the window {window}, found {top} ticks of {tick}")
     return ages * np.uint64(tick)
+
+
+def check_newest(newest: int, name: str) -> int:
+    """The one rule for a stored newest timestamp, in every family's
+    decoder: above -2**63 (no update takes a timestamp of -2**63)."""
+    if newest == _INT64_MIN:
+        raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
+    return newest
+
+
+def times_before(newest: int, ages, name: str, what: str = "timestamps") -> np.ndarray:
+    """``newest - ages`` as int64 (``ages`` non-negative, uint64 or int64),
+    refused unless every time stays above -2**63: below int64 it would wrap
+    to a time later than ``newest``.
+
+    >>> times_before(10, np.array([0, 3], dtype=np.uint64), "x").tolist()
+    [10, 7]
+    >>> times_before(-2**63 + 2, np.array([5], dtype=np.uint64), "HLL")
+    Traceback (most recent call last):
+    ...
+    ehist.errors.CorruptSketchError: HLL: expected timestamps within int64, found newest -9223372036854775806 less an age of 5
+    """
+    a = np.asarray(ages)
+    top = int(a.max()) if a.size else 0
+    if top > newest - (_INT64_MIN + 1):
+        raise CorruptSketchError(f"{name}: expected {what} within int64, found newest {newest} less an age of {top}")
+    # modular uint64 arithmetic is exact here: every result lies within int64
+    return (np.array(newest, dtype=np.int64).view(np.uint64) - a.astype(np.uint64)).view(np.int64)
 
 
 def seal(body: bytes) -> bytes:

@@ -28,7 +28,7 @@ from ehist.columnar import HistogramColumn
 from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Writer, check_newest, open_synopsis
 
 __all__ = ["SlidingCountMin", "dimensions"]
 
@@ -562,8 +562,7 @@ class SlidingCountMin:
                 raise CorruptSketchError(f"{name}: expected no counters without a newest timestamp, found {n}")
             r.expect_end()
             return s
-        if newest == INT64_MIN:
-            raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
+        check_newest(newest, name)
         s._newest = int(newest)
         col = read_counters(r, name, s.counters, s._window, s._eh_eps, s._newest)
         if settled_total(col, s._width) > INT64_MAX:

@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Writer, check_newest, open_synopsis, times_before
 
 from .stable import check_p, median_abs_stable, stable_variates
 from .stable_sketch import float_values, rows_for
@@ -177,7 +177,8 @@ class SlidingLpNorm:
     def _fhat(self, sketches: np.ndarray) -> np.ndarray:
         """Estimated f = L_p**q of each row-vector sketch (2-D: one per row)."""
         norm = np.median(np.abs(sketches), axis=-1) / self._median
-        return norm**self._q
+        with np.errstate(over="ignore"):  # a norm**q beyond float64 is inf: the bucket compares as largest
+            return norm**self._q
 
     def _atoms(self, ts: np.ndarray, hashes: np.ndarray, vals: np.ndarray):
         """Sketches of the batch's timestamp groups, newest first, in blocks.
@@ -469,7 +470,7 @@ class SlidingLpNorm:
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()
             return out
-        (newest,) = r.struct("q", "newest timestamp")
+        newest = check_newest(r.struct("q", "newest timestamp")[0], name)
         n = r.varint("bucket count")
         if n * (8 * rows + 2) > r.remaining:
             raise CorruptSketchError(
@@ -479,10 +480,15 @@ class SlidingLpNorm:
         if n:
             deltas = r.varints(n, "timestamp deltas")
             widths = r.varints(n, "interval widths")
-            if int(deltas.max()) >= out._window or int(widths.max()) >= 2**62:
+            if int(deltas.max()) >= out._window:
                 raise CorruptSketchError(f"{name}: expected bucket timestamps within the window")
-            hi = newest - np.cumsum(deltas.astype(np.int64))
-            lo = hi - widths.astype(np.int64)
+            ages = np.cumsum(deltas)
+            if (ages[1:] < ages[:-1]).any():  # each delta is below 2**63: a wrap of the sum shows as a decrease
+                raise CorruptSketchError(f"{name}: expected bucket timestamps within int64")
+            hi = times_before(newest, ages, name, "bucket timestamps")
+            lo = (hi.view(np.uint64) - widths).view(np.int64)  # modular: a width past int64 wraps above hi
+            if (lo > hi).any() or (lo == -2**63).any():
+                raise CorruptSketchError(f"{name}: expected bucket timestamps within int64")
             sk = np.frombuffer(r.raw(8 * rows * n, "bucket sketches"), dtype="<f8")
             r.expect_end()
             if hi[-1] <= newest - out._window or not np.all(np.isfinite(sk)):

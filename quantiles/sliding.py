@@ -21,7 +21,7 @@ from ehist._validation import (
 from ehist.columnar import HistogramColumn
 from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
 from ehist.errors import CorruptSketchError, require_same
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Writer, check_newest, open_synopsis
 
 from .mapping import LogMapping, check_accuracy
 
@@ -478,8 +478,7 @@ class SlidingQuantiles:
                 raise CorruptSketchError(f"{name}: expected no bins without a newest timestamp, found {m}")
             r.expect_end()
             return s
-        if newest == INT64_MIN:
-            raise CorruptSketchError(f"{name}: expected a newest timestamp above -2**63, found {newest}")
+        check_newest(newest, name)
         most = min(MAX_BINS, r.remaining // 2)
         if m > most:
             raise CorruptSketchError(f"{name}: expected at most {most} bins in the bytes left, found {m}")

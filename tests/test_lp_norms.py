@@ -317,3 +317,33 @@ def test_an_update_whose_sums_would_overflow_is_refused_unchanged():
     assert s.to_bytes() == before and SlidingLpNorm.from_bytes(before) == s
     big = SlidingLpNorm(1.0, 100, eps=0.3, delta=0.3, seed=1).update([10, 20], [1, 2], [1e300, 1e300])
     assert SlidingLpNorm.from_bytes(big.to_bytes()) == big
+
+
+@pytest.mark.parametrize("p", [0.1, 0.37, 1.5, 1.99])
+def test_median_table_is_the_bisection(p, request):
+    """The table median_abs_stable reads is median_by_bisection's values
+    (a sample; --slow recomputes every entry), and between its points the
+    interpolation stays within 2e-6 of the bisection."""
+    from lp_norms.stable import _MEDIAN_STEP, _MEDIANS, median_by_bisection
+
+    assert median_abs_stable(p) == pytest.approx(median_by_bisection(p), rel=1e-12)
+    between = p + _MEDIAN_STEP / 2 if p < 2 else 1.995
+    assert median_abs_stable(between) == pytest.approx(median_by_bisection(between), rel=2e-6)
+    if request.config.getoption("--slow") and p == 0.1:
+        for i, m in enumerate(_MEDIANS):
+            assert m == pytest.approx(median_by_bisection(0.1 + i * _MEDIAN_STEP), rel=1e-12), i
+
+
+def test_decoding_an_unusual_p_costs_no_more_than_a_usual_one():
+    """A forged p (1.0000001) must not send the decoder into 0.1-0.5 s of
+    numerical integration (issue 19): the median is a table read, so no
+    distribution function is evaluated while decoding."""
+    from unittest import mock
+
+    from lp_norms import stable
+
+    data = SlidingLpNorm(1.0000001, 100, eps=0.3, delta=0.3, rows=40).update([1, 2], [1, 2], [1.0, 2.0]).to_bytes()
+    with mock.patch.object(stable, "_cdf_abs", side_effect=AssertionError("integrated while decoding")):
+        back = SlidingLpNorm.from_bytes(data)
+        back.estimate()
+    assert back.to_bytes() == data
