@@ -64,26 +64,16 @@ from ehist._validation import (
 from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_heads
 from ehist.errors import require_same
 from ehist.hashing import check_seed
-from ehist.serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
+from ehist.serialization import MAGIC, encode_varints_sized, varint_lengths
 
+from . import hll_layout as L
 from .fm import trailing_zeros
-from .hll import (
-    _FLAG_HAS_NEWEST,
-    _FLAG_TICK,
-    _FORMAT_VERSION,
-    SlidingHyperLogLog,
-    estimates_from_rank_counts,
-)
+from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
 __all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates"]
 
 _U64 = np.uint64
-_PREAMBLE = struct.Struct("<2sBBH")
-_PARAMS = struct.Struct("<qBQ")  # window, precision, seed
-_NEWEST = struct.Struct("<q")
 _CRC = struct.Struct("<I")
-_FIELDS = np.dtype([("window", "<i8"), ("precision", "u1"), ("seed", "<u8"), ("newest", "<i8")])
-_HEAD_BYTES = _PREAMBLE.size + _FIELDS.itemsize
 _GROUPS_AT_ONCE = 4096  # rows of the (groups x ranks) count matrix per pass
 _RUNS_AT_ONCE = 4096  # runs whose entries are sorted together (fewer than 2**16)
 _ROWS_AT_ONCE = 1 << 16  # and about this many rows
@@ -191,15 +181,15 @@ def _chunk_bytes(ts, h, starts, window: int, p: int, seed: int) -> list:
     age_bytes = _byte_ranges(age, counts)
     ranks = rank.astype(np.uint8).tobytes()
 
-    flags = np.where(has, _FLAG_HAS_NEWEST, 0) | np.where(ticked, _FLAG_TICK, 0)
-    params = _PARAMS.pack(window, p, seed)
-    heads = {f: _PREAMBLE.pack(MAGIC, FAMILIES["SlidingHyperLogLog"], _FORMAT_VERSION, f) + params
+    flags = np.where(has, L.FLAG_HAS_NEWEST, 0) | np.where(ticked, L.FLAG_TICK, 0)
+    params = L.PARAMS.pack(window, p, seed)
+    heads = {f: L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, f) + params
              for f in set(flags.tolist())}
-    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
+    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
     out = []
     for f, stamp, n, (ha, hb, head_payload), (aa, ab, age_payload), r0 in zip(
             flags.tolist(), newest.tolist(), counts.tolist(), head_bytes, age_bytes, entry_offsets.tolist()):
-        if not f & _FLAG_HAS_NEWEST:
+        if not f & L.FLAG_HAS_NEWEST:
             body = heads[f]
         else:
             body = (heads[f] + pack_newest(stamp) + head_payload[ha:hb] + ranks[r0:r0 + n]
@@ -420,21 +410,20 @@ def _decode_fast(blobs: list):
     parameters, on which every check of ``SlidingHyperLogLog.from_bytes``
     passes."""
     # n, one delta, one rank, one age at least
-    ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingHyperLogLog"], _HEAD_BYTES + 4 + _CRC.size,
-                                            _FLAG_TICK)
+    ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 4 + _CRC.size,
+                                            L.FLAG_TICK)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
-    fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_PREAMBLE.size, _HEAD_BYTES)]).view(
-        _FIELDS).ravel()
+    fields = L.head_fields(buf, starts[idx])
     bad = (fields["window"] < 1) | (fields["precision"] < 4) | (fields["precision"] > 18) \
         | (fields["newest"] == INT64_MIN)  # check_newest's rule (from_bytes names it)
-    ticked = (buf[starts[idx] + 4] & _FLAG_TICK) > 0
-    version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
+    ticked = (L.flags_of(buf, starts[idx]) & L.FLAG_TICK) > 0
+    version_2 = L.version_of(buf, starts[idx]) == L.FORMAT_VERSION
     t_i = ticked.astype(np.int64)
     # the payloads are all varints: a rank byte is below 0x80, a one-byte
     # varint (a longer "rank" fails the rank check below)
-    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], _HEAD_BYTES, bad)
+    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], L.HEAD_BYTES, bad)
     n = value(v_first, n_vals >= 1)
     bad |= (n < _U64(1)) | (n > _U64(1 << 40))
     n_i = np.where(bad, 0, n).astype(np.int64)

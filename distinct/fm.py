@@ -30,6 +30,10 @@ _UNSET = np.int64(INT64_MIN)
 _PHI = 0.77351  # Flajolet-Martin's correction constant
 _KAPPA = 1.75  # Scheuermann-Mauve small-range correction exponent
 _LINEAR_COUNTING_LIMIT = 3.0  # use linear counting on bit 0 below 3m
+#: The format, declared here once (its only codec is this module's; the
+#: table is drawn in :meth:`SlidingFM.to_bytes`): versions, flags and the
+#: ``struct`` format of the parameters (window, num_bitmaps, seed).
+PARAMETERS = "qIQ"
 _FORMAT_VERSION = 2
 _READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
@@ -281,7 +285,7 @@ class SlidingFM:
         """
         if self._newest is None:
             w = Writer("SlidingFM", _FORMAT_VERSION, 0)
-            w.struct("qIQ", self._window, self._m, self._seed)
+            w.struct(PARAMETERS, self._window, self._m, self._seed)
             return w.finish()
         live = self._table != _UNSET
         kept = np.where(live.any(axis=1), _BITS - np.argmax(live[:, ::-1], axis=1), 0)
@@ -289,7 +293,7 @@ class SlidingFM:
         set_bits = vals != _UNSET
         tick, ages = scale_down((self._newest - vals[set_bits]).astype(np.uint64))
         w = Writer("SlidingFM", _FORMAT_VERSION, _FLAG_HAS_NEWEST | (_FLAG_TICK if tick > 1 else 0))
-        w.struct("qIQ", self._window, self._m, self._seed)
+        w.struct(PARAMETERS, self._window, self._m, self._seed)
         w.struct("q", self._newest)
         if tick > 1:
             w.varints([tick])
@@ -304,7 +308,7 @@ class SlidingFM:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
         r, flags, out = open_synopsis(
-            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, "qIQ", "window, num_bitmaps and seed", cls
+            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, PARAMETERS, "window, num_bitmaps and seed", cls
         )
         m = out._m
         ticked = bool(flags & _FLAG_TICK)

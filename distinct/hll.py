@@ -21,15 +21,16 @@ from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
 
+from . import hll_layout as L
 from ._batch import checked_hashes, hashed_batch
 from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
 
-_FORMAT_VERSION = 2
-_READ_VERSIONS = (1, 2)
-_FLAG_HAS_NEWEST = 1
-_FLAG_TICK = 2  # version 2: ages stored in units of their gcd
+_FORMAT_VERSION = L.FORMAT_VERSION
+_READ_VERSIONS = L.READ_VERSIONS
+_FLAG_HAS_NEWEST = L.FLAG_HAS_NEWEST
+_FLAG_TICK = L.FLAG_TICK
 
 
 def _alpha(m: int) -> float:
@@ -315,28 +316,9 @@ class SlidingHyperLogLog:
 
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned little-endian bytes (family id 5, format version 2).
-
-        ::
-
-            offset  size  field
-                 0     6  preamble (magic b"EH", family 5, version 2, flags:
-                          bit 0 has_newest, bit 1 tick)
-                 6     8  window (int64)
-                14     1  precision (uint8)
-                15     8  seed (uint64)
-                23     8  newest (int64)                   [if has_newest]
-                 .     *  varint n_entries
-                 .     *  varint tick >= 2: the gcd of the ages    [if tick]
-                 .     *  n varints: register deltas (entries sorted by
-                          register, then time)
-                 .     n  ranks (uint8)
-                 .     *  n varints: (newest - timestamp) / tick
-             end-4     4  CRC-32
-
-        The tick is written exactly when the ages' gcd is 2 or more (event
-        times of whole milliseconds or seconds, in microseconds).  Version
-        1 (still read) has no tick.
+        """Versioned little-endian bytes; the layout is drawn and declared
+        in :mod:`distinct.hll_layout` (family id 5, format version 2;
+        version 1 still read).
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         n = len(self)
@@ -344,7 +326,7 @@ class SlidingHyperLogLog:
         if tick > 1:
             flags |= _FLAG_TICK
         w = Writer("SlidingHyperLogLog", _FORMAT_VERSION, flags)
-        w.struct("qBQ", self._window, self._p, self._seed)
+        w.struct(L.PARAMETERS, self._window, self._p, self._seed)
         if self._newest is None:
             return w.finish()
         w.struct("q", self._newest)
@@ -362,7 +344,7 @@ class SlidingHyperLogLog:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingHyperLogLog"
         r, flags, out = open_synopsis(
-            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, "qBQ", "window, precision and seed", cls
+            data, name, _READ_VERSIONS, L.KNOWN_FLAGS, L.PARAMETERS, "window, precision and seed", cls
         )
         p = out._p
         ticked = bool(flags & _FLAG_TICK)

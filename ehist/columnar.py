@@ -49,27 +49,17 @@ import zlib
 
 import numpy as np
 
-from ._validation import INT64_MAX, INT64_MIN, check_eps, check_window, coerce_timestamps, coerce_values, k_of_eps
+from . import eh_layout as L
+from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
+                          k_of_eps)
 from .errors import IncompatibleSketchError
-from .exponential_histogram import (
-    _BITS,
-    _FLAG_HAS_NEWEST,
-    _FLAG_MERGED,
-    _FLAG_SHARED,
-    _FLAG_TICK,
-    _FORMAT_VERSION,
-    _MAX_EXPONENT,
-    ExponentialHistogram,
-)
-from .serialization import FAMILIES, MAGIC, encode_varints_sized, varint_lengths
+from .exponential_histogram import ExponentialHistogram
+from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, encode_varints_sized,
+                            varint_lengths)
 
 __all__ = ["HistogramColumn", "histogram_bytes"]
 
-_FAMILY = FAMILIES["ExponentialHistogram"]
-_HEAD = struct.Struct("<2sBBHqd")  # preamble, window, eps
-_NEWEST = struct.Struct("<q")
 _CRC = struct.Struct("<I")
-_HEAD_BYTES = _HEAD.size + _NEWEST.size  # every non-empty histogram has a newest
 _U64 = np.uint64
 
 
@@ -245,7 +235,7 @@ class HistogramColumn:
         if now is None:
             now = self.newest
         else:
-            now = np.broadcast_to(coerce_timestamps(now), self.newest.shape)
+            now = np.broadcast_to(coerce_times(now, "now"), self.newest.shape)
             late = self.has_newest & (now < self.newest)
             if late.any():
                 i = int(np.flatnonzero(late)[0])
@@ -290,7 +280,7 @@ class HistogramColumn:
             np.maximum.at(group_now, owner, stamp)
             per_hist = group_now[owner]
         else:
-            per_hist = np.broadcast_to(coerce_timestamps(now), starts.shape)[owner]
+            per_hist = np.broadcast_to(coerce_times(now, "now"), starts.shape)[owner]
         lower, upper = self._bucket_bounds(self._cutoffs(per_hist, window))
         bounds = np.concatenate([[0], np.append(starts, len(self))[1:]]).astype(np.int64)
         return _segment_sums(lower, bounds), _segment_sums(upper, bounds)
@@ -317,8 +307,8 @@ class HistogramColumn:
         if self.exps.size > 1:
             same[1:] = (self.hi[1:] == self.hi[:-1]) & (local[1:] > 0)
         n_same = np.bincount(owner[same], minlength=hists)
-        bitmap = n_same > -(-counts // _BITS)
-        maps = np.where(bitmap, -(-counts // _BITS), 0)
+        bitmap = n_same > -(-counts // L.BITS)
+        maps = np.where(bitmap, -(-counts // L.BITS), 0)
         shared = same & bitmap[owner]
         stamps = counts - np.where(bitmap, n_same, 0)
         widths = np.where(self.merged, counts, np.minimum(counts, 1))
@@ -350,8 +340,8 @@ class HistogramColumn:
         flat[(first + 2 + 2 * n_runs)[ticked]] = tick[ticked]
         body = first + 2 + 2 * n_runs + ticked  # where each histogram's bitmap (or its deltas) starts
         if shared.any():
-            bit_at = body[owner[shared]] + local[shared] // _BITS
-            np.add.at(flat, bit_at, np.left_shift(_U64(1), (local[shared] % _BITS).astype(_U64)))
+            bit_at = body[owner[shared]] + local[shared] // L.BITS
+            np.add.at(flat, bit_at, np.left_shift(_U64(1), (local[shared] % L.BITS).astype(_U64)))
         stamp_local = np.arange(kept.size) - (np.cumsum(stamps) - stamps)[k_owner]
         scaled = np.flatnonzero(ticked[k_owner])
         if scaled.size:
@@ -364,11 +354,11 @@ class HistogramColumn:
         payload = encode_varints_sized(flat, nbytes)
         byte_ends = np.cumsum(nbytes)[first + n_values - 1].tolist()
         byte_starts = [0] + byte_ends[:-1]
-        flags = (np.where(self.has_newest, _FLAG_HAS_NEWEST, 0) | np.where(self.merged, _FLAG_MERGED, 0)
-                 | np.where(bitmap, _FLAG_SHARED, 0) | np.where(ticked, _FLAG_TICK, 0)).tolist()
-        head = _HEAD.pack(MAGIC, _FAMILY, _FORMAT_VERSION, 0, self.window, self.eps)
-        heads = {f: head[:4] + struct.pack("<H", f) + head[6:] for f in set(flags)}
-        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
+        flags = (np.where(self.has_newest, L.FLAG_HAS_NEWEST, 0) | np.where(self.merged, L.FLAG_MERGED, 0)
+                 | np.where(bitmap, L.FLAG_SHARED, 0) | np.where(ticked, L.FLAG_TICK, 0)).tolist()
+        head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, self.window, self.eps)
+        heads = {f: head[:L.FLAGS_AT] + struct.pack("<H", f) + head[L.FLAGS_AT + 2:] for f in set(flags)}
+        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
         out = []
         for f, stamp, has_n, a, b in zip(flags, self.newest.tolist(), self.has_newest.tolist(), byte_starts,
                                          byte_ends):
@@ -590,24 +580,21 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     histograms never updated, anything suspicious) are left to it.
     """
     # version 1 or 2, a newest timestamp, no merged flag (merged: from_bytes)
-    ok, buf, starts, lengths = sealed_heads(blobs, _FAMILY, _HEAD_BYTES + 1 + _CRC.size, _FLAG_SHARED | _FLAG_TICK)
+    ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size, L.FLAG_SHARED | L.FLAG_TICK)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
-    version_2 = buf[starts[idx] + 3] == _FORMAT_VERSION
-    flag = (buf[starts[idx] + 4] & _FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
-    t_i = ((buf[starts[idx] + 4] & _FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
-    fields = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(6, _HEAD_BYTES)]).view(
-        np.dtype([("window", "<i8"), ("eps", "<f8"), ("newest", "<i8")])).ravel()
-    window, eps, newest = (fields["window"].astype(np.int64), fields["eps"].astype(np.float64),
-                           fields["newest"].astype(np.int64))
+    version_2 = L.version_of(buf, starts[idx]) == L.FORMAT_VERSION
+    flag = (L.flags_of(buf, starts[idx]) & L.FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
+    t_i = ((L.flags_of(buf, starts[idx]) & L.FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
+    window, eps, newest = L.head_fields(buf, starts[idx])
     bad = (window != window[0]) | (eps != eps[0]) | (newest == INT64_MIN)  # check_newest's rule
     try:
         w0, l = check_window(int(window[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
     except ValueError:
         ok[:] = False  # from_bytes names the bad parameter
         return ok, None
-    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], _HEAD_BYTES, bad)
+    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], L.HEAD_BYTES, bad)
     n = value(v_first, n_vals >= 1)
     n_runs = value(v_first + 1, n_vals >= 2)
     empty = n == 0
@@ -616,7 +603,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     n_i = np.where(sane, n, 0).astype(np.int64)
     r_i = np.where(sane & ~empty, n_runs, 0).astype(np.int64)
     bad |= ~sane | (n_vals < 1)
-    m_i = np.where(flag, -(-n_i // _BITS), 0)  # bitmap words (one-byte varints)
+    m_i = np.where(flag, -(-n_i // L.BITS), 0)  # bitmap words (one-byte varints)
     bad |= empty & ((n_vals != 1) | flag | (t_i > 0))
     # exact value count without a bitmap; with one, enough values for it (n <= 7 per word)
     bad |= ~empty & ((r_i < 1) | (r_i > n_i)
@@ -626,7 +613,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     run_owner = np.repeat(np.arange(idx.size, dtype=np.int64), r_i)
     run_at = v_first[run_owner] + 2 + 2 * (np.arange(run_owner.size) - np.repeat(np.cumsum(r_i) - r_i, r_i))
     run_exp, run_len = values[run_at], values[run_at + 1]
-    bad_run = (run_exp > _U64(_MAX_EXPONENT)) | (run_len < _U64(1)) | (run_len > big)
+    bad_run = (run_exp > _U64(L.MAX_EXPONENT)) | (run_len < _U64(1)) | (run_len > big)
     bad[run_owner[bad_run]] = True
     run_len_i = np.where(bad_run, 0, run_len).astype(np.int64)
     bad |= _segment_sums(run_len_i, np.concatenate([[0], np.cumsum(r_i)])) != n_i
@@ -648,7 +635,7 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     # no zero delta beside a bitmap; without one, fewer zero deltas than it would take
     zero = ~shared & (deltas == 0) & (local > 0)
     bad[owner[zero & flag[owner]]] = True
-    bad |= version_2 & ~flag & (np.bincount(owner[zero], minlength=idx.size) > -(-n_i // _BITS))
+    bad |= version_2 & ~flag & (np.bincount(owner[zero], minlength=idx.size) > -(-n_i // L.BITS))
     has = n_i > 0
     width = value(body + m_i + stamps, has & ~bad)
     deltas, width = _unscale(deltas, width, tick, owner, ~shared, has, version_2, bad)
@@ -675,11 +662,12 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
     lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     ok = lengths >= min_length
-    head = buf[starts[ok][:, None] + np.arange(6)]
-    version_2 = head[:, 3] == 2
-    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == family)
-              & (version_2 | (head[:, 3] == 1)) & (head[:, 5] == 0)
-              & ((head[:, 4] & ~np.uint8(v2_flags)) == 1) & (version_2 | (head[:, 4] == 1)))
+    head = buf[starts[ok][:, None] + np.arange(PREAMBLE_BYTES)]
+    version, flags = head[:, VERSION_AT], head[:, FLAGS_AT]
+    version_2 = version == 2
+    ok[ok] = ((head[:, MAGIC_AT] == MAGIC[0]) & (head[:, MAGIC_AT + 1] == MAGIC[1]) & (head[:, FAMILY_AT] == family)
+              & (version_2 | (version == 1)) & (head[:, FLAGS_AT + 1] == 0)
+              & ((flags & ~np.uint8(v2_flags)) == 1) & (version_2 | (flags == 1)))
     mv = memoryview(joined)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():
@@ -766,13 +754,13 @@ def _shared_bits(value, body, flag, n_i, m_i, owner, local, bad):
     stored).  Marks ``bad`` the blobs whose bitmap words are not below 128
     or whose padding or first bit is set."""
     has_map = flag[owner] & ~bad[owner]
-    word = value(body[owner] + local // _BITS, has_map)
-    shared = has_map & (((word >> (local % _BITS).astype(_U64)) & _U64(1)) == _U64(1))
+    word = value(body[owner] + local // L.BITS, has_map)
+    shared = has_map & (((word >> (local % L.BITS).astype(_U64)) & _U64(1)) == _U64(1))
     map_owner = np.repeat(np.arange(n_i.size, dtype=np.int64), m_i)
     map_local = np.arange(map_owner.size) - np.repeat(np.cumsum(m_i) - m_i, m_i)
     words = value(body[map_owner] + map_local, ~bad[map_owner])
-    used = np.minimum(n_i[map_owner] - _BITS * map_local, _BITS).astype(_U64)
-    bad[map_owner[(words >= _U64(1 << _BITS)) | ((words >> used) != _U64(0))]] = True
+    used = np.minimum(n_i[map_owner] - L.BITS * map_local, L.BITS).astype(_U64)
+    bad[map_owner[(words >= _U64(1 << L.BITS)) | ((words >> used) != _U64(0))]] = True
     bad[owner[shared & (local == 0)]] = True
     return shared, n_i - np.bincount(owner[shared], minlength=n_i.size)
 

@@ -29,21 +29,20 @@ from .canonical import canonical_exponents
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
 
-#: ``struct`` format of the parameters after the preamble: window, eps.
-PARAMETERS = "qd"
+from .eh_layout import BITS as _BITS
+from .eh_layout import FLAG_HAS_NEWEST as _FLAG_HAS_NEWEST
+from .eh_layout import FLAG_MERGED as _FLAG_MERGED
+from .eh_layout import FLAG_SHARED as _FLAG_SHARED
+from .eh_layout import FLAG_TICK as _FLAG_TICK
+from .eh_layout import FORMAT_VERSION as _FORMAT_VERSION
+from .eh_layout import KNOWN_FLAGS as _KNOWN_FLAGS
+from .eh_layout import MAX_EXPONENT as _MAX_EXPONENT
+from .eh_layout import PARAMETERS
+from .eh_layout import READ_VERSIONS as _READ_VERSIONS
 
 __all__ = ["ExponentialHistogram"]
 
-_FORMAT_VERSION = 2
-_READ_VERSIONS = (1, 2)
-_FLAG_HAS_NEWEST = 1
-_FLAG_MERGED = 2
-_FLAG_SHARED = 4  # version 2: a bitmap marks buckets sharing the previous one's timestamp
-_FLAG_TICK = 8  # version 2: deltas and widths are in units of a tick (their gcd)
-_KNOWN_FLAGS = _FLAG_HAS_NEWEST | _FLAG_MERGED | _FLAG_SHARED | _FLAG_TICK
 _U64_MAX = 2**64 - 1
-_BITS = 7  # bitmap bits per byte: each byte a one-byte varint
-_MAX_EXPONENT = 62
 
 
 class ExponentialHistogram:
@@ -602,48 +601,9 @@ class ExponentialHistogram:
 
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Compact, versioned, little-endian serialization.
-
-        Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 1, format version 2)::
-
-            offset  size    field
-            ------  ------  ---------------------------------------------
-                 0       2  magic b"EH"
-                 2       1  family id = 1 (ExponentialHistogram)
-                 3       1  format version = 2
-                 4       2  flags: bit 0 has_newest, bit 1 merged,
-                            bit 2 shared timestamps, bit 3 tick
-                 6       8  window (int64)
-                14       8  eps (float64)
-                22       8  newest (int64)            [if has_newest]
-                 .   varint n_buckets
-                 .   varint n_runs, then n_runs pairs (exponent, run length):
-                            bucket sizes 2**exponent, newest bucket first
-                 .   varint tick >= 2: the gcd of the deltas and widths
-                            below, stored divided by it          [if tick]
-                 .   ceil(n / 7) bytes, 7 bits each, lowest first: bit i set
-                            when bucket i has bucket i - 1's newest
-                            timestamp                 [if shared timestamps]
-                 .   g x varint  timestamp deltas: newest - hi[0], then
-                            hi[i-1] - hi[i] for every bucket i the bitmap
-                            does not mark (g = n - bits set; never 0 then)
-                 .   varint  hi[n-1] - lo[n-1]            [ordered]
-                     n x varint  hi[i] - lo[i]            [merged]
-               end-4     4  CRC-32 of everything before
-
-        An ordered histogram's ``lo[i]`` is ``hi[i + 1]`` (``hi[i]`` for a
-        bucket of size 1), so only the last one is stored.  Sizes are
-        exponents, run-length encoded (an ordered histogram has one run per
-        size).  A sum spreads each value over buckets of one timestamp (the
-        newest value of 1,500 at eps 0.01 fills ~250 buckets): version 2
-        marks them in the bitmap, written exactly when it is shorter than a
-        zero delta (one byte) per shared timestamp, that is when more than
-        ceil(n / 7) buckets share one.  Timestamps of whole milliseconds or
-        seconds (in microseconds) have deltas that are multiples of 1,000:
-        the tick stores them divided by their gcd, written exactly when it
-        is 2 or more.  Version 1 (still read) is the same layout without
-        the tick and the bitmap.
+        """Compact, versioned, little-endian serialization; the layout is
+        drawn and declared in :mod:`ehist.eh_layout` (family id 1, format
+        version 2; version 1 still read).
         """
         flags = 0
         if self._newest is not None:
@@ -652,7 +612,7 @@ class ExponentialHistogram:
             flags |= _FLAG_MERGED
         n = int(self._exps.size)
         if n == 0:
-            w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags).struct("qd", self._window, self._eps)
+            w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags).struct(PARAMETERS, self._window, self._eps)
             if self._newest is not None:
                 w.struct("q", self._newest)
             return w.varints([0]).finish()
@@ -678,7 +638,7 @@ class ExponentialHistogram:
         if tick > 1:
             flags |= _FLAG_TICK
         w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags)
-        w.struct("qd", self._window, self._eps).struct("q", self._newest)
+        w.struct(PARAMETERS, self._window, self._eps).struct("q", self._newest)
         w.varints([n, starts.size]).varints(runs)
         if tick > 1:
             w.varints([tick])

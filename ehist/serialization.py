@@ -60,6 +60,11 @@ __all__ = [
     "parameter_bytes",
     "check_newest",
     "times_before",
+    "MAGIC_AT",
+    "FAMILY_AT",
+    "VERSION_AT",
+    "FLAGS_AT",
+    "PREAMBLE_BYTES",
 ]
 
 MAGIC = b"EH"
@@ -103,6 +108,10 @@ def family_of(data) -> str | None:
         return None
     return _FAMILY_NAMES.get(head[2])
 _PREAMBLE = struct.Struct("<2sBBH")
+#: Offsets of the preamble's fields (the table above), for readers of many
+#: buffers at once (the columnar decoders); PREAMBLE_BYTES: where a
+#: family's parameters start.
+MAGIC_AT, FAMILY_AT, VERSION_AT, FLAGS_AT, PREAMBLE_BYTES = 0, 2, 3, 4, _PREAMBLE.size
 _CRC = struct.Struct("<I")
 _MAX_VARINT_BYTES = 10
 # Up to these sizes varints are encoded / decoded in plain Python: numpy's

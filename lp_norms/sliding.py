@@ -26,6 +26,10 @@ from .stable_sketch import float_values, rows_for
 
 __all__ = ["SlidingLpNorm"]
 
+#: The format, declared here once (its only codec is this module's; the
+#: table is drawn in :meth:`SlidingLpNorm.to_bytes`): version, flag and the
+#: ``struct`` format of the parameters (p, window, eps, delta, seed, rows).
+PARAMETERS = "dqddQI"
 _FORMAT_VERSION = 1
 _FLAG_HAS_NEWEST = 1
 _BLOCK_CELLS = 1 << 22  # atoms x rows per block of new data
@@ -444,7 +448,7 @@ class SlidingLpNorm:
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         w = Writer("SlidingLpNorm", _FORMAT_VERSION, flags)
-        w.struct("dqddQI", self._p, self._window, self._eps, self._delta, self._seed, self._rows)
+        w.struct(PARAMETERS, self._p, self._window, self._eps, self._delta, self._seed, self._rows)
         if self._newest is None:
             return w.finish()
         w.struct("q", self._newest)
@@ -464,7 +468,7 @@ class SlidingLpNorm:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingLpNorm"
         r, flags, out = open_synopsis(
-            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, "dqddQI", "parameters", cls
+            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS, "parameters", cls
         )
         rows = out._rows
         if not flags & _FLAG_HAS_NEWEST:
