@@ -51,7 +51,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.conftest import RESULTS, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, best_of, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -79,15 +79,8 @@ def data(spark):
     return df
 
 
-def timed(question, path, action, repeats=REPEATS, **extra):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = action()
-        best = min(best, time.perf_counter() - t)
-    RESULTS[f"{question} | {path}"] = {"question": question, "path": path, "seconds": best, "rows": ROWS,
-                                       "repeats": repeats, **extra}
-    return out
+def timed(question, path, action, repeats=REPEATS, rows=ROWS, **extra):
+    return best_of(question, path, action, rows, repeats, **extra)
 
 
 def exact_heavy(df, now, window, phi=PHI):

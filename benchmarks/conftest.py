@@ -22,6 +22,22 @@ def record(name: str, benchmark, elements: int, **extra) -> None:
     benchmark.extra_info.update(RESULTS[name])
 
 
+def best_of(question: str, path: str, action, rows: int, repeats: int, **extra):
+    """Run ``action`` ``repeats`` times, record the best time under
+    ``"question | path"`` (the report groups rows by question) and return
+    the last result."""
+    import time
+
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = action()
+        best = min(best, time.perf_counter() - t)
+    RESULTS[f"{question} | {path}"] = {"question": question, "path": path, "seconds": best, "rows": rows,
+                                       "repeats": repeats, **extra}
+    return out
+
+
 def machine() -> dict:
     import ehist
 

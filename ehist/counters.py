@@ -22,9 +22,10 @@ import numpy as np
 from ._validation import INT64_MIN
 from .columnar import HistogramColumn
 from .errors import CorruptSketchError, IncompatibleSketchError
+from .exponential_histogram import ExponentialHistogram
 
-__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "write_counters",
-           "read_counters", "MIN_HISTOGRAM_BYTES"]
+__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "merge_columns",
+           "write_counters", "read_counters", "MIN_HISTOGRAM_BYTES"]
 
 #: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
 MIN_HISTOGRAM_BYTES = 6 + 16 + 4
@@ -152,6 +153,29 @@ def apply_rows(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndar
     last = built.offsets[1:][fix] - 1
     built.lo[last] = np.where(built.exps[last] == 0, built.hi[last], old.lo[oldest[fix]])
     return replace(col, mine, built)
+
+
+def merge_columns(cols: list) -> HistogramColumn:
+    """The union of columns of the same counters (same size, window and
+    eps, each settled at one newest time): a counter only one column holds
+    is taken as it is, one several hold is merged with
+    :meth:`ExponentialHistogram.merge_all` (its guarantee kept)."""
+    first = cols[0]
+    n = len(first)
+    used = np.stack([np.diff(c.offsets) > 0 for c in cols])
+    shared = np.flatnonzero(used.sum(axis=0) > 1)
+    alone = np.flatnonzero(used.sum(axis=0) == 1)
+    owner = used[:, alone].argmax(axis=0)
+    col = empty(first.window, first.eps, n)
+    for j, c in enumerate(cols):
+        mine = alone[owner == j]
+        if mine.size:
+            col = replace(col, mine, c.take(mine))
+    if shared.size:
+        merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
+                  for i in shared.tolist()]
+        col = replace(col, shared, HistogramColumn.from_histograms(merged, first.window, first.eps))
+    return col
 
 
 def write_counters(writer, col: HistogramColumn):

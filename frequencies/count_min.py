@@ -12,7 +12,6 @@ import numbers
 
 import numpy as np
 
-from ehist import ExponentialHistogram
 from ehist._validation import (
     INT64_MAX,
     INT64_MIN,
@@ -25,7 +24,8 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.columnar import HistogramColumn
-from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
+from ehist.counters import (apply_rows, empty, merge_columns, radix_key, read_counters, replace, settle,
+                            settled_total, write_counters)
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, check_newest, open_synopsis
@@ -487,19 +487,7 @@ class SlidingCountMin:
             totals = [settled_total(c, out._width) for c in cols]
             if sum(totals) > INT64_MAX:
                 raise ValueError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
-        used = np.stack([np.diff(c.offsets) > 0 for c in cols])
-        shared = np.flatnonzero(used.sum(axis=0) > 1)
-        alone = np.flatnonzero(used.sum(axis=0) == 1)
-        owner = used[:, alone].argmax(axis=0)
-        col = empty(out._window, out._eh_eps, out.counters)
-        for j, c in enumerate(cols):
-            mine = alone[owner == j]
-            if mine.size:
-                col = replace(col, mine, c.take(mine))
-        if shared.size:
-            merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
-                      for i in shared.tolist()]
-            col = replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
+        col = merge_columns(cols)
         out._newest = newest
         out._col = settle(col, out._window, newest)
         return out

@@ -8,7 +8,6 @@ import numbers
 
 import numpy as np
 
-from ehist import ExponentialHistogram
 from ehist._validation import (
     INT64_MAX,
     INT64_MIN,
@@ -19,7 +18,8 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.columnar import HistogramColumn
-from ehist.counters import apply_rows, empty, radix_key, read_counters, replace, settle, settled_total, write_counters
+from ehist.counters import (apply_rows, empty, merge_columns, radix_key, read_counters, replace, settle,
+                            settled_total, write_counters)
 from ehist.errors import CorruptSketchError, require_same
 from ehist.serialization import Writer, check_newest, open_synopsis
 
@@ -400,19 +400,7 @@ class SlidingQuantiles:
             cols.append(replace(empty(out._window, out._eh_eps, keys.size), np.searchsorted(keys, s._keys), c))
         if sum(settled_total(c, keys.size) for c in cols) > INT64_MAX:
             raise ValueError("merged window count would overflow int64")
-        used = np.stack([np.diff(c.offsets) > 0 for c in cols])
-        shared = np.flatnonzero(used.sum(axis=0) > 1)
-        alone = np.flatnonzero(used.sum(axis=0) == 1)
-        owner = used[:, alone].argmax(axis=0)
-        col = empty(out._window, out._eh_eps, keys.size)
-        for j, c in enumerate(cols):
-            mine = alone[owner == j]
-            if mine.size:
-                col = replace(col, mine, c.take(mine))
-        if shared.size:
-            merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
-                      for i in shared.tolist()]
-            col = replace(col, shared, HistogramColumn.from_histograms(merged, out._window, out._eh_eps))
+        col = merge_columns(cols)
         out._newest = newest
         out._set(keys, settle(col, out._window, newest))
         return out
