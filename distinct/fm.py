@@ -308,7 +308,9 @@ class SlidingFM:
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
         r, flags, out = open_synopsis(
-            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, PARAMETERS, "window, num_bitmaps and seed", cls
+            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, PARAMETERS, "window, num_bitmaps and seed", cls,
+            # a sketch with a newest: 8 bytes of it and a bit count per bitmap, before a table of m x 64 is made
+            least=lambda flags, window, m, seed: 8 + int(m) if flags & _FLAG_HAS_NEWEST else 0,
         )
         m = out._m
         ticked = bool(flags & _FLAG_TICK)

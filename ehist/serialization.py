@@ -435,7 +435,7 @@ class Reader:
             )
 
 
-def open_synopsis(data, family: str, version, known_flags: int, fmt: str, what: str, factory):
+def open_synopsis(data, family: str, version, known_flags: int, fmt: str, what: str, factory, least=None):
     """Open a synopsis's bytes up to its parameters.
 
     ``version``: the format version read, or a tuple of them (the reader's
@@ -443,7 +443,9 @@ def open_synopsis(data, family: str, version, known_flags: int, fmt: str, what: 
     checksum (:func:`open_sealed`), rejects unknown
     flag bits, reads the parameters with ``struct`` format ``fmt`` and
     builds the empty synopsis with ``factory(*parameters)``, turning a
-    parameter error into CorruptSketchError.
+    parameter error into CorruptSketchError.  ``least(flags, *parameters)``,
+    when given, is the fewest payload bytes such a synopsis takes: fewer
+    left are refused before ``factory`` allocates what the parameters say.
 
     Returns
     -------
@@ -456,6 +458,14 @@ def open_synopsis(data, family: str, version, known_flags: int, fmt: str, what: 
             f"{family}: expected flags within {known_flags:#06x}, found {flags:#06x}"
         )
     params = r.struct(fmt, what)
+    if least is not None:
+        try:
+            need = least(flags, *params)
+        except (TypeError, ValueError, OverflowError):
+            need = 0  # the factory names the bad parameter
+        if r.remaining < need:
+            raise CorruptSketchError(f"{family}: expected at least {need} bytes for {what} {tuple(params)}, "
+                                     f"found {r.remaining}")
     try:
         synopsis = factory(*params)
     except ValueError as exc:
