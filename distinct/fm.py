@@ -115,7 +115,9 @@ class SlidingFM:
         self._window = check_window(window)
         self._m = check_positive_int(num_bitmaps, "num_bitmaps", 2, 1 << 16)
         self._seed = check_seed(seed)
-        self._table = np.full((self._m, _BITS), _UNSET, dtype=np.int64)
+        # every bit unset: a read-only view of one value until the first write
+        # (an empty sketch, or one decoded from bytes, costs no m x 64 table)
+        self._table = np.broadcast_to(_UNSET, (self._m, _BITS))
         self._newest: int | None = None
 
     # ------------------------------------------------------------------ info
@@ -151,9 +153,15 @@ class SlidingFM:
 
     def copy(self) -> "SlidingFM":
         out = SlidingFM(self._window, self._m, self._seed)
-        out._table = self._table.copy()
+        out._table = self._table.copy() if self._table.flags.writeable else self._table
         out._newest = self._newest
         return out
+
+    def _writable(self) -> np.ndarray:
+        """The table, made a writable array on the first write."""
+        if not self._table.flags.writeable:
+            self._table = np.full((self._m, _BITS), _UNSET, dtype=np.int64)
+        return self._table
 
     # ---------------------------------------------------------------- update
     def update(self, timestamps, items) -> "SlidingFM":
@@ -193,7 +201,7 @@ class SlidingFM:
         newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
         m = np.uint64(self._m)
         cells = (hashes % m).astype(np.int64) * _BITS + trailing_zeros(hashes // m, _BITS - 1)
-        flat = self._table.reshape(-1)
+        flat = self._writable().reshape(-1)
         np.maximum.at(flat, cells, ts)
         self._newest = newest
         self._expire()
@@ -205,7 +213,7 @@ class SlidingFM:
 
     def _expire(self) -> None:
         cutoff = self._newest - self._window
-        if cutoff >= INT64_MIN:
+        if cutoff >= INT64_MIN and self._table.flags.writeable:
             self._table[self._table <= cutoff] = _UNSET
 
     # ----------------------------------------------------------------- query
@@ -253,7 +261,7 @@ class SlidingFM:
         out = self.copy()
         if other._newest is None:
             return out
-        np.maximum(out._table, other._table, out=out._table)
+        np.maximum(out._writable(), other._table, out=out._table)
         out._newest = other._newest if out._newest is None else max(out._newest, other._newest)
         out._expire()
         return out
@@ -347,7 +355,7 @@ class SlidingFM:
         mask = np.arange(_BITS)[None, :] < kept[:, None]
         stamps = np.full(total, _UNSET, dtype=np.int64)
         stamps[set_bits] = times_before(newest, ages, name)
-        out._table[mask] = stamps
+        out._writable()[mask] = stamps
         if total and np.any(kept > 0) and np.any(out._table[np.arange(m), np.maximum(kept - 1, 0)][kept > 0] == _UNSET):
             raise CorruptSketchError(f"{name}: expected the last kept bit of each bitmap to be set")
         out._newest = int(newest)
