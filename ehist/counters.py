@@ -25,7 +25,8 @@ from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
 
 __all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "merge_columns",
-           "write_counters", "read_counters", "MIN_HISTOGRAM_BYTES"]
+           "apply_keyed", "merge_keyed", "dense", "write_counters", "read_keyed", "read_counters",
+           "MIN_HISTOGRAM_BYTES"]
 
 #: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
 MIN_HISTOGRAM_BYTES = 6 + 16 + 4
@@ -178,22 +179,83 @@ def merge_columns(cols: list) -> HistogramColumn:
     return col
 
 
-def write_counters(writer, col: HistogramColumn):
+# ------------------------------------------------------- keyed (sparse) columns
+# A sketch with many possible counters and few used ones (the ECM-sketch's
+# width x depth, the quantile sketch's value bins) keeps only the counters
+# holding units: sorted int64 keys and a column of as many histograms.  Its
+# memory, update, merge and decode cost follow the counters used, never
+# the counters possible.
+def _used(keys: np.ndarray, col: HistogramColumn):
+    kept = np.flatnonzero(np.diff(col.offsets) > 0)
+    return (keys, col) if kept.size == keys.size else (keys[kept], col.take(kept))
+
+
+def apply_keyed(keys: np.ndarray, col: HistogramColumn, batch: np.ndarray, ts: np.ndarray, v: np.ndarray | None,
+                newest: int, size: int | None = None) -> tuple[np.ndarray, HistogramColumn]:
+    """``(keys, col)`` after row ``i`` went to the counter keyed
+    ``batch[i]`` (rows in time order within a key, none older than
+    ``newest - window``), settled at ``newest``: new keys added, counters
+    left without units dropped (:func:`apply_rows` on the used ones).
+    ``size``: keys are below it (the ECM-sketch's width x depth): a mark
+    per possible key replaces sorting the batch's keys."""
+    window, eps = col.window, col.eps
+    if size is not None and batch.size:
+        mark = np.zeros(size, dtype=bool)
+        mark[keys] = True
+        mark[batch] = True
+        grown = np.flatnonzero(mark)
+        position = np.cumsum(mark) - 1
+    else:
+        grown = np.union1d(keys, batch) if batch.size else keys
+        position = None
+    if grown.size > keys.size:
+        col = replace(empty(window, eps, grown.size), np.searchsorted(grown, keys), col)
+    if ts.size:
+        ids = np.searchsorted(grown, batch) if position is None else position[batch]
+        order = np.argsort(radix_key(ids, grown.size), kind="stable")  # time order kept per counter
+        col = apply_rows(col, ids[order], ts[order], None if v is None else v[order], newest)
+    return _used(grown, settle(col, window, newest))
+
+
+def merge_keyed(parts: list, newest: int) -> tuple[np.ndarray, HistogramColumn]:
+    """The union of keyed columns ``[(keys, col), ...]`` of one window and
+    eps, settled at ``newest`` (:func:`merge_columns` on the union of
+    their keys)."""
+    keys = np.unique(np.concatenate([k for k, _ in parts]))
+    window, eps = parts[0][1].window, parts[0][1].eps
+    cols = [replace(empty(window, eps, keys.size), np.searchsorted(keys, k), settle(c, window, newest))
+            for k, c in parts]
+    return _used(keys, settle(merge_columns(cols), window, newest))
+
+
+def dense(keys: np.ndarray, col: HistogramColumn, size: int) -> HistogramColumn:
+    """The column of all ``size`` counters (the unkeyed ones empty)."""
+    return replace(empty(col.window, col.eps, size), keys, col)
+
+
+def write_counters(writer, col: HistogramColumn, keys: np.ndarray | None = None):
     """Append the counters holding units (settled at one newest time):
     ``varint n``, ``n`` varint index gaps (the first index, then index -
-    previous - 1), ``n`` varint byte lengths, the ``n`` histograms."""
-    ids = np.flatnonzero(np.diff(col.offsets) > 0)
-    blobs = col.take(ids).to_bytes()
+    previous - 1), ``n`` varint byte lengths, the ``n`` histograms.
+    ``keys``: the counter indexes of a keyed column (every one used);
+    default: the column is every counter, the used ones written."""
+    if keys is None:
+        ids = np.flatnonzero(np.diff(col.offsets) > 0)
+        blobs = col.take(ids).to_bytes()
+    else:
+        ids, blobs = keys, col.to_bytes()
     gaps = np.diff(np.concatenate([[-1], ids])) - 1
     writer.varints([ids.size]).varints(gaps.astype(np.uint64))
     writer.varints(np.array([len(b) for b in blobs], dtype=np.uint64))
     return writer.raw(b"".join(blobs))
 
 
-def read_counters(reader, name: str, size: int, window: int, eps: float, newest: int) -> HistogramColumn:
-    """The column of ``size`` counters :func:`write_counters` wrote, every
-    stored histogram checked to hold units and end at ``newest``; the
-    reader must end with them.
+def read_keyed(reader, name: str, size: int, window: int, eps: float,
+               newest: int) -> tuple[np.ndarray, HistogramColumn]:
+    """``(keys, col)``: the counters :func:`write_counters` wrote, of
+    indexes below ``size``, every stored histogram checked to hold units
+    and end at ``newest``; the reader must end with them.  Costs what the
+    bytes hold, whatever ``size`` says.
 
     Raises
     ------
@@ -207,7 +269,7 @@ def read_counters(reader, name: str, size: int, window: int, eps: float, newest:
         raise CorruptSketchError(f"{name}: expected at most {most} counters in the bytes left, found {n}")
     if n == 0:  # zeros only, or every unit expired
         reader.expect_end()
-        return empty(window, eps, size)
+        return np.zeros(0, dtype=np.int64), empty(window, eps, 0)
     gaps = reader.varints(n, "counter gaps")
     if int(gaps.max()) >= size:
         raise CorruptSketchError(f"{name}: expected counter gaps below {size}, found {int(gaps.max())}")
@@ -233,4 +295,10 @@ def read_counters(reader, name: str, size: int, window: int, eps: float, newest:
             or not (np.diff(hist.offsets) > 0).all():
         raise CorruptSketchError(f"{name}: expected every counter's histogram to hold units and end at "
                                  f"the sketch's newest timestamp {newest}")
-    return replace(empty(window, eps, size), ids, hist)
+    return ids, hist
+
+
+def read_counters(reader, name: str, size: int, window: int, eps: float, newest: int) -> HistogramColumn:
+    """:func:`read_keyed` as the column of all ``size`` counters."""
+    keys, hist = read_keyed(reader, name, size, window, eps, newest)
+    return dense(keys, hist, size)

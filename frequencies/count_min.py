@@ -24,8 +24,7 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.columnar import HistogramColumn
-from ehist.counters import (apply_rows, empty, merge_columns, radix_key, read_counters, replace, settle,
-                            settled_total, write_counters)
+from ehist.counters import apply_keyed, dense, empty, merge_keyed, read_keyed, settle, settled_total, write_counters
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, check_newest, open_synopsis
@@ -139,7 +138,10 @@ class SlidingCountMin:
             raise ValueError(f"eps and delta give {self._width} x {self._depth} counters; at most "
                              f"{MAX_COUNTERS} are allowed (raise eps or delta)")
         self._newest: int | None = None
-        self._col = empty(self._window, self._eh_eps, self.counters)
+        # the counters holding units: sorted indexes and their histograms
+        # (memory, updates and bytes follow the counters used, not width x depth)
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._col = empty(self._window, self._eh_eps, 0)
 
     # ----------------------------------------------------------- properties
     @property
@@ -182,10 +184,10 @@ class SlidingCountMin:
 
     @property
     def column(self) -> HistogramColumn:
-        """The counters' histograms, counter ``r * width + c`` for row ``r``
-        and column ``c`` (a copy would cost as much as the sketch: do not
-        change it)."""
-        return self._col
+        """Every counter's histogram, counter ``r * width + c`` for row
+        ``r`` and column ``c`` (built on each call: the sketch keeps only
+        the counters holding units)."""
+        return dense(self._keys, self._col, self.counters)
 
     def __len__(self) -> int:
         """Buckets kept, over all counters."""
@@ -199,14 +201,14 @@ class SlidingCountMin:
                 f"width={self._width}, depth={self._depth}")
         if self._newest is None:
             return head + ", empty)"
-        used = int(np.count_nonzero(np.diff(self._col.offsets)))
-        return f"{head}, counters used={used}, buckets={len(self)}, newest={self._newest})"
+        return f"{head}, counters used={self._keys.size}, buckets={len(self)}, newest={self._newest})"
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, SlidingCountMin):
             return NotImplemented
         a, b = self._col, other._col
         return (self._params() == other._params() and self._newest == other._newest
+                and np.array_equal(self._keys, other._keys)
                 and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("offsets", "exps", "hi", "lo", "merged")))
 
     __hash__ = None
@@ -216,8 +218,8 @@ class SlidingCountMin:
 
     def copy(self) -> "SlidingCountMin":
         out = SlidingCountMin(*self._params())
-        out._newest = self._newest
-        out._col = self._col.take(np.arange(self.counters))
+        out._newest, out._keys = self._newest, self._keys.copy()
+        out._col = self._col.take(np.arange(self._keys.size))
         return out
 
     # --------------------------------------------------------------- update
@@ -282,21 +284,16 @@ class SlidingCountMin:
         # every counter holds at most the window's total: keep that in int64
         checked_total(v, ts.size, self._row_total())
         # ---- validated: from here on the state changes ----
-        col = self._col  # settled at self._newest
-        if ts.size:
-            ids = counter_ids(hashes, self._width, self._depth).ravel()
-            order = np.argsort(radix_key(ids, self.counters), kind="stable")  # time order kept per counter
-            ids = ids[order]
-            rows = order % ts.size
-            col = apply_rows(col, ids, ts[rows], None if v is None else v[rows], newest)
+        ids = counter_ids(hashes, self._width, self._depth).ravel()  # row-major: time order within a counter
+        self._keys, self._col = apply_keyed(self._keys, self._col, ids, np.tile(ts, self._depth),
+                                            None if v is None else np.tile(v, self._depth), newest, self.counters)
         self._newest = newest
-        self._col = settle(col, self._window, newest)
         return self
 
     def _row_total(self) -> int:
         """Units held by row 0 (the window's total, up to expiry)."""
         c = self._col
-        end = int(c.offsets[self._width])
+        end = int(c.offsets[np.searchsorted(self._keys, self._width)])
         return int(np.sum(np.left_shift(np.int64(1), c.exps[:end].astype(np.int64)), dtype=np.int64))
 
     # ---------------------------------------------------------------- query
@@ -311,7 +308,10 @@ class SlidingCountMin:
             now = INT64_MAX
         if now - window < INT64_MIN:
             window = now - INT64_MIN
-        return self._col.bounds(now=np.int64(now), window=window)
+        lo, up = self._col.bounds(now=np.int64(now), window=window)
+        lower, upper = zeros, zeros.copy()
+        lower[self._keys], upper[self._keys] = lo, up
+        return lower, upper
 
     def _rows(self, x: np.ndarray) -> np.ndarray:
         return x.reshape(self._depth, self._width)
@@ -478,18 +478,15 @@ class SlidingCountMin:
         live = [s for s in sk if s._newest is not None]
         out = sk[0].copy()
         if len(live) <= 1:
-            if live:
-                out._newest, out._col = live[0]._newest, live[0]._col.take(np.arange(out.counters))
-            return out
+            return live[0].copy() if live else out
         newest = max(s._newest for s in live)
-        cols = [settle(s._col, out._window, newest) for s in live]
         if sum(s._row_total() for s in live) > INT64_MAX:
-            totals = [settled_total(c, out._width) for c in cols]
+            totals = [settled_total(settle(s._col, out._window, newest), int(np.searchsorted(s._keys, out._width)))
+                      for s in live]
             if sum(totals) > INT64_MAX:
                 raise ValueError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
-        col = merge_columns(cols)
+        out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
         out._newest = newest
-        out._col = settle(col, out._window, newest)
         return out
 
     # -------------------------------------------------------- serialization
@@ -528,7 +525,7 @@ class SlidingCountMin:
         w = Writer("SlidingCountMin", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
         if self._newest is None:
             return w.varints([0]).finish()
-        return write_counters(w.struct("q", self._newest), self._col).finish()
+        return write_counters(w.struct("q", self._newest), self._col, self._keys).finish()
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingCountMin":
@@ -552,8 +549,8 @@ class SlidingCountMin:
             return s
         check_newest(newest, name)
         s._newest = int(newest)
-        col = read_counters(r, name, s.counters, s._window, s._eh_eps, s._newest)
-        if settled_total(col, s._width) > INT64_MAX:
+        keys, col = read_keyed(r, name, s.counters, s._window, s._eh_eps, s._newest)
+        if settled_total(col, int(np.searchsorted(keys, s._width))) > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a window total within int64")
-        s._col = col
+        s._keys, s._col = keys, col
         return s

@@ -17,9 +17,7 @@ from ehist._validation import (
     resolve_query,
     sort_batch,
 )
-from ehist.columnar import HistogramColumn
-from ehist.counters import (apply_rows, empty, merge_columns, radix_key, read_counters, replace, settle,
-                            settled_total, write_counters)
+from ehist.counters import apply_keyed, empty, merge_keyed, read_keyed, settle, settled_total, write_counters
 from ehist.errors import CorruptSketchError, require_same
 from ehist.serialization import Writer, check_newest, open_synopsis
 
@@ -237,33 +235,19 @@ class SlidingQuantiles:
             ts, x = ts[first:], x[first:]
         checked_total(None, ts.size, settled_total(self._col, self._keys.size))
         batch = self._mapping.keys(x)
-        keys = np.union1d(self._keys, batch) if batch.size else self._keys
-        if keys.size > MAX_BINS:
-            raise ValueError(f"the window would hold {keys.size} value bins; at most {MAX_BINS} are allowed "
-                             f"(raise accuracy)")
+        if self._keys.size + batch.size > MAX_BINS:  # the bound is cheap; the exact count when it may matter
+            bins = np.union1d(self._keys, batch).size
+            if bins > MAX_BINS:
+                raise ValueError(f"the window would hold {bins} value bins; at most {MAX_BINS} are allowed "
+                                 f"(raise accuracy)")
         # ---- validated: from here on the state changes ----
-        col = self._col
-        if keys.size > self._keys.size:
-            col = replace(empty(self._window, self._eh_eps, keys.size), np.searchsorted(keys, self._keys), col)
-        if ts.size:
-            ids = np.searchsorted(keys, batch)
-            order = np.argsort(radix_key(ids, keys.size), kind="stable")  # time order kept per bin
-            col = apply_rows(col, ids[order], ts[order], None, newest)
+        self._keys, self._col = apply_keyed(self._keys, self._col, batch, ts, None, newest)
         self._newest = newest
-        self._set(keys, settle(col, self._window, newest))
         return self
 
     def add(self, timestamp: int, value) -> "SlidingQuantiles":
         """Insert one row."""
         return self.update([timestamp], [value])
-
-    def _set(self, keys: np.ndarray, col: HistogramColumn) -> None:
-        """Keep the bins holding units."""
-        used = np.diff(col.offsets) > 0
-        if not used.all():
-            kept = np.flatnonzero(used)
-            keys, col = keys[kept], col.take(kept)
-        self._keys, self._col = keys, col
 
     # ---------------------------------------------------------------- query
     def bin_bounds(self, now: int | None = None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -393,16 +377,10 @@ class SlidingQuantiles:
             return (live[0] if live else sk[0]).copy()
         out = SlidingQuantiles(*sk[0]._params())
         newest = max(s._newest for s in live)
-        keys = np.unique(np.concatenate([s._keys for s in live]))
-        cols = []
-        for s in live:
-            c = settle(s._col, out._window, newest)
-            cols.append(replace(empty(out._window, out._eh_eps, keys.size), np.searchsorted(keys, s._keys), c))
-        if sum(settled_total(c, keys.size) for c in cols) > INT64_MAX:
+        if sum(settled_total(settle(s._col, s._window, newest), s._keys.size) for s in live) > INT64_MAX:
             raise ValueError("merged window count would overflow int64")
-        col = merge_columns(cols)
+        out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
         out._newest = newest
-        out._set(keys, settle(col, out._window, newest))
         return out
 
     # -------------------------------------------------------- serialization
@@ -484,9 +462,9 @@ class SlidingQuantiles:
                 raise CorruptSketchError(f"{name}: expected bin keys of finite values at accuracy "
                                          f"{s._accuracy}, found {int(keys[bad][0])}")
         s._newest = int(newest)
-        col = read_counters(r, name, m, s._window, s._eh_eps, s._newest)
-        if not (np.diff(col.offsets) > 0).all():
-            raise CorruptSketchError(f"{name}: expected a histogram for each of the {m} bins")
+        ids, col = read_keyed(r, name, m, s._window, s._eh_eps, s._newest)
+        if ids.size != m:  # (indexes below m, increasing: then they are 0 .. m - 1)
+            raise CorruptSketchError(f"{name}: expected a histogram for each of the {m} bins, found {ids.size}")
         if settled_total(col, m) > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a window count within int64")
         s._keys, s._col = keys, col
