@@ -179,3 +179,32 @@ def test_newest_forged_to_the_int64_edges(name):
             continue
         assert value != -2**63, "a newest of -2**63 decoded"
         exercise(cls, back)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SlidingFM(10, num_bitmaps=1 << 16),
+    lambda: SlidingFM(10, num_bitmaps=1 << 16).update([1], ["a"]),
+    lambda: SlidingHyperLogLog(10, precision=18).update([1], ["a"]),
+    lambda: SlidingCountMin(10, eps=1e-6, delta=0.5).update([1], ["a"]),
+    lambda: SlidingHeavyHitters(10, bits=64, eps=1e-3, delta=0.5, level_bits=1).update([1], [7]),
+    lambda: SlidingQuantiles(10, eps=1e-6, accuracy=1e-6).update([1, 2], [1.0, -3e300]),
+    lambda: SlidingLpNorm(1.0000001, 10, eps=0.5, delta=0.5, rows=1 << 12).update([1], [1], [2.0]),
+    lambda: ExponentialHistogram(2**62, 1e-9).update([1, 5]),
+], ids=["fm empty", "fm", "hll", "cm", "hh", "quantiles", "lp", "eh"])
+def test_decoding_costs_what_the_bytes_hold(make):
+    """Decoding memory follows the buffer, whatever the parameters say (the
+    largest the constructors accept here): a table of forged rows cannot
+    make a reader allocate what their parameters ask for (issue 19).  The
+    constant is FM's: a non-empty sketch stores a byte per bitmap and
+    holds 64 timestamps (512 bytes) for it."""
+    import tracemalloc
+
+    data = make().to_bytes()
+    cls = type(make())
+    tracemalloc.start()
+    try:
+        cls.from_bytes(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1024 * len(data) + (1 << 20), (len(data), peak)
