@@ -67,7 +67,8 @@ def _error(thunk) -> str:
 
 #: Parts run only with ``full`` (the suite's ``--slow``): the default run
 #: keeps one path through every entry point, these add the others.
-FULL = ("one_step", "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table_union", "streaming")
+FULL = ("one_step", "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table_union", "streaming",
+        "frequencies_aggregate_two_phase")
 
 
 def run(spark, workdir: str, full: bool = True) -> dict:
@@ -76,7 +77,8 @@ def run(spark, workdir: str, full: bool = True) -> dict:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from udaf import Count, Distinct, DistinctFM, LpNorm, Sum, aggregate, sketch_table, sliding_over
+    from udaf import (Count, Distinct, DistinctFM, HeavyHitters, LpNorm, Quantile, Sum, aggregate, sketch_table,
+                      sliding_over)
     from udaf import functions as U
     from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
 
@@ -119,6 +121,12 @@ def run(spark, workdir: str, full: bool = True) -> dict:
                                            "qs", "p90", U.sliding_quantile_sketch_quantile_bounds("qs", F.lit(0.5))
                                            .alias("b50"), U.sliding_quantile_sketch_rank("qs", F.lit(100)).alias("r")),
                                ["src"])
+    # their aggregate answers (a list per key, a quantile: the native plan; --slow adds the sketches')
+    newer = dict(top=HeavyHitters("bytes", WINDOW, phi=0.05), p90=Quantile("bytes", WINDOW, q=0.9))
+    out["frequencies_aggregate"] = _rows(aggregate(df, "src", "ts", now=ROWS, **newer), ["src"])
+    if full:
+        out["frequencies_aggregate_two_phase"] = _rows(aggregate(df, "src", "ts", now=ROWS, strategy="two_phase",
+                                                                 **newer), ["src"])
 
     # the DataFrame drivers
     specs = dict(n=Count(WINDOW, 0.02), b=Sum("bytes", WINDOW, 0.02), d=Distinct("dst", WINDOW, 10, 3),
