@@ -25,7 +25,7 @@ from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
 
 __all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "merge_columns",
-           "apply_keyed", "merge_keyed", "dense", "write_counters", "read_keyed", "read_counters",
+           "apply_keyed", "merge_keyed", "dense", "keyed_equal", "keyed_copy", "write_counters", "read_keyed", "read_counters",
            "MIN_HISTOGRAM_BYTES"]
 
 #: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
@@ -231,6 +231,18 @@ def merge_keyed(parts: list, newest: int) -> tuple[np.ndarray, HistogramColumn]:
 def dense(keys: np.ndarray, col: HistogramColumn, size: int) -> HistogramColumn:
     """The column of all ``size`` counters (the unkeyed ones empty)."""
     return replace(empty(col.window, col.eps, size), keys, col)
+
+
+def keyed_equal(a: tuple, b: tuple) -> bool:
+    """Whether two keyed columns ``(keys, col)`` hold the same counters."""
+    (ka, ca), (kb, cb) = a, b
+    return np.array_equal(ka, kb) and all(np.array_equal(getattr(ca, f), getattr(cb, f))
+                                          for f in ("offsets", "exps", "hi", "lo", "merged"))
+
+
+def keyed_copy(keys: np.ndarray, col: HistogramColumn) -> tuple[np.ndarray, HistogramColumn]:
+    """A copy of a keyed column, sharing nothing with it."""
+    return keys.copy(), col.take(np.arange(keys.size))
 
 
 def write_counters(writer, col: HistogramColumn, keys: np.ndarray | None = None):

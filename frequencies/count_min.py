@@ -24,7 +24,8 @@ from ehist._validation import (
     sort_batch,
 )
 from ehist.columnar import HistogramColumn
-from ehist.counters import apply_keyed, dense, empty, merge_keyed, read_keyed, settle, settled_total, write_counters
+from ehist.counters import (apply_keyed, dense, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
+                            settled_total, write_counters)
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, check_newest, open_synopsis
@@ -206,10 +207,8 @@ class SlidingCountMin:
     def __eq__(self, other) -> bool:
         if not isinstance(other, SlidingCountMin):
             return NotImplemented
-        a, b = self._col, other._col
         return (self._params() == other._params() and self._newest == other._newest
-                and np.array_equal(self._keys, other._keys)
-                and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("offsets", "exps", "hi", "lo", "merged")))
+                and keyed_equal((self._keys, self._col), (other._keys, other._col)))
 
     __hash__ = None
 
@@ -218,8 +217,8 @@ class SlidingCountMin:
 
     def copy(self) -> "SlidingCountMin":
         out = SlidingCountMin(*self._params())
-        out._newest, out._keys = self._newest, self._keys.copy()
-        out._col = self._col.take(np.arange(self._keys.size))
+        out._newest = self._newest
+        out._keys, out._col = keyed_copy(self._keys, self._col)
         return out
 
     # --------------------------------------------------------------- update

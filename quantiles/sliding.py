@@ -17,7 +17,8 @@ from ehist._validation import (
     resolve_query,
     sort_batch,
 )
-from ehist.counters import apply_keyed, empty, merge_keyed, read_keyed, settle, settled_total, write_counters
+from ehist.counters import (apply_keyed, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
+                            settled_total, write_counters)
 from ehist.errors import CorruptSketchError, require_same
 from ehist.serialization import Writer, check_newest, open_synopsis
 
@@ -187,10 +188,8 @@ class SlidingQuantiles:
     def __eq__(self, other) -> bool:
         if not isinstance(other, SlidingQuantiles):
             return NotImplemented
-        a, b = self._col, other._col
         return (self._params() == other._params() and self._newest == other._newest
-                and np.array_equal(self._keys, other._keys)
-                and all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("offsets", "exps", "hi", "lo", "merged")))
+                and keyed_equal((self._keys, self._col), (other._keys, other._col)))
 
     __hash__ = None
 
@@ -199,8 +198,8 @@ class SlidingQuantiles:
 
     def copy(self) -> "SlidingQuantiles":
         out = SlidingQuantiles(*self._params())
-        out._newest, out._keys = self._newest, self._keys.copy()
-        out._col = self._col.take(np.arange(self._keys.size))
+        out._newest = self._newest
+        out._keys, out._col = keyed_copy(self._keys, self._col)
         return out
 
     # --------------------------------------------------------------- update
