@@ -614,6 +614,8 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     run_at = v_first[run_owner] + 2 + 2 * (np.arange(run_owner.size) - np.repeat(np.cumsum(r_i) - r_i, r_i))
     run_exp, run_len = values[run_at], values[run_at + 1]
     bad_run = (run_exp > _U64(L.MAX_EXPONENT)) | (run_len < _U64(1)) | (run_len > big)
+    if run_owner.size > 1:  # runs of one exponent are one run (as the writer and from_bytes have them)
+        bad_run[1:] |= (run_owner[1:] == run_owner[:-1]) & (run_exp[1:] == run_exp[:-1])
     bad[run_owner[bad_run]] = True
     run_len_i = np.where(bad_run, 0, run_len).astype(np.int64)
     bad |= _segment_sums(run_len_i, np.concatenate([[0], np.cumsum(r_i)])) != n_i
@@ -700,6 +702,10 @@ def _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad):
     bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
     # every bucket inside the window: newest - hi[-1] < window
     bad |= has & ((newest.view(_U64) - hi_last.view(_U64)) >= _U64(w0))
+    # an oldest bucket of size 1 has one unit, at its newest time: width 0 (as from_bytes requires)
+    last_unit = np.zeros(idx_size, dtype=bool)
+    last_unit[has] = exps[last[has]] == 0
+    bad |= last_unit & (width != 0)
     lo = np.empty_like(hi)
     if hi.size:
         lo[:-1] = hi[1:]

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import eh_layout
 from ._validation import INT64_MIN
 from .columnar import HistogramColumn
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
+from .serialization import MAGIC, seal
 
 __all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "merge_columns",
            "apply_keyed", "merge_keyed", "dense", "keyed_equal", "keyed_copy", "write_counters", "read_keyed", "read_counters",
@@ -30,6 +32,8 @@ __all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_ro
 
 #: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
 MIN_HISTOGRAM_BYTES = 6 + 16 + 4
+#: The fewest bytes of one compact counter: flags, a bucket count and a run count.
+MIN_COMPACT_BYTES = 3
 
 
 def radix_key(x: np.ndarray, bound: int) -> np.ndarray:
@@ -245,25 +249,50 @@ def keyed_copy(keys: np.ndarray, col: HistogramColumn) -> tuple[np.ndarray, Hist
     return keys.copy(), col.take(np.arange(keys.size))
 
 
-def write_counters(writer, col: HistogramColumn, keys: np.ndarray | None = None):
+def write_counters(writer, col: HistogramColumn, keys: np.ndarray | None = None, compact: bool = True):
     """Append the counters holding units (settled at one newest time):
     ``varint n``, ``n`` varint index gaps (the first index, then index -
     previous - 1), ``n`` varint byte lengths, the ``n`` histograms.
     ``keys``: the counter indexes of a keyed column (every one used);
-    default: the column is every counter, the used ones written."""
+    default: the column is every counter, the used ones written.
+
+    ``compact`` (the current formats): each histogram is its flags byte and
+    its payload, what its own bytes hold beyond the preamble, window, eps,
+    newest and CRC that every counter of a sketch shares (34 bytes a
+    counter); :func:`read_keyed` rebuilds and checks the full bytes.
+    Without it, each is ``ExponentialHistogram.to_bytes()`` (the first
+    formats, still read)."""
     if keys is None:
         ids = np.flatnonzero(np.diff(col.offsets) > 0)
         blobs = col.take(ids).to_bytes()
     else:
         ids, blobs = keys, col.to_bytes()
+    if compact:
+        blobs = [b[eh_layout.FLAGS_AT:eh_layout.FLAGS_AT + 1] + b[eh_layout.HEAD_BYTES:-4] for b in blobs]
     gaps = np.diff(np.concatenate([[-1], ids])) - 1
     writer.varints([ids.size]).varints(gaps.astype(np.uint64))
     writer.varints(np.array([len(b) for b in blobs], dtype=np.uint64))
     return writer.raw(b"".join(blobs))
 
 
-def read_keyed(reader, name: str, size: int, window: int, eps: float,
-               newest: int) -> tuple[np.ndarray, HistogramColumn]:
+def _full_bytes(compact: list, window: int, eps: float, newest: int, name: str) -> list:
+    """The ``ExponentialHistogram`` bytes of compact counters (flags byte,
+    payload): the shared head and a CRC put back, so that the histogram
+    decoder checks them as it checks any."""
+    head = eh_layout.HEAD.pack(MAGIC, eh_layout.FAMILY, eh_layout.FORMAT_VERSION, 0, window, eps)
+    newest_bytes = eh_layout.NEWEST.pack(newest)
+    out = []
+    for b in compact:
+        if not b[0] & eh_layout.FLAG_HAS_NEWEST:
+            raise CorruptSketchError(f"{name}: expected every counter's flags to mark a newest timestamp, "
+                                     f"found {b[0]:#04x}")
+        out.append(seal(head[:eh_layout.FLAGS_AT] + b[:1] + b"\x00" + head[eh_layout.FLAGS_AT + 2:]
+                        + newest_bytes + b[1:]))
+    return out
+
+
+def read_keyed(reader, name: str, size: int, window: int, eps: float, newest: int,
+               compact: bool = True) -> tuple[np.ndarray, HistogramColumn]:
     """``(keys, col)``: the counters :func:`write_counters` wrote, of
     indexes below ``size``, every stored histogram checked to hold units
     and end at ``newest``; the reader must end with them.  Costs what the
@@ -275,8 +304,9 @@ def read_keyed(reader, name: str, size: int, window: int, eps: float,
         Counts beyond the bytes left or ``size``, lengths that do not add
         up, a histogram its own decoder refuses or of other parameters.
     """
+    least = MIN_COMPACT_BYTES if compact else MIN_HISTOGRAM_BYTES
     n = reader.varint("counter count")
-    most = min(size, reader.remaining // (2 + MIN_HISTOGRAM_BYTES))
+    most = min(size, reader.remaining // (2 + least))
     if n > most:
         raise CorruptSketchError(f"{name}: expected at most {most} counters in the bytes left, found {n}")
     if n == 0:  # zeros only, or every unit expired
@@ -289,14 +319,16 @@ def read_keyed(reader, name: str, size: int, window: int, eps: float,
     if int(ids[-1]) >= size:
         raise CorruptSketchError(f"{name}: expected counter indexes below {size}, found {int(ids[-1])}")
     lengths = reader.varints(n, "histogram lengths")
-    if int(lengths.min()) < MIN_HISTOGRAM_BYTES or int(lengths.max()) > reader.remaining \
+    if int(lengths.min()) < least or int(lengths.max()) > reader.remaining \
             or int(lengths.sum()) != reader.remaining:
-        raise CorruptSketchError(f"{name}: expected histogram lengths of at least {MIN_HISTOGRAM_BYTES} "
+        raise CorruptSketchError(f"{name}: expected histogram lengths of at least {least} "
                                  f"bytes summing to the {reader.remaining} bytes left, found "
                                  f"{int(lengths.min())} to {int(lengths.max())} summing to {int(lengths.sum())}")
     ends = np.cumsum(lengths.astype(np.int64)).tolist()
     body = reader.raw(reader.remaining, "histograms")
     blobs = [body[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    if compact:
+        blobs = _full_bytes(blobs, window, eps, newest, name)
     try:
         hist = HistogramColumn.from_bytes(blobs, window, eps)
     except IncompatibleSketchError as exc:
@@ -310,7 +342,8 @@ def read_keyed(reader, name: str, size: int, window: int, eps: float,
     return ids, hist
 
 
-def read_counters(reader, name: str, size: int, window: int, eps: float, newest: int) -> HistogramColumn:
+def read_counters(reader, name: str, size: int, window: int, eps: float, newest: int,
+                  compact: bool = True) -> HistogramColumn:
     """:func:`read_keyed` as the column of all ``size`` counters."""
-    keys, hist = read_keyed(reader, name, size, window, eps, newest)
+    keys, hist = read_keyed(reader, name, size, window, eps, newest, compact)
     return dense(keys, hist, size)

@@ -696,6 +696,9 @@ class ExponentialHistogram:
                 f"lengths summing to {n}, found exponents up to {max(run_exps)} "
                 f"and lengths summing to {sum(run_lens)}"
             )
+        if any(a == b for a, b in zip(run_exps[:-1], run_exps[1:])):
+            raise CorruptSketchError(f"{name}: expected adjacent size runs of different exponents, found two of "
+                                     f"exponent {next(a for a, b in zip(run_exps[:-1], run_exps[1:]) if a == b)}")
         exps = np.repeat(np.array(run_exps, dtype=np.int8), np.array(run_lens, dtype=np.int64))
         total = sum(int(c) << int(e) for e, c in zip(run_exps, run_lens))
         if total > INT64_MAX:
@@ -729,6 +732,9 @@ class ExponentialHistogram:
         if merged:
             lo = _subtract(hi, widths, name)
         else:
+            if exps[-1] == 0 and int(widths[-1]) != 0:  # one unit, at its newest time: the writer stores 0
+                raise CorruptSketchError(f"{name}: expected a width of 0 for an oldest bucket of size 1, "
+                                         f"found {int(widths[-1])}")
             lo = np.empty_like(hi)
             lo[:-1] = hi[1:]
             lo[-1:] = _subtract(hi[-1:], widths, name)

@@ -35,7 +35,8 @@ __all__ = ["SlidingCountMin", "dimensions"]
 #: ``struct`` format of the parameters after the preamble: window, eps,
 #: delta, eh_eps, seed.
 PARAMETERS = "qdddQ"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: compact counters (ehist.counters); 1 still read
+_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 #: The most counters (width x depth) a sketch may have: 4 Mi histograms.
 MAX_COUNTERS = 1 << 22
@@ -493,13 +494,13 @@ class SlidingCountMin:
         """Versioned, checked bytes.
 
         Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 6, format version 1)::
+        family id 6, format version 2)::
 
             offset  size    field
             ------  ------  ---------------------------------------------
                  0       2  magic b"EH"
                  2       1  family id = 6 (SlidingCountMin)
-                 3       1  format version = 1
+                 3       1  format version = 2
                  4       2  flags: bit 0 has_newest
                  6       8  window (int64)
                 14       8  eps (float64)
@@ -510,15 +511,21 @@ class SlidingCountMin:
                  .   varint n: counters holding a unit in the window
                  .   n x varint  counter gaps: the first counter's index,
                             then index - previous index - 1
-                 .   n x varint  byte length of each counter's histogram
-                 .   the n histograms, ExponentialHistogram.to_bytes()
-                            each (window, eh_eps; newest = the sketch's)
+                 .   n x varint  byte length of each counter
+                 .   the n counters: each its histogram's flags byte and
+                            payload (ExponentialHistogram.to_bytes() less
+                            the preamble, window, eps, newest and CRC
+                            every counter shares: window, eh_eps, the
+                            sketch's newest)
                end-4     4  CRC-32 of everything before
 
-        Counter ``r * width + c`` is row ``r``, column ``c``.  Each
-        histogram carries its own preamble and CRC: its decoder and all of
-        its checks are the ones of :mod:`ehist` (decoded together,
-        vectorized, by :class:`ehist.columnar.HistogramColumn`).
+        Counter ``r * width + c`` is row ``r``, column ``c``.  The reader
+        rebuilds each counter's full histogram bytes and decodes them
+        together with every check of :mod:`ehist`
+        (:func:`ehist.counters.read_keyed`, vectorized by
+        :class:`ehist.columnar.HistogramColumn`).  Version 1 (still read)
+        stored each counter as the whole ``ExponentialHistogram.to_bytes()``
+        (34 bytes more a counter).
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         w = Writer("SlidingCountMin", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
@@ -537,7 +544,7 @@ class SlidingCountMin:
             merge produces; the message says what was expected and found.
         """
         name = "SlidingCountMin"
-        r, flags, s = open_synopsis(data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS,
+        r, flags, s = open_synopsis(data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST, PARAMETERS,
                                     "window, eps, delta, eh_eps and seed", cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
         if newest is None:
@@ -548,7 +555,7 @@ class SlidingCountMin:
             return s
         check_newest(newest, name)
         s._newest = int(newest)
-        keys, col = read_keyed(r, name, s.counters, s._window, s._eh_eps, s._newest)
+        keys, col = read_keyed(r, name, s.counters, s._window, s._eh_eps, s._newest, compact=r.version >= 2)
         if settled_total(col, int(np.searchsorted(keys, s._width))) > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a window total within int64")
         s._keys, s._col = keys, col

@@ -22,7 +22,8 @@ __all__ = ["SlidingHeavyHitters", "HeavyHitter"]
 
 #: ``struct`` format of the parameters after the preamble: bits, level bits.
 PARAMETERS = "BB"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: its levels' counters compact; 1 still read
+_READ_VERSIONS = (1, 2)
 
 
 def _check_phi(phi) -> None:
@@ -380,7 +381,7 @@ class SlidingHeavyHitters:
             Truncated, altered or foreign bytes, levels that disagree.
         """
         name = "SlidingHeavyHitters"
-        r, _, lengths = open_synopsis(data, name, _FORMAT_VERSION, 0, PARAMETERS, "bits and level bits", levels_of)
+        r, _, lengths = open_synopsis(data, name, _READ_VERSIONS, 0, PARAMETERS, "bits and level bits", levels_of)
         n = r.varint("level count")
         if n != len(lengths):
             raise CorruptSketchError(f"{name}: expected {len(lengths)} levels, found {n}")

@@ -28,7 +28,8 @@ __all__ = ["SlidingQuantiles", "quantiles_from_bounds", "cdf_from_bounds", "quan
 
 #: ``struct`` format of the parameters after the preamble: window, eps, accuracy.
 PARAMETERS = "qdd"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: compact counters (ehist.counters); 1 still read
+_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 #: The most value bins a sketch may hold (every finite float64 at accuracy
 #: 1e-6 needs about 7.4e8; a window of them would not fit in memory anyway).
@@ -387,13 +388,13 @@ class SlidingQuantiles:
         """Versioned, checked bytes.
 
         Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 8, format version 1)::
+        family id 8, format version 2)::
 
             offset  size    field
             ------  ------  ---------------------------------------------
                  0       2  magic b"EH"
                  2       1  family id = 8 (SlidingQuantiles)
-                 3       1  format version = 1
+                 3       1  format version = 2
                  4       2  flags: bit 0 has_newest
                  6       8  window (int64)
                 14       8  eps (float64)
@@ -404,9 +405,11 @@ class SlidingQuantiles:
                             key - previous key - 1
                  .   the bins' histograms, counters 0 .. m - 1
                             (ehist.counters.write_counters: varint m,
-                            m gaps of 0, m byte lengths, m histograms of
-                            window and eh_eps = eps / (2 + eps), each
-                            ending at newest)
+                            m gaps of 0, m byte lengths, m compact
+                            histograms of window and eh_eps = eps /
+                            (2 + eps), each ending at newest: a flags
+                            byte and the payload; version 1, still
+                            read, stored whole histogram bytes)
                end-4     4  CRC-32 of everything before
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
@@ -434,7 +437,7 @@ class SlidingQuantiles:
             merge produces; the message says what was expected and found.
         """
         name = "SlidingQuantiles"
-        r, flags, s = open_synopsis(data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS,
+        r, flags, s = open_synopsis(data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST, PARAMETERS,
                                     "window, eps and accuracy", cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
         m = r.varint("bin count")
@@ -461,7 +464,7 @@ class SlidingQuantiles:
                 raise CorruptSketchError(f"{name}: expected bin keys of finite values at accuracy "
                                          f"{s._accuracy}, found {int(keys[bad][0])}")
         s._newest = int(newest)
-        ids, col = read_keyed(r, name, m, s._window, s._eh_eps, s._newest)
+        ids, col = read_keyed(r, name, m, s._window, s._eh_eps, s._newest, compact=r.version >= 2)
         if ids.size != m:  # (indexes below m, increasing: then they are 0 .. m - 1)
             raise CorruptSketchError(f"{name}: expected a histogram for each of the {m} bins, found {ids.size}")
         if settled_total(col, m) > INT64_MAX:
