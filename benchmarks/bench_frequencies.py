@@ -44,14 +44,11 @@ streams).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
-from benchmarks.conftest import RESULTS, best_of, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, best_of, note_load, parquet_bytes_per_key, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -158,17 +155,11 @@ def test_stored_sketches_any_window(spark):
     tops = df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot")).agg(
         F.expr("approx_top_k_accumulate(src, 10000)").alias("acc"), F.count(F.lit(1)).alias("n")).cache()
     timed(q, "build approx_top_k rollup table (once)", lambda: tops.count(), repeats=1)
-    work = Path(tempfile.mkdtemp(prefix="ehist-bench-freq-"))
-    try:
-        df.write.parquet(str(work / "rows"))
-        df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot"), "src").agg(F.count(F.lit(1)).alias("n")) \
-            .write.parquet(str(work / "rollup"))
-        tops.write.parquet(str(work / "approx_top_k rollup"))
-        table.write.parquet(str(work / "sketches"))
-        size = {name: sum(f.stat().st_size for f in (work / name).rglob("*.parquet")) / KEYS
-                for name in ("rows", "rollup", "approx_top_k rollup", "sketches")}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    size = parquet_bytes_per_key({
+        "rows": df,
+        "rollup": df.groupBy("k", (F.col("ts") / 1000).cast("long").alias("slot"), "src").agg(
+            F.count(F.lit(1)).alias("n")),
+        "approx_top_k rollup": tops, "sketches": table}, KEYS)
     RESULTS["stored heavy hitters: bytes per key"] = size
     for frac in (0.01, 0.1, 1.0):
         w = max(1000, int(WINDOW * frac) // 1000 * 1000)  # whole slots of the rollups

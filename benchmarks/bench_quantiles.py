@@ -34,15 +34,12 @@ with (DDSketch, t-digest and KLL packages summarize whole streams).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks.conftest import RESULTS, best_of, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, best_of, note_load, parquet_bytes_per_key, spark_fixture
 
 ROWS = int(os.environ.get("EHIST_BENCH_QUANT_ROWS", "2000000"))
 REPEATS = int(os.environ.get("EHIST_BENCH_REPEATS", "3"))
@@ -145,15 +142,7 @@ def test_stored_sketches_any_window(spark):
     rollup = df.groupBy("k", (F.col("ts") / SLOT).cast("long").alias("slot")).agg(
         F.kll_sketch_agg_double("delay").alias("kll")).cache()
     timed(q, "build KLL rollup table (once)", lambda: rollup.count(), repeats=1)
-    work = Path(tempfile.mkdtemp(prefix="ehist-bench-quant-"))
-    try:
-        df.write.parquet(str(work / "rows"))
-        rollup.write.parquet(str(work / "kll rollup"))
-        table.write.parquet(str(work / "sketches"))
-        size = {name: sum(f.stat().st_size for f in (work / name).rglob("*.parquet")) / KEYS
-                for name in ("rows", "kll rollup", "sketches")}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    size = parquet_bytes_per_key({"rows": df, "kll rollup": rollup, "sketches": table}, KEYS)
     RESULTS["stored quantiles: bytes per key"] = size
     for frac in (0.01, 0.1, 1.0):
         w = max(SLOT, int(WINDOW * frac) // SLOT * SLOT)

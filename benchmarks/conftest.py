@@ -38,6 +38,23 @@ def best_of(question: str, path: str, action, rows: int, repeats: int, **extra):
     return out
 
 
+def parquet_bytes_per_key(frames: dict, keys: int) -> dict:
+    """Bytes per key of each DataFrame written as Parquet (to a temporary
+    directory, removed after): name -> bytes / keys."""
+    import shutil
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="ehist-bench-parquet-"))
+    try:
+        out = {}
+        for name, frame in frames.items():
+            frame.write.parquet(str(work / name))
+            out[name] = sum(f.stat().st_size for f in (work / name).rglob("*.parquet")) / keys
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def machine() -> dict:
     import ehist
 
