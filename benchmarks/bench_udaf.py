@@ -160,7 +160,7 @@ def test_count_and_sum_as_of_now(spark, keys):
 def test_bursty_stream_reduction(spark):
     from pyspark.sql import functions as F
 
-    from udaf import Count, Distinct, Sum, aggregate, sketch_table
+    from udaf import Count, Distinct, LpNorm, Sum, aggregate, sketch_table
 
     keys, per_second = 1_000, 50
     df = spark.range(ROWS).select(
@@ -168,12 +168,13 @@ def test_bursty_stream_reduction(spark):
         (F.col("id") / (keys * per_second)).cast("long").alias("ts"),
         (F.rand(7) * 1500).cast("long").alias("bytes"),
         (F.abs(F.xxhash64(F.col("id") + 1)) % 200).alias("dst"),
-    ).repartition(4).cache()
+    ).withColumn("port", F.col("dst") % 16).repartition(4).cache()
     df.count()
     window = ROWS // (keys * per_second) // 4
     specs = dict(c=Count(window, 0.01), s=Sum("bytes", window, 0.01), d=Distinct("dst", window))
     reduced = {"rows": ROWS, "per (key, second)": df.select("k", "ts").distinct().count(),
-               "per (key, item)": df.select("k", "dst").distinct().count()}
+               "per (key, item)": df.select("k", "dst").distinct().count(),
+               "per (key, second, index)": df.select("k", "ts", "port").distinct().count()}
     q = "sketch_table, bursty stream"
     tables = {r: run(spark, q, keys, f"reduce={r}", lambda r=r: sketch_table(df, "k", "ts", reduce=r, **specs)
                      .orderBy("k").collect()) for r in (False, True, None)}
@@ -182,6 +183,13 @@ def test_bursty_stream_reduction(spark):
     for r in (False, True, None):
         run(spark, q, keys, f"reduce={r}", lambda r=r: aggregate(df, "k", "ts", sketches=True, reduce=r, **specs)
             .collect())
+    # the L_p norm of bytes per port class (16 indexes): Spark sums bytes per
+    # (key, second, port) first, about 3 rows each
+    lp = dict(l2=LpNorm("port", window, value="bytes", p=2.0, eps=0.1, delta=0.1))
+    q = "sketch_table L_2 of bytes per port, bursty stream"
+    tables = {r: run(spark, q, keys, f"reduce={r}", lambda r=r: sketch_table(df, "k", "ts", reduce=r, **lp)
+                     .orderBy("k").collect()) for r in (False, True, None)}
+    assert [tuple(x) for x in tables[True]] == [tuple(x) for x in tables[False]]  # byte-identical sketches
     RESULTS["bursty stream rows into Python"] = reduced
     print(f"\n  rows into Python: {ROWS:,} without reduction; {reduced['per (key, second)']:,} per (key, second) "
           f"for counts and sums, {reduced['per (key, item)']:,} per (key, item) for distinct counts", flush=True)

@@ -239,9 +239,12 @@ def render(quick: bool | None = None) -> Path:
             md += [f"Bursty stream: {bursty['rows']:,} rows; Spark's aggregation leaves "
                    f"{bursty['per (key, second)']:,} rows per (key, second) for counts and sums "
                    f"({bursty['rows'] / bursty['per (key, second)']:.0f}x fewer) and {bursty['per (key, item)']:,} "
-                   f"per (key, item) for distinct counts ({bursty['rows'] / bursty['per (key, item)']:.1f}x fewer) "
-                   "to send to Python; the sketches are byte-identical (asserted in the benchmark, property-tested "
-                   "in tests/test_reduction.py).", ""]
+                   f"per (key, item) for distinct counts ({bursty['rows'] / bursty['per (key, item)']:.1f}x fewer)"
+                   + (f" and {bursty['per (key, second, index)']:,} per (key, second, port) for the L_2 norm "
+                      f"({bursty['rows'] / bursty['per (key, second, index)']:.1f}x fewer)"
+                      if "per (key, second, index)" in bursty else "")
+                   + " to send to Python; the sketches are byte-identical (asserted in the benchmark, "
+                   "property-tested in tests/test_reduction.py).", ""]
     md += _stored(r)
     md += _frequencies(r, data.get("loads", {}).get("bench_frequencies"), plt)
     md += _quantiles(r, data.get("loads", {}).get("bench_quantiles"), plt)

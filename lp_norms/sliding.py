@@ -187,9 +187,21 @@ class SlidingLpNorm:
     def _atoms(self, ts: np.ndarray, hashes: np.ndarray, vals: np.ndarray):
         """Sketches of the batch's timestamp groups, newest first, in blocks.
 
-        Yields (sketches [a, rows], newest ts, oldest ts) per block; the
-        variables are generated once per distinct index of a block.
+        Yields (sketches [a, rows], newest ts, oldest ts) per block.  A
+        timestamp's sketch is the sum, over its distinct index hashes in
+        increasing order, of the index's variates times the sum of its
+        values at that timestamp: its float bits depend on those
+        (timestamp, index) sums alone, not on the rows' order nor on how
+        the rows were grouped before (Spark's per-(key, time, index)
+        reduction, :func:`udaf.two_phase.reduce_rows`, gives the same
+        bytes while the sums are exact in float64, integers below 2**53).
+        The variates are generated once per distinct index of a block.
         """
+        order = np.lexsort((hashes, ts))  # stable: a pair's values summed in the rows' order
+        ts, hashes, vals = ts[order], hashes[order], vals[order]
+        pair = np.flatnonzero(np.concatenate([[True], (ts[1:] != ts[:-1]) | (hashes[1:] != hashes[:-1])]))
+        vals = np.add.reduceat(vals, pair)
+        ts, hashes = ts[pair], hashes[pair]
         starts = np.flatnonzero(np.concatenate([[True], ts[1:] != ts[:-1]]))
         ends = np.concatenate([starts[1:], [ts.size]])
         atoms_per_block = max(1, _BLOCK_CELLS // self._rows)
@@ -198,7 +210,7 @@ class SlidingLpNorm:
             e0, e1 = int(starts[b_start]), int(ends[b_end - 1])
             uniq, inverse = np.unique(hashes[e0:e1], return_inverse=True)
             x = stable_variates(self._p, self._seed, self._rows, uniq)  # rows x U
-            contrib = x.T[inverse] * vals[e0:e1, None]  # elements x rows
+            contrib = x.T[inverse] * vals[e0:e1, None]  # (timestamp, index) pairs x rows
             sk = np.add.reduceat(contrib, starts[b_start:b_end] - e0, axis=0)
             t = ts[starts[b_start:b_end]]
             yield sk[::-1], t[::-1], t[::-1]

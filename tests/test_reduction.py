@@ -3,10 +3,10 @@
 What Spark's own aggregation may do before Python builds a sketch (issue:
 native work before Python in the two-phase path): counts and sums per
 timestamp for the exponential histogram, and for the sliding distinct
-counters each item's latest timestamp.  These are identities of the
+counters each item's latest timestamp, for the L_p sketches each
+(timestamp, index)'s sum of integral values.  These are identities of the
 synopses' state, so the sketches must be byte-identical, not only close.
-(L_p sketches add floats: per-(timestamp, index) sums answer alike but
-their bytes differ, so they are not reduced.)
+(Float values are not reduced: Spark would add them in another order.)
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
+from lp_norms import SlidingLpNorm
 from tests.conftest import examples
 
 streams = st.tuples(st.integers(1, 400), st.integers(1, 60), st.integers(0, 2**31), st.integers(1, 300))
@@ -59,6 +60,33 @@ def test_distinct_counters_of_each_items_latest_time_equal_the_rows(params, univ
         assert make().update(lt, li).to_bytes() == make().update(t, items).to_bytes()
 
 
+@settings(max_examples=examples(40), deadline=None)
+@given(streams, st.integers(1, 30), st.sampled_from([0.5, 1.0, 1.5, 2.0]), st.booleans())
+def test_lp_sketches_of_per_time_and_index_sums_equal_the_rows(params, universe, p, weighted):
+    """A timestamp's sketch depends on its (index, sum of values) pairs
+    alone: per-pair sums (integers, exact in float64) and the rows in any
+    order within a timestamp give the same bytes."""
+    n, spread, seed, window = params
+    rng, t = stream(n, spread, seed)
+    idx = rng.integers(0, universe, n)
+    v = rng.integers(0, 2**40, n).astype(np.float64) if weighted else np.ones(n)
+    pairs = {}
+    for ti, i, vi in zip(t.tolist(), idx.tolist(), v.tolist()):
+        pairs[ti, i] = pairs.get((ti, i), 0) + int(vi)  # exact integer sums
+    keys = list(pairs)
+    rng.shuffle(keys)  # any order of the reduced rows (a shuffle's)
+    pt, pi = np.array([k[0] for k in keys]), np.array([k[1] for k in keys])
+    ps = np.array([pairs[k] for k in keys], dtype=np.float64)
+
+    def make():
+        return SlidingLpNorm(p, window, eps=0.3, delta=0.3, seed=seed % 5)
+
+    rows = make().update(t, idx, v).to_bytes()
+    assert make().update(pt, pi, ps).to_bytes() == rows
+    within = np.lexsort((rng.random(n), t))  # the rows reordered within each timestamp
+    assert make().update(t[within], idx[within], v[within]).to_bytes() == rows
+
+
 # ------------------------------------------------------------------ Spark
 # The identities above, as udaf.sketch_table and aggregate use them: Spark's
 # own aggregation reduces the rows (udaf.two_phase.reduce_rows) and the
@@ -83,16 +111,17 @@ def _specs():
 
     return dict(n=Count(40, eps=0.1), n2=Count(20), s=Sum("b", 30, eps=0.05), u=Distinct("d", 40, precision=6),
                 f=DistinctFM("d", 25, num_bitmaps=8), g=Distinct("b", 40, precision=5),
-                lp=LpNorm("d", 40, value="b", eps=0.3, delta=0.3))
+                lp=LpNorm("d", 40, value="b", eps=0.3, delta=0.3), lp1=LpNorm("b", 30, p=1.0, eps=0.3, delta=0.3))
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("seed, by", [(1, "k"), (2, ["k", "i"]), (3, "x")])
 def test_sketch_table_from_reduced_rows_is_byte_identical(spark, seed, by):
     """Every family, null values and items, string / composite-with-null /
-    NaN and -0.0 keys: the reduced plan (one aggregation per grouping, L_p
-    from the rows) writes the bytes of the plan without reduction."""
-    from udaf import sketch_table
+    NaN and -0.0 keys: the reduced plan (one aggregation per grouping; the
+    float-valued L_p from the rows) writes the bytes of the plan without
+    reduction."""
+    from udaf import LpNorm, sketch_table
 
     df = spark.createDataFrame(_bursty(seed)).repartition(3)
     specs = _specs()
@@ -107,16 +136,17 @@ def test_sketch_table_from_reduced_rows_is_byte_identical(spark, seed, by):
     reduced, rows = table(True), table(False)
     assert len(reduced) == len(rows) > 0
     for c in rows.columns:
-        if c != "lp":
-            assert reduced[c].tolist() == rows[c].tolist(), c
-    # L_p is not reduced; its float sums follow the rows' order within a
-    # timestamp, which a shuffle does not fix (with or without reduction)
-    from lp_norms import SlidingLpNorm
-
-    for a, b in zip(reduced.lp, rows.lp):
-        assert SlidingLpNorm.from_bytes(a).estimate() == pytest.approx(SlidingLpNorm.from_bytes(b).estimate(), rel=1e-9)
-    del specs["lp"]  # reduce=None reduces only when every spec can be reduced
-    assert "partial_count" in _plan(sketch_table(df, by, "ts", reduce=None, **specs))  # ~20 rows per reduced row
+        assert reduced[c].tolist() == rows[c].tolist(), c
+    # reduce=None reduces when every grouping pays: ~20 rows per (key, time),
+    # not per (key, time, index) with 50-100 indexes (all or nothing)
+    assert "partial_count" not in _plan(sketch_table(df, by, "ts", reduce=None, **specs))
+    del specs["lp"], specs["lp1"]
+    specs["lp2"] = LpNorm("i", 40, value="b", eps=0.3, delta=0.3)  # 3 indexes: ~7 rows per reduced row
+    assert "partial_count" in _plan(sketch_table(df, by, "ts", reduce=None, **specs))
+    # a float value column is not reduced, so reduce=None (all or nothing) reads the rows
+    floats = dict(specs, lp=LpNorm("d", 40, value="x2", eps=0.3, delta=0.3))
+    plan = _plan(sketch_table(df.withColumn("x2", df.b * 0.5), by, "ts", reduce=None, **floats))
+    assert "partial_count" not in plan and "partial_max" not in plan
 
 
 @pytest.mark.spark

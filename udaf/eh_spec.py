@@ -152,7 +152,7 @@ class Count(_Histogram):
     def native(self, columns, inside, key_text):
         return f"count(CASE WHEN {inside} THEN 1 END)"
 
-    def reduction(self):
+    def reduction(self, schema):
         # rows per timestamp: a histogram of those counts is the histogram of the rows
         return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
 
@@ -190,7 +190,7 @@ class Sum(_Histogram):
     def native(self, columns, inside, key_text):
         return f"coalesce(sum(CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END), 0L)"
 
-    def reduction(self):
+    def reduction(self, schema):
         # each timestamp's sum of non-null values (null when it has none),
         # or its smallest value when that is negative: the reduced column
         # keeps the column's name, so a bad value gets the same message

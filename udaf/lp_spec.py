@@ -21,7 +21,7 @@ from lp_norms import SlidingLpNorm, median_abs_stable, rows_for
 
 from .exact import in_window, per_key_lp_norms
 from .frames import frame_lp_norms
-from .inputs import ITEM, NUMERIC, items, reals
+from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
 from .spec import Answers, Data, Spec, key_now
 
 __all__ = ["LpNorm"]
@@ -115,6 +115,24 @@ class LpNorm(Spec):
         values = data.arrays.get("value", np.ones(pos.size))
         return frame_lp_norms(self.p, rows_for(self.p, self.eps, self.delta), self.seed, data.arrays["item"],
                               values, sub_lo, sub_hi)
+
+    def reduction(self, schema):
+        # each (time, index)'s sum of values, or its count of rows without a
+        # value column: a timestamp's sketch depends on those sums alone
+        # (SlidingLpNorm._atoms), exact in float64 for integers below 2**53.
+        # Float values are not reduced: Spark would add them in another
+        # order than the rows path, so the bytes could differ in the last bit.
+        from dataclasses import replace
+
+        from .eh_spec import Count, Sum
+
+        if self.value is None:
+            _, aggregates, counts = Count(self.window).reduction(schema)
+            return ("__ts", self.column), aggregates, replace(self, value=counts.column)
+        if schema[self.value].dataType.simpleString() not in INTEGRAL:
+            return None
+        # the same aggregate as Sum's (negative values keep their message)
+        return ("__ts", self.column), Sum(self.value, self.window).reduction(schema)[1], self
 
     def words(self, data):
         out = np.zeros((data.present.size, 2), dtype=np.int64)

@@ -186,10 +186,11 @@ class Spec:
             blobs.append(self.update(sketch, t[a:b][present[a:b]], data.take(rows)).to_bytes())
         return blobs, None
 
-    def reduction(self):
+    def reduction(self, schema):
         """How Spark's own aggregation may reduce the rows before any enters
         Python: a tuple ``(grouping, aggregates, spec)``, or None (the
-        default: the rows go to Python as they are).
+        default: the rows go to Python as they are).  ``schema``: the
+        rows' ``StructType`` (the input columns and ``__ts``).
 
         ``grouping``: the columns besides the key that a reduced row is
         unique on (``"__ts"``: the time in int64 units, or an input

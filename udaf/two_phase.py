@@ -436,7 +436,7 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     column, each spec reading its own group's rows.
     """
     check_reduce(reduce)
-    plans = {name: (spec.reduction() if reduce is not False else None) for name, spec in specs.items()}
+    plans = {name: (spec.reduction(prepared.schema) if reduce is not False else None) for name, spec in specs.items()}
     groupings = list(dict.fromkeys(p[0] for p in plans.values() if p is not None))
     if reduce is None and groupings:
         # all or nothing: rows of some specs and reduced rows of others in
