@@ -132,6 +132,23 @@ def test_null_timestamp_names_the_column(spark, strategy):
         sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5), strategy=strategy).collect()
 
 
+def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
+    """The null check sits in the answers' projection, and not in the plan
+    at all for a time column the schema says is never null (the check is
+    what sliding_over adds to the exact two-frame query)."""
+    from pyspark.sql import functions as F
+
+    def plan(df):
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    never = spark.range(10).select((F.col("id") % 2).alias("k"), F.col("id").alias("ts"))
+    assert not never.schema["ts"].nullable
+    assert "timestamps must not be null" not in plan(sliding_over(never, "k", "ts", c=Count(window=5)))
+    maybe = never.withColumn("ts", F.when(F.col("ts") >= 0, F.col("ts")))
+    assert "timestamps must not be null" in plan(sliding_over(maybe, "k", "ts", c=Count(window=5)))
+    assert sliding_over(maybe, "k", "ts", c=Count(window=5)).orderBy("ts").select("c").collect()[-1][0] == 3
+
+
 @pytest.mark.parametrize("strategy", ["native", "shuffle"])
 def test_bad_values_name_column_and_key(spark, strategy):
     df = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [3, -5]}))

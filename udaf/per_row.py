@@ -111,7 +111,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
         :class:`~ehist.errors.InvalidInputError` for bad values.
     """
     keys = key_names(partition_by, "sliding_over", "partition_by")
-    _, _, windows, _ = check_specs(df, keys, order_by, specs, "sliding_over", appends=True)
+    _, windows, _ = check_specs(df, keys, order_by, specs, "sliding_over", appends=True)
     if strategy not in ("auto", "native", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native' or 'shuffle', got {strategy!r}")
     from .native import has_native_frames, native_frames

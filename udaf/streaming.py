@@ -79,7 +79,7 @@ from ._convert import Window, key_names
 from .eh_spec import Count, Sum
 from .hll_spec import Distinct
 from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type
-from .two_phase import check_specs, micros_to_ntz
+from .two_phase import check_specs, micros_to_ntz, time_expression
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
 
@@ -235,7 +235,8 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
     ts_type = df.schema[event_time].dataType
     check_spark_type(event_time, ts_type, EVENT_TIME, TIME_NEEDS)
-    time_expr, unit, windows, needed = check_specs(df, keys, event_time, specs, "sliding_window_state")
+    unit, windows, needed = check_specs(df, keys, event_time, specs, "sliding_window_state")
+    time_expr, _ = time_expression(df, event_time)
     if late not in ("drop", "raise"):
         raise ValueError(f"late must be 'drop' or 'raise', got {late!r}")
     mode = str(output_mode).lower()

@@ -58,6 +58,15 @@ def _NTZ_EPOCH():  # noqa: N802 - a constant, built lazily (needs an active sess
     return F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
 
 
+def time_unit(df: DataFrame, ts: str) -> str:
+    """The time column's unit (``"us"``, ``"day"`` or ``"int"``), its type checked."""
+    dtype = df.schema[ts].dataType
+    check_spark_type(ts, dtype, TIME, TIME_NEEDS)
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        return "us"
+    return "day" if isinstance(dtype, T.DateType) else "int"
+
+
 def time_expression(df: DataFrame, ts: str):
     """(JVM expression of the time column in int64 units, unit)."""
     dtype = df.schema[ts].dataType
@@ -94,8 +103,10 @@ def time_range(df: DataFrame, ts: str, unit: str, lo: int | None, hi: int):
 def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, appends: bool = False):
     """Check columns, types and specs on the driver, before any job.
 
-    Returns (JVM time expression, unit, {name: window in the column's
-    unit}, sorted input columns the specs read).
+    Returns (unit of the time column, {name: window in that unit}, sorted
+    input columns the specs read); the plans that read the time in int64
+    units build it with :func:`time_expression` (a JVM call or two the
+    native plans skip).
     """
     if not specs:
         raise ValueError(f"{caller} needs at least one spec, e.g. packets=Count(window='1 hour')")
@@ -105,7 +116,7 @@ def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, ap
             raise TypeError(f"{caller} takes column names, got {c!r}")
         if c not in names:
             raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
-    time_expr, unit = time_expression(df, ts)
+    unit = time_unit(df, ts)
     windows = {}
     for name, spec in specs.items():
         if not isinstance(spec, Spec):
@@ -121,7 +132,7 @@ def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, ap
             check_spark_type(c, df.schema[c].dataType, spec.accepts[role], f"{spec.who} needs")
         windows[name] = Window(spec.window).resolve(unit, ts)
     needed = sorted({c for s in specs.values() for c in s.inputs().values()} - set(keys))
-    return time_expr, unit, windows, needed
+    return unit, windows, needed
 
 
 def all_specs() -> list:
@@ -247,7 +258,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         for bad values (see :mod:`udaf.inputs`).
     """
     keys = key_names(by, "aggregate", "by")
-    time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "aggregate")
+    unit, windows, needed = check_specs(df, keys, ts, specs, "aggregate")
     at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     if strategy not in ("auto", "native", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native', 'two_phase' or 'shuffle', got {strategy!r}")
@@ -285,6 +296,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         strategy = "two_phase" if per_partial >= min_rows_per_partial(specs) else "shuffle"
     runs, run_exprs = run_columns(df, keys)
     extra = [r for r in runs if r not in keys]
+    time_expr, _ = time_expression(df, ts)
     prepared = df.select(*[F.col(k) for k in keys], *run_exprs, time_expr.alias("__ts"),
                          *[F.col(c) for c in needed])
     key_fields = [df.schema[k] for k in keys]
@@ -510,7 +522,8 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
         rows per reduced row.
     """
     keys = key_names(by, "sketch_table", "by")
-    time_expr, unit, windows, needed = check_specs(df, keys, ts, specs, "sketch_table")
+    unit, windows, needed = check_specs(df, keys, ts, specs, "sketch_table")
+    time_expr, _ = time_expression(df, ts)
     at = now_in_unit(now, unit, isinstance(df.schema[ts].dataType, T.TimestampNTZType))
     with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
     runs, run_exprs = run_columns(df, keys)
