@@ -147,6 +147,13 @@ def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
     maybe = never.withColumn("ts", F.when(F.col("ts") >= 0, F.col("ts")))
     assert "timestamps must not be null" in plan(sliding_over(maybe, "k", "ts", c=Count(window=5)))
     assert sliding_over(maybe, "k", "ts", c=Count(window=5)).orderBy("ts").select("c").collect()[-1][0] == 3
+    # a value column that is never null: two windows for Sum, not four, same answers
+    valued = never.withColumn("b", F.col("ts").bitwiseAND(F.lit(3))).withColumn("ts", F.shiftright("ts", 1))
+    assert not valued.schema["b"].nullable
+    got = {s: sliding_over(valued, "k", "ts", strategy=s, s=Sum("b", window=2)).orderBy("k", "ts", "b").toPandas()
+           for s in ("native", "shuffle")}
+    assert got["native"].s.tolist() == got["shuffle"].s.tolist()
+    assert plan(sliding_over(valued, "k", "ts", s=Sum("b", window=2))).count("count(") == 0
 
 
 @pytest.mark.parametrize("strategy", ["native", "shuffle"])
@@ -204,9 +211,13 @@ def test_native_plan_on_timestamps_and_floating_keys(spark):
 def test_native_plan_at_the_ends_of_int64(spark):
     """Times near both ends of int64, windows up to its maximum: the
     Python pass answers them all; the native plan (Spark computes each
-    frame's start t - window with overflow checks) answers up to the top
-    and refuses, with the project's message, a time whose frame start
-    would fall below int64."""
+    frame's start t - window) answers up to the top and refuses a time
+    whose frame start would fall below int64: under ANSI mode (the
+    default) Spark's overflow error stops the window, as it stops the
+    hand-written query; without ANSI (where the window's start wraps), the
+    project's message does."""
+    from pyspark.errors import ArithmeticException
+
     top, bottom = 2**63 - 1, -(2**63)
     ts = [bottom, bottom + 3, bottom + 20, -5, 0, top - 5, top]
     df = spark.createDataFrame(pd.DataFrame({"rid": range(len(ts)), "k": 1, "ts": ts}))
@@ -214,9 +225,15 @@ def test_native_plan_at_the_ends_of_int64(spark):
         want = [sum(t - window < u <= t for u in ts) for t in ts]
         got = sliding_over(df, "k", "ts", strategy="shuffle", n=Count(window=window)).toPandas().sort_values("rid")
         assert got.n.tolist() == want, window
-        with pytest.raises(InvalidInputError, match=f"^column ts holds {bottom} .key 1.: the native per-row plan "
-                           f"takes times from {bottom + window} on"), errors():
+        with pytest.raises(ArithmeticException, match="ARITHMETIC_OVERFLOW"):
             sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+        try:
+            with pytest.raises(InvalidInputError, match=f"^column ts holds {bottom} .key 1.: the native per-row "
+                               f"plan takes times from {bottom + window} on"), errors():
+                sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
+        finally:
+            spark.conf.unset("spark.sql.ansi.enabled")
     high = df.where(F.col("ts") >= -5)
     for window in (10, 2**62):
         want = [sum(t - window < u <= t for u in ts[3:]) for t in ts[3:]]

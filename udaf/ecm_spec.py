@@ -185,7 +185,7 @@ class Frequencies(_Weighted):
     def native_frame_by(self, columns):
         return (columns["column"],)
 
-    def native_frame(self, columns, upto, before, key_text):
+    def native_frame(self, columns, upto, before, key_text, schema):
         """Each row's own item's frequency over its frame, within (key,
         item): rows (or values) up to the row less those a window earlier."""
         from .native import raise_bad_value
@@ -199,7 +199,7 @@ class Frequencies(_Weighted):
         total = f"try_sum({checked}) OVER {upto}"  # null once the total leaves int64, as in Sum
         overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
         return (f"CASE WHEN {item} IS NULL OR {v} IS NULL THEN NULL WHEN {total} IS NULL THEN {overflow} "
-                f"ELSE {total} - coalesce(try_sum({checked}) OVER {before}, 0L) END")
+                f"ELSE {total} - coalesce(sum(CAST({v} AS BIGINT)) OVER {before}, 0L) END")  # checked in upto
 
     def frames(self, lo, hi, data, window):
         """Each row's own item's frequency over its frame: the rows of each

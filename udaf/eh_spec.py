@@ -156,7 +156,7 @@ class Count(_Histogram):
         # rows per timestamp: a histogram of those counts is the histogram of the rows
         return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
 
-    def native_frame(self, columns, upto, before, key_text):
+    def native_frame(self, columns, upto, before, key_text, schema):
         return f"count(1) OVER {upto} - count(1) OVER {before}"
 
 
@@ -199,16 +199,21 @@ class Sum(_Histogram):
         v = quote(self.column)
         return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) ELSE sum({v}) END"}, self
 
-    def native_frame(self, columns, upto, before, key_text):
+    def native_frame(self, columns, upto, before, key_text, schema):
         v = columns["column"]
-        checked = self._checked(v, key_text)
         # try_sum: null once the key's running total leaves int64 (the
-        # Python path's OverflowError, with the key named)
-        total = f"try_sum({checked}) OVER {upto}"
+        # Python path's OverflowError, with the key named); the values are
+        # checked inside the window functions (a check after them would be
+        # skipped for rows a later filter drops); the rows before the frame
+        # are all in the row's upto frame, which checked them and whose
+        # total did not overflow: theirs is a plain sum
+        total = f"try_sum({self._checked(v, key_text)}) OVER {upto}"
         overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
-        return (f"CASE WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL "
-                f"WHEN {total} IS NULL THEN {overflow} "
-                f"ELSE {total} - coalesce(try_sum({checked}) OVER {before}, 0L) END")
+        answer = (f"WHEN {total} IS NULL THEN {overflow} "
+                  f"ELSE {total} - coalesce(sum(CAST({v} AS BIGINT)) OVER {before}, 0L) END")
+        if not schema[self.column].nullable:
+            return f"CASE {answer}"  # the row's own value is in its frame: never empty (two windows, not four)
+        return f"CASE WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL {answer}"
 
     def frames(self, lo, hi, data, window):
         import pandas as pd

@@ -224,24 +224,28 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     (a long) with overflow checks: a time within the widest window of the
     int64 minimum, which only a bigint column can hold, is refused with
     the project's message naming ``strategy='shuffle'``, which takes any
-    int64 (ordering by a decimal instead doubles the plan's time).  A null
-    time is refused in the answers' projection, after the window (Spark
-    sorts nulls first and answers them; a check there costs nothing
-    measurable, where a filter before the window did, about 5%), and not
-    looked for when the schema says the column holds none."""
+    int64 (ordering by a decimal instead doubles the plan's time).
+
+    The time's checks (null unless the schema rules it out; within the
+    widest window of the int64 minimum, for a bigint time) run in the
+    answers' projection, after the window: a filter before it cost about
+    5% (interleaved runs, 1M rows), and Spark's window answers such rows
+    without touching the others' answers (null times are counted in both
+    frames of every row).  So under ANSI mode (Spark 4's default) a time at
+    the int64 edge stops the job with Spark's ``ARITHMETIC_OVERFLOW`` as
+    the window computes its frame start, as the hand-written query would;
+    without ANSI, with the project's message."""
     named = key_text(keys, df.schema)
     widest = max(windows.values())
     t = time_sql(df, order_by)
-    rows = df
+    checks = _null_time(df, order_by, named) if df.schema[order_by].nullable else ""
     if isinstance(df.schema[order_by].dataType, T.LongType) or widest >= 1 << 62:
         lowest = -(1 << 63) + widest  # the lowest time whose frame start fits int64
         need = (f"the native per-row plan takes times from {lowest} on (the int64 minimum plus the window; "
                 "strategy='shuffle' takes any)")
-        # a filter below the window, which computes t - w (and would
-        # overflow), so that the sort key is the column itself where it
-        # can be (a bigint time), not an expression
-        rows = df.where(f"CASE WHEN {t} < {lowest}L THEN {raise_bad_value(order_by, t, need, named)} ELSE TRUE END")
-    null_check = f"CASE {_null_time(df, order_by, named)}ELSE " if df.schema[order_by].nullable else None
+        checks += f"WHEN {t} < {lowest}L THEN {raise_bad_value(order_by, t, need, named)} "
+    checked = f"CASE {checks}ELSE " if checks else None
+    rows = df
     key = quote(order_by) if isinstance(df.schema[order_by].dataType, T.LongType) else t
     answers = []
     for name, spec in specs.items():
@@ -250,6 +254,7 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
         order = f"PARTITION BY {', '.join(by)} ORDER BY {key}"
         upto = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
         before = f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {windows[name]} PRECEDING)"
-        sql = f"CAST({spec.native_frame(_inputs(spec), upto, before, named)} AS {types[name].simpleString().upper()})"
-        answers.append(f"{sql if null_check is None else null_check + sql + ' END'} AS {quote(name)}")
+        sql = spec.native_frame(_inputs(spec), upto, before, named, df.schema)
+        sql = f"CAST({sql} AS {types[name].simpleString().upper()})"
+        answers.append(f"{sql if checked is None else checked + sql + ' END'} AS {quote(name)}")
     return rows.selectExpr("*", *answers)

@@ -322,10 +322,12 @@ class Spec:
         by default (a family overrides this or :meth:`native`)."""
         return None
 
-    def native_frame(self, columns: dict, upto: str, before: str, key_text: str):
+    def native_frame(self, columns: dict, upto: str, before: str, key_text: str, schema):
         """SQL text of Spark's own per-row answer over each row's frame, for
         the native plan of :func:`udaf.sliding_over`, or None when the
         family has none (the default; rows then go through :meth:`frames`).
+        ``schema``: the rows' ``StructType`` (a column it says is never
+        null needs no null handling).
         ``upto`` and ``before`` are window specifications (``OVER`` them)
         over the row's key ordered by time: ``upto`` frames the rows up to
         the row (its peers included), ``before`` those at least ``window``
