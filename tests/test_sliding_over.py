@@ -157,6 +157,20 @@ def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
 
 
 @pytest.mark.parametrize("strategy", ["native", "shuffle"])
+def test_a_negative_value_cannot_hide_behind_a_filter(spark, strategy):
+    """The native plan checks values through the smallest value up to each
+    row, after the window: dropping the row that holds the negative value
+    still stops the job at the rows whose sums it would change."""
+    df = spark.createDataFrame(pd.DataFrame({"k": ["a"] * 4, "ts": [1, 2, 3, 4], "b": [3, -5, 4, 1]}))
+    with pytest.raises(InvalidInputError, match="^column b holds -5 .key 'a'.: Sum needs non-negative integers$"), \
+            errors():
+        sliding_over(df, "k", "ts", s=Sum("b", window=5), strategy=strategy).where("ts != 2").collect()
+    if strategy == "native":  # rows before the negative value are answered (the Python pass reads the key whole)
+        assert [r.s for r in sliding_over(df, "k", "ts", s=Sum("b", window=5), strategy=strategy)
+                .where("ts < 2").collect()] == [3]
+
+
+@pytest.mark.parametrize("strategy", ["native", "shuffle"])
 def test_bad_values_name_column_and_key(spark, strategy):
     df = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [3, -5]}))
     with pytest.raises(InvalidInputError, match="^column b holds -5 .key 'a'.: Sum needs non-negative integers$"), \

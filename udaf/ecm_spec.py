@@ -188,18 +188,13 @@ class Frequencies(_Weighted):
     def native_frame(self, columns, upto, before, key_text, schema):
         """Each row's own item's frequency over its frame, within (key,
         item): rows (or values) up to the row less those a window earlier."""
-        from .native import raise_bad_value
+        from .native import frame_sum
 
         item = columns["column"]
         if self.value is None:
             return f"CASE WHEN {item} IS NULL THEN NULL ELSE count(1) OVER {upto} - count(1) OVER {before} END"
         v = columns["value"]
-        need = f"{self.who} needs non-negative integers"
-        checked = f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
-        total = f"try_sum({checked}) OVER {upto}"  # null once the total leaves int64, as in Sum
-        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
-        return (f"CASE WHEN {item} IS NULL OR {v} IS NULL THEN NULL WHEN {total} IS NULL THEN {overflow} "
-                f"ELSE {total} - coalesce(sum(CAST({v} AS BIGINT)) OVER {before}, 0L) END")  # checked in upto
+        return frame_sum(self.value, v, self.who, upto, before, key_text, f"WHEN {item} IS NULL OR {v} IS NULL THEN NULL ")
 
     def frames(self, lo, hi, data, window):
         """Each row's own item's frequency over its frame: the rows of each

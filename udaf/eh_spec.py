@@ -200,20 +200,14 @@ class Sum(_Histogram):
         return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) ELSE sum({v}) END"}, self
 
     def native_frame(self, columns, upto, before, key_text, schema):
+        from .native import frame_sum
+
         v = columns["column"]
-        # try_sum: null once the key's running total leaves int64 (the
-        # Python path's OverflowError, with the key named); the values are
-        # checked inside the window functions (a check after them would be
-        # skipped for rows a later filter drops); the rows before the frame
-        # are all in the row's upto frame, which checked them and whose
-        # total did not overflow: theirs is a plain sum
-        total = f"try_sum({self._checked(v, key_text)}) OVER {upto}"
-        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
-        answer = (f"WHEN {total} IS NULL THEN {overflow} "
-                  f"ELSE {total} - coalesce(sum(CAST({v} AS BIGINT)) OVER {before}, 0L) END")
-        if not schema[self.column].nullable:
-            return f"CASE {answer}"  # the row's own value is in its frame: never empty (two windows, not four)
-        return f"CASE WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL {answer}"
+        # null for a frame without a value, unless the schema says the
+        # column has none: the row's own value is in its frame (two windows fewer)
+        empty = "" if not schema[self.column].nullable else \
+            f"WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL "
+        return frame_sum(self.column, v, self.who, upto, before, key_text, empty)
 
     def frames(self, lo, hi, data, window):
         import pandas as pd

@@ -123,6 +123,28 @@ def time_sql(df: DataFrame, ts: str) -> str:
     return f"CAST({c} AS BIGINT)"
 
 
+def frame_sum(column: str, v: str, who: str, upto: str, before: str, key_text: str, nulls: str = "") -> str:
+    """SQL ``CASE`` of a per-row frame's sum of non-negative integers
+    ``v`` (SQL of ``column``) for :meth:`~udaf.spec.Spec.native_frame`:
+    the running total up to the row less the one a window earlier.
+
+    A negative value is refused through the smallest value up to the row:
+    the row holding it and every later row of its partition raise, so no
+    filter after the window can hide a sum it made wrong (checking each
+    value inside the window functions measured 10-20% slower than the bare
+    query; this, within noise of it).  A running total beyond int64
+    (``try_sum`` null) is the Python path's OverflowError, key named; the
+    rows before the frame are in the upto frame, whose total fits, so
+    theirs is a plain sum.  ``nulls``: leading ``WHEN ... THEN NULL``
+    branches."""
+    b = f"CAST({v} AS BIGINT)"
+    total, low = f"try_sum({b}) OVER {upto}", f"min({v}) OVER {upto}"
+    need = f"{who} needs non-negative integers"
+    overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+    return (f"CASE WHEN {low} < 0 THEN {raise_bad_value(column, low, need, key_text)} {nulls}"
+            f"WHEN {total} IS NULL THEN {overflow} ELSE {total} - coalesce(sum({b}) OVER {before}, 0L) END")
+
+
 def _null_time(df: DataFrame, ts: str, key: str) -> str:
     """The ``CASE`` branch refusing a null time with the project's message."""
     return f"WHEN {time_sql(df, ts)} IS NULL THEN {raise_bad_value(ts, 'NULL', 'timestamps must not be null', key)} "
