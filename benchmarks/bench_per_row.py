@@ -43,7 +43,7 @@ import time
 
 import pytest
 
-from benchmarks.conftest import RESULTS, spark_fixture
+from benchmarks.conftest import RESULTS, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
@@ -247,6 +247,84 @@ def test_per_row_many_keys(spark):
     timed("many keys: count, pandas UDF .over (len)", frame,
           lambda: many.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
     many.unpersist()
+
+
+TIE_ROUNDS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROUNDS", "9"))
+
+
+@pytest.mark.parametrize("rows", [ROWS, LARGE])
+def test_sliding_over_against_the_exact_query(spark, rows):
+    """Counts and sums per row over a 10k frame: ``sliding_over`` (its
+    native plan) against the exact two-frame query written by hand, run in
+    alternation ``TIE_ROUNDS`` times (so drift and JIT warm-up hit both
+    alike), for a time column that may hold nulls (``cast``) and one the
+    schema says never does.  Reported: each method's median and the median
+    of the per-round ratios."""
+    import statistics
+
+    from pyspark.sql import functions as F
+
+    from udaf import Count, Sum, sliding_over
+
+    frame = 10_000
+    assert KEYS == 2
+    ids = spark.range(rows)
+
+    def rows_with(ts):
+        return ids.select((F.col("id") % KEYS).alias("k"), ts.alias("ts"),
+                          (F.abs(F.xxhash64("id")) % 1500).alias("bytes"))
+
+    # the same times, id // KEYS: from a cast (nullable) and from a shift,
+    # which the schema knows is never null
+    for nulls, df in (("nullable time", rows_with((F.col("id") / KEYS).cast("long"))),
+                      ("non-null time", rows_with(F.shiftright("id", 1)))):
+        df = df.cache()
+        df.count()
+        assert df.schema["ts"].nullable == (nulls == "nullable time")
+        ways = {
+            ("count", "exact query"): lambda df=df: exact_counts(df, frame),
+            ("count", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", n=Count(window=frame)),
+            ("sum", "exact query"): lambda df=df: exact_sums(df, frame),
+            ("sum", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", s=Sum("bytes", window=frame)),
+        }
+        seconds = {w: [] for w in ways}
+        for _ in range(2):  # warm-up, not recorded
+            for action in ways.values():
+                action().write.format("noop").mode("overwrite").save()
+        for _ in range(TIE_ROUNDS):
+            for w, action in ways.items():
+                t = time.perf_counter()
+                action().write.format("noop").mode("overwrite").save()
+                seconds[w].append(time.perf_counter() - t)
+        for kind in ("count", "sum"):
+            exact, ours = seconds[kind, "exact query"], seconds[kind, "sliding_over"]
+            RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"] = {
+                "rows": rows, "frame": frame, "kind": kind, "time": nulls, "rounds": TIE_ROUNDS,
+                "exact_median": statistics.median(exact), "ours_median": statistics.median(ours),
+                "ratio_median": statistics.median(e / o for e, o in zip(exact, ours)),
+                "exact_min": min(exact), "ours_min": min(ours)}
+            RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"]["load"] = note_load("bench_per_row")
+            print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {statistics.median(exact):.3f} s, sliding_over "
+                  f"{statistics.median(ours):.3f} s (medians of {TIE_ROUNDS})", flush=True)
+        df.unpersist()
+
+
+def exact_sums(df, frame, key="k", ts="ts", value="bytes"):
+    """The sum of ``value`` over ``(ts - frame, ts]``, exactly, the way
+    :func:`exact_counts` counts: the running sum up to ``ts`` less the
+    running sum up to ``ts - frame``; where ``value`` may be null, null
+    for a frame without a value (as ``sum`` over a ``RANGE`` frame), from
+    the running counts of values."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ordered = Window.partitionBy(key).orderBy(ts)
+    upto = ordered.rangeBetween(Window.unboundedPreceding, Window.currentRow)
+    before = ordered.rangeBetween(Window.unboundedPreceding, -frame)
+    total = F.sum(value).over(upto) - F.coalesce(F.sum(value).over(before), F.lit(0))
+    if df.schema[value].nullable:
+        total = F.when(F.count(value).over(upto) > F.count(value).over(before), total)
+    return df.withColumn("s", total)
 
 
 def test_summary():
