@@ -542,8 +542,9 @@ def _decode_varints(payload: np.ndarray, owner_byte: np.ndarray, blobs: int):
     return values, v_owner, bad
 
 
-def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, head: int, bad: np.ndarray):
-    """Every varint of the payloads ``[start + head, end - 4)`` of blobs
+def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, head: int, bad: np.ndarray,
+                    tail: int = _CRC.size):
+    """Every varint of the payloads ``[start + head, end - tail)`` of blobs
     joined in ``buf`` (the bytes between a fixed header and the checksum),
     marking ``bad`` the blobs with a malformed one.
 
@@ -553,7 +554,7 @@ def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, he
     value(at, where)): the value at index ``at`` where ``where`` holds,
     else 0 (indices clipped, so a short blob reads zeros, not past the end).
     """
-    p_len = lengths - head - _CRC.size
+    p_len = lengths - head - tail
     owner_byte = np.repeat(np.arange(starts.size, dtype=np.int64), p_len)
     p_off = np.concatenate([[0], np.cumsum(p_len)])
     payload = buf[np.repeat(starts + head - p_off[:-1], p_len) + np.arange(p_off[-1])]
@@ -584,17 +585,60 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
-    version_2 = L.version_of(buf, starts[idx]) == L.FORMAT_VERSION
-    flag = (L.flags_of(buf, starts[idx]) & L.FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
-    t_i = ((L.flags_of(buf, starts[idx]) & L.FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
     window, eps, newest = L.head_fields(buf, starts[idx])
+    bad, parsed = _decode_payloads(buf, starts[idx], lengths[idx], L.HEAD_BYTES, _CRC.size,
+                                   L.version_of(buf, starts[idx]) == L.FORMAT_VERSION, L.flags_of(buf, starts[idx]),
+                                   window, eps, newest)
+    if bad is None:
+        ok[:] = False  # from_bytes names the bad parameter
+        return ok, None
+    ok[idx[bad]] = False
+    return ok, parsed
+
+
+def decode_compact(parts: list, window: int, eps: float, newest: int) -> tuple[np.ndarray, HistogramColumn]:
+    """``(accepted mask, column of the accepted)``: histograms stored as
+    their flags byte and payload (:mod:`ehist.counters`' compact counters,
+    format 2 of the histogram), of one ``window``, ``eps`` and ``newest``
+    (the sketch's, checked by its decoder), decoded as :func:`_decode_fast`
+    decodes whole histograms, without rebuilding their heads and
+    checksums; the rejected are left to the caller, which rebuilds them
+    for ``ExponentialHistogram.from_bytes`` to name what is wrong."""
+    count = len(parts)
+    joined = b"".join(parts)
+    buf = np.frombuffer(joined, dtype=np.uint8)
+    lengths = np.fromiter((len(b) for b in parts), dtype=np.int64, count=count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ok = lengths >= 2  # flags and at least one payload byte
+    flags = np.zeros(count, dtype=np.uint8)
+    flags[ok] = buf[starts[ok]]
+    ok &= (flags & ~np.uint8(L.FLAG_SHARED | L.FLAG_TICK)) == L.FLAG_HAS_NEWEST
+    idx = np.flatnonzero(ok)
+    if idx.size == 0:
+        return ok, _assemble(None, window, eps)
+    bad, parsed = _decode_payloads(buf, starts[idx], lengths[idx], 1, 0, np.ones(idx.size, dtype=bool), flags[idx],
+                                   np.full(idx.size, window, dtype=np.int64), np.full(idx.size, eps),
+                                   np.full(idx.size, newest, dtype=np.int64))
+    if bad is None:
+        return np.zeros(count, dtype=bool), _assemble(None, window, eps)
+    ok[idx[bad]] = False
+    return ok, _assemble(parsed, window, eps)
+
+
+def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flags, window, eps, newest):
+    """The vectorized checks and decode of histogram payloads (between a
+    ``head`` and a ``tail`` of ``buf``'s blobs at ``starts``), given their
+    versions, flags and head fields: ``(bad mask, fields of the good)``, or
+    ``(None, None)`` when the first blob's window or eps is invalid."""
+    flag = (flags & L.FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
+    t_i = ((flags & L.FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
     bad = (window != window[0]) | (eps != eps[0]) | (newest == INT64_MIN)  # check_newest's rule
     try:
         w0, l = check_window(int(window[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
     except ValueError:
-        ok[:] = False  # from_bytes names the bad parameter
-        return ok, None
-    values, n_vals, v_first, value = payload_varints(buf, starts[idx], lengths[idx], L.HEAD_BYTES, bad)
+        return None, None
+    idx = np.arange(starts.size)
+    values, n_vals, v_first, value = payload_varints(buf, starts, lengths, head, bad, tail)
     n = value(v_first, n_vals >= 1)
     n_runs = value(v_first + 1, n_vals >= 2)
     empty = n == 0
@@ -643,10 +687,9 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     deltas, width = _unscale(deltas, width, tick, owner, ~shared, has, version_2, bad)
     hi, lo = _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad)
     _check_canonical(exps, offsets, owner, n_i, l, bad)
-    ok[idx[bad]] = False
     good = ~bad
     keep = good[owner]
-    return ok, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+    return bad, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
 
 
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):

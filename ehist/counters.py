@@ -21,7 +21,7 @@ import numpy as np
 
 from . import eh_layout
 from ._validation import INT64_MIN
-from .columnar import HistogramColumn
+from .columnar import HistogramColumn, decode_compact
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import MAGIC, seal
@@ -327,14 +327,21 @@ def read_keyed(reader, name: str, size: int, window: int, eps: float, newest: in
     ends = np.cumsum(lengths.astype(np.int64)).tolist()
     body = reader.raw(reader.remaining, "histograms")
     blobs = [body[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    hist = None
     if compact:
-        blobs = _full_bytes(blobs, window, eps, newest, name)
-    try:
-        hist = HistogramColumn.from_bytes(blobs, window, eps)
-    except IncompatibleSketchError as exc:
-        raise CorruptSketchError(f"{name}: expected histograms of window {window} and eps {eps}: {exc}") from None
-    except CorruptSketchError as exc:
-        raise CorruptSketchError(f"{name}: a counter's histogram: {exc}") from None
+        # straight from flags and payloads; should any fail the vectorized
+        # checks, every counter is rebuilt whole for the histogram decoder,
+        # which names what is wrong (and decodes a merged histogram)
+        accepted, hist = decode_compact(blobs, window, eps, newest)
+        if not accepted.all():
+            hist, blobs = None, _full_bytes(blobs, window, eps, newest, name)
+    if hist is None:
+        try:
+            hist = HistogramColumn.from_bytes(blobs, window, eps)
+        except IncompatibleSketchError as exc:
+            raise CorruptSketchError(f"{name}: expected histograms of window {window} and eps {eps}: {exc}") from None
+        except CorruptSketchError as exc:
+            raise CorruptSketchError(f"{name}: a counter's histogram: {exc}") from None
     if not np.array_equal(hist.newest, np.full(n, newest)) or not hist.has_newest.all() \
             or not (np.diff(hist.offsets) > 0).all():
         raise CorruptSketchError(f"{name}: expected every counter's histogram to hold units and end at "
