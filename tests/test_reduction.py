@@ -169,12 +169,15 @@ def test_aggregate_two_phase_from_reduced_rows(spark):
 def test_reduced_rows_keep_the_messages(spark):
     pd = pytest.importorskip("pandas")
     from ehist.errors import InvalidInputError
-    from udaf import Distinct, Sum, errors, sketch_table
+    from udaf import Distinct, LpNorm, Sum, errors, sketch_table
 
     bad = spark.createDataFrame(pd.DataFrame({"k": ["a", "a", "a"], "ts": [1, 1, 2], "b": [3, -5, 4], "d": [1, 2, 3]}))
     with pytest.raises(InvalidInputError, match="^column b holds -5 .key 'a'.: Sum needs non-negative integers$"), \
             errors():
         sketch_table(bad, "k", "ts", reduce=True, s=Sum("b", 10)).collect()
+    with pytest.raises(InvalidInputError, match="^column b holds -5(.0)? .key 'a'.: LpNorm needs finite non-negative"), \
+            errors():
+        sketch_table(bad, "k", "ts", reduce=True, lp=LpNorm("d", 10, value="b")).collect()
     late = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": pd.array([1, None], dtype="Int64"), "d": [1, 1]}))
     with pytest.raises(InvalidInputError, match="^column ts holds null .key 'a'.: timestamps must not be null$"), \
             errors():
