@@ -173,13 +173,11 @@ class Frequencies(_Weighted):
     def native(self, columns, inside, key_text):
         """The window's total from Spark's aggregates (rows, or the sum of
         the values, of the rows with an item)."""
-        from .native import raise_bad_value
+        from .native import nonnegative
 
         if self.value is None:
             return f"count(CASE WHEN {inside} THEN 1 END)"
-        v = columns["value"]
-        need = f"{self.who} needs non-negative integers"
-        checked = f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+        checked = nonnegative(self.value, columns["value"], self.who, key_text)
         return f"coalesce(sum(CASE WHEN {inside} THEN {checked} END), 0L)"
 
     def native_frame_by(self, columns):

@@ -182,10 +182,9 @@ class Sum(_Histogram):
         return Data(present, {"value": values[present]})
 
     def _checked(self, v, key_text):
-        from .native import raise_bad_value
+        from .native import nonnegative
 
-        need = f"{self.who} needs non-negative integers"
-        return f"CASE WHEN {v} < 0 THEN {raise_bad_value(self.column, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+        return nonnegative(self.column, v, self.who, key_text)
 
     def native(self, columns, inside, key_text):
         return f"coalesce(sum(CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END), 0L)"

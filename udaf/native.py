@@ -123,6 +123,13 @@ def time_sql(df: DataFrame, ts: str) -> str:
     return f"CAST({c} AS BIGINT)"
 
 
+def nonnegative(column: str, v: str, who: str, key_text: str) -> str:
+    """SQL of the integral value ``v`` (SQL of ``column``) as a bigint, a
+    negative one refused with the project's message (``who`` needs...)."""
+    need = f"{who} needs non-negative integers"
+    return f"CASE WHEN {v} < 0 THEN {raise_bad_value(column, v, need, key_text)} ELSE CAST({v} AS BIGINT) END"
+
+
 def frame_sum(column: str, v: str, who: str, upto: str, before: str, key_text: str, nulls: str = "") -> str:
     """SQL ``CASE`` of a per-row frame's sum of non-negative integers
     ``v`` (SQL of ``column``) for :meth:`~udaf.spec.Spec.native_frame`:
