@@ -156,6 +156,31 @@ def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
     assert plan(sliding_over(valued, "k", "ts", s=Sum("b", window=2))).count("count(") == 0
 
 
+
+def test_native_plan_computes_each_frame_aggregate_once(spark, sdf):
+    """Spark does not merge equal window expressions: the native plan names
+    each aggregate over a frame once (udaf.native.Frame), however often a
+    family's answer uses it, and the answers stay the same when lateral
+    column aliases are turned off (then two projections)."""
+    def windows(df):
+        return df._jdf.queryExecution().optimizedPlan().toString().count("windowspecdefinition")
+
+    df = sdf.withColumn("g", (F.col("rid") % 3).cast("string"))
+    # Sum of a nullable column: count up to the row and before its frame,
+    # try_sum and min up to the row, sum before the frame: five, not seven
+    assert windows(sliding_over(df, "k", "ts", s=Sum("b", window=700))) == 5
+    # Count needs two, and two Counts over the same frames share them
+    assert windows(sliding_over(df, "k", "ts", n=Count(window=700))) == 2
+    assert windows(sliding_over(df, "k", "ts", n=Count(window=700), m=Count(window=700))) == 2
+    want = _answers(df, "shuffle", n=Count(window=700), s=Sum("b", window=700))
+    key = "spark.sql.lateralColumnAlias.enableImplicitResolution"
+    spark.conf.set(key, "false")
+    try:
+        assert _answers(df, "native", n=Count(window=700), s=Sum("b", window=700)).equals(want)
+    finally:
+        spark.conf.unset(key)
+    assert _answers(df, "native", n=Count(window=700), s=Sum("b", window=700)).equals(want)
+
 @pytest.mark.parametrize("strategy", ["native", "shuffle"])
 def test_a_negative_value_cannot_hide_behind_a_filter(spark, strategy):
     """The native plan checks values through the smallest value up to each

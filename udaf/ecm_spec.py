@@ -190,9 +190,9 @@ class Frequencies(_Weighted):
 
         item = columns["column"]
         if self.value is None:
-            return f"CASE WHEN {item} IS NULL THEN NULL ELSE count(1) OVER {upto} - count(1) OVER {before} END"
+            return f"CASE WHEN {item} IS NULL THEN NULL ELSE {upto('count(1)')} - {before('count(1)')} END"
         v = columns["value"]
-        return frame_sum(self.value, v, self.who, upto, before, key_text, f"WHEN {item} IS NULL OR {v} IS NULL THEN NULL ")
+        return frame_sum(self.value, v, self.who, upto, before, key_text, schema, f"WHEN {item} IS NULL OR {v} IS NULL THEN NULL ")
 
     def frames(self, lo, hi, data, window):
         """Each row's own item's frequency over its frame: the rows of each

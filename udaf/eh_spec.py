@@ -157,7 +157,7 @@ class Count(_Histogram):
         return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
 
     def native_frame(self, columns, upto, before, key_text, schema):
-        return f"count(1) OVER {upto} - count(1) OVER {before}"
+        return f"{upto('count(1)')} - {before('count(1)')}"
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,8 @@ class Sum(_Histogram):
         # null for a frame without a value, unless the schema says the
         # column has none: the row's own value is in its frame (two windows fewer)
         empty = "" if not schema[self.column].nullable else \
-            f"WHEN count({v}) OVER {upto} - count({v}) OVER {before} = 0 THEN NULL "
-        return frame_sum(self.column, v, self.who, upto, before, key_text, empty)
+            f"WHEN {upto(f'count({v})')} - {before(f'count({v})')} = 0 THEN NULL "
+        return frame_sum(self.column, v, self.who, upto, before, key_text, schema, empty)
 
     def frames(self, lo, hi, data, window):
         import pandas as pd

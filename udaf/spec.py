@@ -328,12 +328,15 @@ class Spec:
         family has none (the default; rows then go through :meth:`frames`).
         ``schema``: the rows' ``StructType`` (a column it says is never
         null needs no null handling).
-        ``upto`` and ``before`` are window specifications (``OVER`` them)
-        over the row's key ordered by time: ``upto`` frames the rows up to
-        the row (its peers included), ``before`` those at least ``window``
-        earlier, so the row's frame is their difference (both frames only
-        grow: Spark computes them in one pass, where a sliding ``RANGE``
-        frame re-aggregates every frame)."""
+        ``upto`` and ``before`` (:class:`udaf.native.Frame`) are window
+        specifications over the row's key ordered by time: ``upto`` frames
+        the rows up to the row (its peers included), ``before`` those at
+        least ``window`` earlier, so the row's frame is their difference
+        (both frames only grow: Spark computes them in one pass, where a
+        sliding ``RANGE`` frame re-aggregates every frame).  Call them with
+        an aggregate (``upto("count(1)")``) for SQL naming its value over
+        the frame, computed once however often the answer uses it (Spark
+        aggregates each ``... OVER`` text it is given anew)."""
         return None
 
     def native_frame_by(self, columns: dict) -> tuple:
