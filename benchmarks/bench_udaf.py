@@ -197,7 +197,8 @@ def test_bursty_stream_reduction(spark):
 
 
 def test_summary():
-    labels = [k for k in RESULTS if "question" in RESULTS[k]]
+    # RESULTS holds every benchmark file's results in a whole run: this file's have keys and shuffle bytes
+    labels = [k for k in RESULTS if "keys" in RESULTS[k] and "shuffle_bytes" in RESULTS[k]]
     if not labels:
         pytest.skip("run the whole file")
     load = note_load("bench_udaf")
