@@ -1,6 +1,6 @@
 """Run every benchmark and write benchmarks/REPORT.md with PNG plots.
 
-    python -m benchmarks.report            # full sizes (about 15 minutes on 2 cores)
+    python -m benchmarks.report            # full sizes (about 45 minutes on 2 cores)
     python -m benchmarks.report --quick    # smaller Spark benchmarks (about 10 minutes)
     python -m benchmarks.report --render   # only redraw from benchmarks/results/latest.json
 
