@@ -126,6 +126,9 @@ def test_native_list_equals_the_python_one_with_nulls_and_null_keys(spark):
         python = aggregate(df, "k", "ts", strategy="shuffle", now=now, **specs).orderBy("k").collect()
         assert native == python and any(r["top"] for r in native)
         assert {r["k"] for r in native} >= {None, 0, 1, 2}
+    # lists only: one aggregation over grouping sets, no join with a per-key aggregation of the rows
+    plan = aggregate(df, "k", "ts", strategy="native", now=2999, **specs)._jdf.queryExecution().optimizedPlan()
+    assert "Join" not in plan.toString() and "Expand" in plan.toString()
     out = aggregate(df, "k", "ts", strategy="native", top=HeavyHitters("src", 400, bits=8)).collect()
     assert [[h.asDict() for h in r["top"]] for r in out if r["k"] == 7] == \
         [[{"item": 5, "estimate": 1.0, "lower": 1, "upper": 1}]]

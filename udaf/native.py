@@ -242,6 +242,11 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         aggs.append(F.expr(f"CAST({exact} AS DOUBLE) AS {quote(name)}"))
         if name in with_bounds:
             aggs += [F.expr(f"CAST({exact} AS BIGINT) AS {quote(name + suffix)}") for suffix in ("_lower", "_upper")]
+    if tops and not aggs:  # lists only: one aggregation, no join
+        lists = _top_lists(rows, keys, tops, insides)
+        for name in tops:
+            lists = lists.withColumn(name, F.coalesce(F.col(name), F.expr("array()").cast(specs[name].answer_spark_type())))
+        return lists.select(*keys, *specs)
     out = rows.groupBy(*keys).agg(*(aggs or [F.expr("count(1) AS __rows")]))
     for name, (item, weight, phi) in tops.items():
         top = _top_items(rows.where(insides[name]), keys, item, weight, phi, name)
@@ -254,6 +259,54 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
     return out.select(*columns)
 
 
+_ORDER = ("(l, r) -> CASE WHEN l.n > r.n THEN -1 WHEN l.n < r.n THEN 1 WHEN l.item < r.item THEN -1 "
+          "WHEN l.item > r.item THEN 1 ELSE 0 END")
+
+
+def _listed(entries: str) -> str:
+    """SQL of a key's list from ``collect_list`` of ``(n, item)`` structs:
+    largest first, ties by item, each as ``struct<item, estimate, lower,
+    upper>`` (all three the exact sum)."""
+    return (f"transform(array_sort(collect_list({entries}), {_ORDER}), "
+            "s -> named_struct('item', s.item, 'estimate', CAST(s.n AS DOUBLE), 'lower', s.n, 'upper', s.n))")
+
+
+def _top_lists(rows: DataFrame, keys: list, tops: dict, insides: dict) -> DataFrame:
+    """Every key of ``rows`` with each top spec's list (``tops[name]``:
+    item SQL, weight SQL, phi), when no other spec needs an aggregate: one
+    aggregation over grouping sets gives each (key, item)'s sum and each
+    key's total (the (key) set: every key of the rows, so a key with no
+    item in a window still gets its empty list), the key's total reaches
+    its items through a window over that small result, and one aggregation
+    by key lists the items at or above ``phi`` of it.  Against the general
+    plan (items, their key's total as a window, a list per key, joined to a
+    per-key aggregation of the rows): one scan of the rows and no join,
+    1.65 s -> 1.10 s at 4M rows and 100 keys, the hand-written exact query
+    1.07 s (interleaved, 7 rounds)."""
+    names = list(tops)
+    items = [f"__item_{i}" for i in range(len(names))]
+    chosen = [quote(k) for k in keys]
+    for i, name in enumerate(names):
+        item, weight, _ = tops[name]
+        chosen += [f"CASE WHEN {insides[name]} THEN {item} END AS __item_{i}",
+                   f"CASE WHEN {insides[name]} THEN {weight} END AS __w_{i}"]
+    sets = [[*keys, it] for it in items] + [list(keys)]
+    grouped = rows.selectExpr(*chosen).groupingSets(sets, *keys, *items).agg(
+        *[F.expr(f"sum(__w_{i}) AS __n_{i}") for i in range(len(names))],
+        *[F.grouping(it).alias(f"__set_{i}") for i, it in enumerate(items)])
+    key_row = " AND ".join(f"__set_{i} = 1" for i in range(len(names)))
+    by = ", ".join(quote(k) for k in keys)
+    lists = []
+    for i, name in enumerate(names):
+        phi = tops[name][2]
+        total = f"max(CASE WHEN {key_row} THEN __n_{i} END) OVER (PARTITION BY {by})"
+        grouped = grouped.selectExpr("*", f"{total} AS __total_{i}")
+        heavy = f"__set_{i} = 0 AND __item_{i} IS NOT NULL AND __n_{i} > 0 AND __n_{i} >= {float(phi)!r} * __total_{i}"
+        entry = f"CASE WHEN {heavy} THEN named_struct('n', __n_{i}, 'item', __item_{i}) END"  # null: not listed
+        lists.append(F.expr(f"{_listed(entry)} AS {quote(name)}"))
+    return grouped.groupBy(*keys).agg(*lists)
+
+
 def _top_items(rows: DataFrame, keys: list, item: str, weight: str, phi: float, name: str) -> DataFrame:
     """Per key, the items whose summed ``weight`` reaches ``phi`` of the
     key's total over ``rows``, as ``array<struct<item, estimate, lower,
@@ -263,11 +316,8 @@ def _top_items(rows: DataFrame, keys: list, item: str, weight: str, phi: float, 
     per_item = rows.groupBy(*keys, F.expr(f"{item} AS __item")).agg(F.expr(f"sum({weight}) AS __n"))
     total = F.sum("__n").over(Window.partitionBy(*keys))
     heavy = per_item.withColumn("__total", total).where(f"__n > 0 AND __n >= {float(phi)!r} * __total")
-    order = ("(l, r) -> CASE WHEN l.n > r.n THEN -1 WHEN l.n < r.n THEN 1 WHEN l.item < r.item THEN -1 "
-             "WHEN l.item > r.item THEN 1 ELSE 0 END")
-    listed = (f"transform(array_sort(collect_list(named_struct('n', __n, 'item', __item)), {order}), "
-              "s -> named_struct('item', s.item, 'estimate', CAST(s.n AS DOUBLE), 'lower', s.n, 'upper', s.n))")
-    return heavy.groupBy(*keys).agg(F.expr(f"{listed} AS {quote(name)}"))
+    entry = "named_struct('n', __n, 'item', __item)"
+    return heavy.groupBy(*keys).agg(F.expr(f"{_listed(entry)} AS {quote(name)}"))
 
 
 def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows: dict, types: dict) -> DataFrame:
