@@ -114,6 +114,20 @@ def test_auto_runs_native_unless_a_spec_has_no_native_form(spark):
     assert "n_sketch" in sketched.columns
 
 
+def test_now_and_one_window_give_the_hand_written_plan(spark):
+    """aggregate() read the widest window's rows: the specs of that window
+    aggregate them unconditioned (no time column in the plan past the
+    filter), as ``df.where(...).groupBy(k).agg(...)`` does."""
+    df = spark.createDataFrame(events(6)).repartition(2)
+    out = aggregate(df, "k", "ts", now=9_000, strategy="native", n=Count(1_000), s=Sum("b", 1_000))
+    assert "__t" not in plan(out)
+    want = df.where("ts > 8000 AND ts <= 9000").groupBy("k").agg(
+        F.count(F.lit(1)).cast("double").alias("n"), F.sum("b").cast("double").alias("s"))
+    assert rows(out) == rows(want)
+    narrower = aggregate(df, "k", "ts", now=9_000, strategy="native", n=Count(500), s=Sum("b", 1_000))
+    assert "__t" in plan(narrower)  # Count's window is narrower than the rows read: conditioned
+
+
 def test_native_refuses_what_it_cannot_do(spark):
     df = spark.createDataFrame(events(5))
     with pytest.raises(ValueError, match=r"no native Spark plan for l2 \(LpNorm\)"):

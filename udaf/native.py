@@ -228,8 +228,14 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
             *[f"__keys.__now_{i}" for i in range(len(specs))]).selectExpr("*", f"{t} AS __t")
         ends = {name: f"__now_{i}" for i, name in enumerate(specs)}
         keep = "__t >= __newest"  # every key keeps a row, so every key is answered
+    widest = max(windows.values())
     insides = {name: f"({_after('__t', ends[name], windows[name])} AND __t <= {ends[name]} AND "
                      f"{spec.native_present(_inputs(spec))})" for name, spec in specs.items()}
+    if at is not None:
+        # the rows aggregate() read are the widest window's: a spec of that
+        # window needs only its inputs present (the hand-written query's plan)
+        insides.update({name: f"({spec.native_present(_inputs(spec))})" for name, spec in specs.items()
+                        if windows[name] == widest})
     if keep is not None:
         # only rows in some spec's window reach the aggregation
         rows = rows.where(" OR ".join([keep, *insides.values()]))
