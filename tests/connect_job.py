@@ -124,6 +124,8 @@ def run(spark, workdir: str, full: bool = True) -> dict:
     # their aggregate answers (a list per key, a quantile: the native plan; --slow adds the sketches')
     newer = dict(top=HeavyHitters("bytes", WINDOW, phi=0.05), p90=Quantile("bytes", WINDOW, q=0.9))
     out["frequencies_aggregate"] = _rows(aggregate(df, "src", "ts", now=ROWS, **newer), ["src"])
+    # lists alone: one aggregation over grouping sets (DataFrame.groupingSets over Connect too)
+    out["frequencies_lists"] = _rows(aggregate(df, "src", "ts", top=newer["top"]), ["src"])
     if full:
         out["frequencies_aggregate_two_phase"] = _rows(aggregate(df, "src", "ts", now=ROWS, strategy="two_phase",
                                                                  **newer), ["src"])

@@ -72,7 +72,7 @@ def test_the_job_ran_through_a_connect_client(results):
     assert remote["remote"] is True and remote["client"].startswith("pyspark.sql.connect")
 
 
-PARTS = ["sketches", "estimates", "unions", "one_step", "frequencies", "frequencies_aggregate",
+PARTS = ["sketches", "estimates", "unions", "one_step", "frequencies", "frequencies_aggregate", "frequencies_lists",
          "frequencies_aggregate_two_phase", "aggregate_auto", "aggregate_two_phase",
          "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table", "sketch_table_union", "sliding_over",
          "registered", "sql", "streaming"]
