@@ -69,6 +69,31 @@ def test_update_after_merge(data, window, eps, seed):
     check_all_queries(m, ts, vs, window)
 
 
+@settings(max_examples=examples(80), deadline=None)
+@given(data=streams(), window=st.integers(1, 50), eps=eps_values, parts=st.integers(2, 6),
+       seed=st.integers(0, 2**32 - 1))
+def test_compress_skipping_refused_pairs_decides_as_checking_every_pair(data, window, eps, parts, seed):
+    """A merge only tightens the budget, so compress() rechecks only pairs
+    with a bucket changed since they were refused: the buckets come out as
+    when every pair is checked in every pass."""
+    from ehist import compress
+
+    ts, vs = data
+    owners = np.random.default_rng(seed).integers(0, parts, len(ts))
+    hs = [ExponentialHistogram(window, eps).update(t, v) for t, v in split(ts, vs, owners, parts)]
+    hs = [h for h in hs if h._exps.size]
+    if len(hs) < 2:
+        return
+    exps = np.concatenate([h._exps for h in hs])
+    hi = np.concatenate([h._hi for h in hs])
+    lo = np.concatenate([h._lo for h in hs])
+    order = np.lexsort((lo, hi))[::-1]  # newest first, as merge_all orders them
+    cutoff = max(h._newest for h in hs) - window
+    args = (exps[order], hi[order], lo[order], hs[0]._k, cutoff)
+    fast, every = compress.compress(*args), compress.compress(*args, recheck_all=True)
+    assert all(np.array_equal(a, b) for a, b in zip(fast, every))
+
+
 def test_merge_leaves_arguments_unchanged():
     a = ExponentialHistogram(100, 0.1).update(np.arange(0, 200, 2))
     b = ExponentialHistogram(100, 0.1).update(np.arange(1, 200, 2))
