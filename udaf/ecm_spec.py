@@ -192,7 +192,8 @@ class Frequencies(_Weighted):
         if self.value is None:
             return f"CASE WHEN {item} IS NULL THEN NULL ELSE {upto('count(1)')} - {before('count(1)')} END"
         v = columns["value"]
-        return frame_sum(self.value, v, self.who, upto, before, key_text, schema, f"WHEN {item} IS NULL OR {v} IS NULL THEN NULL ")
+        nulls = f"WHEN {item} IS NULL OR {v} IS NULL THEN NULL "
+        return frame_sum(self.value, v, self.who, upto, before, key_text, schema, nulls)
 
     def frames(self, lo, hi, data, window):
         """Each row's own item's frequency over its frame: the rows of each
