@@ -377,12 +377,13 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
         answers.append(f"{sql if checked is None else checked + sql + ' END'} AS {quote(name)}")
     if not seen:  # every family wrote its aggregates OVER the frames itself
         return df.selectExpr("*", *answers)
-    # the frames' aggregates, each once, and the answers naming them as
-    # lateral column aliases: one projection for Spark to parse and analyse
-    # (about 10 ms of JVM time each, measured warm)
-    computed = [f"{aggregate} AS {column}" for aggregate, column in seen.items()]
-    hidden = [column.strip("`") for column in seen.values()]
-    # (read first: a Spark Connect client analyses only when the query runs)
-    if df.sparkSession.conf.get("spark.sql.lateralColumnAlias.enableImplicitResolution", "true").lower() == "true":
-        return df.selectExpr("*", *computed, *answers).drop(*hidden)
-    return df.selectExpr("*", *computed).selectExpr("*", *answers).drop(*hidden)
+    # the frames' aggregates, each once, then the answers naming them: two
+    # projections, the second listing the rows' columns by name.  Measured
+    # warm (100k rows, 2 keys): 19 ms of plan building, the hand-written
+    # query's; one projection through lateral column aliases and a drop of
+    # the frames' columns took 26 ms (the query runs in about 0.2 s)
+    windowed = df.selectExpr("*", *[f"{aggregate} AS {column}" for aggregate, column in seen.items()])
+    if len(set(df.columns)) == len(df.columns):
+        return windowed.selectExpr(*[quote(c) for c in df.columns], *answers)
+    # (names alike are ambiguous in a projection: keep them all, drop ours)
+    return windowed.selectExpr("*", *answers).drop(*[column.strip("`") for column in seen.values()])
