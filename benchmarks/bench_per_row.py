@@ -256,10 +256,14 @@ TIE_ROUNDS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROUNDS", "9"))
 def test_sliding_over_against_the_exact_query(spark, rows):
     """Counts and sums per row over a 10k frame: ``sliding_over`` (its
     native plan) against the exact two-frame query written by hand, run in
-    alternation ``TIE_ROUNDS`` times (so drift and JIT warm-up hit both
+    alternation ``TIE_ROUNDS`` times, each round in the reverse order of
+    the last (so drift, warm-up and a query's place after another hit all
     alike), for a time column that may hold nulls (``cast``) and one the
-    schema says never does.  Reported: each method's median and the median
-    of the per-round ratios."""
+    schema says never does.  Each time is the whole call: building the
+    query and running it.  Reported: each method's median and minimum, the
+    median of the per-round ratios, and the same for the exact query
+    against itself (run twice per round): the A/A ratio, how far apart
+    two runs of one query land on this machine."""
     import statistics
 
     from pyspark.sql import functions as F
@@ -284,28 +288,33 @@ def test_sliding_over_against_the_exact_query(spark, rows):
         ways = {
             ("count", "exact query"): lambda df=df: exact_counts(df, frame),
             ("count", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", n=Count(window=frame)),
+            ("count", "exact query again"): lambda df=df: exact_counts(df, frame),
             ("sum", "exact query"): lambda df=df: exact_sums(df, frame),
             ("sum", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", s=Sum("bytes", window=frame)),
+            ("sum", "exact query again"): lambda df=df: exact_sums(df, frame),
         }
         seconds = {w: [] for w in ways}
         for _ in range(2):  # warm-up, not recorded
             for action in ways.values():
                 action().write.format("noop").mode("overwrite").save()
-        for _ in range(TIE_ROUNDS):
-            for w, action in ways.items():
+        for round_ in range(TIE_ROUNDS):
+            for w in (list(ways) if round_ % 2 == 0 else list(ways)[::-1]):
                 t = time.perf_counter()
-                action().write.format("noop").mode("overwrite").save()
+                ways[w]().write.format("noop").mode("overwrite").save()
                 seconds[w].append(time.perf_counter() - t)
         for kind in ("count", "sum"):
-            exact, ours = seconds[kind, "exact query"], seconds[kind, "sliding_over"]
+            exact, ours, again = (seconds[kind, m] for m in ("exact query", "sliding_over", "exact query again"))
             RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"] = {
                 "rows": rows, "frame": frame, "kind": kind, "time": nulls, "rounds": TIE_ROUNDS,
                 "exact_median": statistics.median(exact), "ours_median": statistics.median(ours),
                 "ratio_median": statistics.median(e / o for e, o in zip(exact, ours)),
-                "exact_min": min(exact), "ours_min": min(ours)}
-            RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"]["load"] = note_load("bench_per_row")
+                "exact_min": min(exact), "ours_min": min(ours),
+                "aa_ratio_median": statistics.median(e / a for e, a in zip(exact, again)),
+                "load": note_load("bench_per_row")}
             print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {statistics.median(exact):.3f} s, sliding_over "
-                  f"{statistics.median(ours):.3f} s (medians of {TIE_ROUNDS})", flush=True)
+                  f"{statistics.median(ours):.3f} s (medians of {TIE_ROUNDS}); minima {min(exact):.3f} s, "
+                  f"{min(ours):.3f} s; exact against itself: "
+                  f"{statistics.median(e / a for e, a in zip(exact, again)):.2f}", flush=True)
         df.unpersist()
 
 

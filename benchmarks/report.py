@@ -515,11 +515,17 @@ def _per_row_tie(r: dict) -> list[str]:
            "also returns null for a frame without a value where the column may hold nulls, as `sum` over a "
            "`RANGE` frame does; `sliding_over` also refuses negative values and a total beyond int64 with the "
            "key named, checks the exact query does not make):", "",
-           "| rows | question | time column | exact query, median s | sliding_over, median s | "
-           "median of the rounds' exact / sliding_over |", "| --- | --- | --- | --- | --- | --- |"]
-    out += [f"| {v['rows']:,} | {v['kind']} | {v['time']} | {v['exact_median']:.3f} | {v['ours_median']:.3f} | "
-            f"{v['ratio_median']:.2f} |" for v in tie]
-    return out + [""]
+           "| rows | question | time column | exact query, median (min) s | sliding_over, median (min) s | "
+           "median of the rounds' exact / sliding_over | ratio of the minima | exact / exact again (A/A) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out += [f"| {v['rows']:,} | {v['kind']} | {v['time']} | {v['exact_median']:.3f} ({v['exact_min']:.3f}) | "
+            f"{v['ours_median']:.3f} ({v['ours_min']:.3f}) | {v['ratio_median']:.2f} | "
+            f"{v['exact_min'] / v['ours_min']:.2f} | " + (f"{v['aa_ratio_median']:.2f}" if 'aa_ratio_median' in v else "-")
+            + " |" for v in tie]
+    return out + ["", "Each time is the whole call, building the query and running it; each round runs the "
+                  "queries in the reverse order of the last. The A/A column is the exact query against itself, "
+                  "run twice per round: how far apart two runs of one query land on this machine, the scale "
+                  "against which to read the other ratios.", ""]
 
 
 def _per_row_at_scale(r: dict) -> list[str]:
