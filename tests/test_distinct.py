@@ -53,6 +53,8 @@ def test_merge_equals_interleaved_stream_exactly(make, data, window, seed, parts
     for s in sketches[1:]:
         merged = merged.merge(s)
     assert merged == whole
+    if hasattr(type(whole), "merge_all"):  # the union in one pass
+        assert type(whole).merge_all(sketches) == whole
     assert [s.to_bytes() for s in sketches] == before  # arguments unchanged
     # batches of any size give the same sketch as one batch
     cut = ts.size // 2
@@ -66,6 +68,27 @@ def test_merge_equals_interleaved_stream_exactly(make, data, window, seed, parts
     assert back == whole and pickle.loads(pickle.dumps(whole)) == whole
     if ts.size:
         assert back.estimate() == whole.estimate()
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(n=st.integers(0, 60), p=st.integers(4, 18), span=st.sampled_from([0, 1, 1000, 2**41, 2**44, 2**62]),
+       seed=st.integers(0, 2**32 - 1))
+def test_sliding_hll_entries_sort_as_lexsort(n, p, span, seed):
+    """The packed-key sort of SlidingHyperLogLog's entries orders them as
+    np.lexsort by (register, time, rank), values and all, on either side
+    of the 63-bit limit where it falls back to np.lexsort."""
+    from distinct.hll import _sorted_entries
+
+    rng = np.random.default_rng(seed)
+    base = int(rng.integers(-2**62, 2**62 - span)) if span < 2**62 else -2**61
+    reg = rng.integers(0, 2**p, n)
+    ts = base + rng.integers(0, span + 1, n, dtype=np.int64)
+    ts[: n // 3] = ts[n // 3: 2 * (n // 3)]  # equal times
+    rank = rng.integers(1, 66 - p, n)
+    order = np.lexsort((rank, ts, reg))
+    got = _sorted_entries(reg.copy(), ts.copy(), rank.copy(), p)
+    for mine, want in zip(got, (reg[order], ts[order], rank[order])):
+        assert mine.dtype == np.int64 and mine.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("make", CLASSES)

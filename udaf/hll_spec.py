@@ -126,7 +126,10 @@ class Distinct(_Items):
 
     @classmethod
     def merge(cls, blobs):
-        return super().merge(blobs)
+        """The union of a group's sketches in one pass
+        (:meth:`~distinct.SlidingHyperLogLog.merge_all`)."""
+        blobs = sorted(bytes(b) for b in blobs)
+        return SlidingHyperLogLog.merge_all(map(SlidingHyperLogLog.from_bytes, blobs)).to_bytes() if blobs else None
 
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
