@@ -30,8 +30,9 @@ against every row into Python (``reduce=False``, the baseline), and the
 default (``reduce=None``: one JVM pass decides).  The unique-timestamp
 questions above run the default too, which declines to reduce there.
 
-Wall time is the best of the repeats; shuffle bytes come from Spark's
-status REST API (loopback).  The load of the machine is printed with the
+Wall time is the best of the repeats, each question's paths run in
+turn, every round in the reverse order of the last; shuffle bytes come
+from Spark's status REST API (loopback).  The load of the machine is printed with the
 summary.
 """
 
@@ -82,17 +83,28 @@ def data(spark, keys):
 
 def run(spark, question, keys, path, action, repeats=REPEATS):
     """Best wall time of ``repeats`` runs (shuffle bytes of the last)."""
-    best, rows = float("inf"), None
-    for _ in range(repeats):
-        before = shuffle_bytes(spark)
-        t = time.perf_counter()
-        rows = action()
-        best = min(best, time.perf_counter() - t)
-        time.sleep(1)  # let the status store catch up
-        moved = shuffle_bytes(spark) - before
-    RESULTS[f"{question} | {keys:,} keys | {path}"] = {
-        "question": question, "keys": keys, "path": path, "seconds": best, "shuffle_bytes": moved,
-        "rows": ROWS, "repeats": repeats}
+    return runs(spark, question, keys, {path: action}, repeats)[path]
+
+
+def runs(spark, question, keys, paths: dict, repeats=REPEATS) -> dict:
+    """Each path's best wall time over ``repeats`` rounds that run every
+    path in turn, each round in the reverse order of the last (so drift
+    and a query's place after another hit all paths alike; the ratios
+    against the native query are of times measured side by side), and
+    the shuffle bytes of its last run.  Returns each path's rows."""
+    best, moved, rows = {p: float("inf") for p in paths}, {}, {}
+    for round_ in range(repeats):
+        for path in (list(paths) if round_ % 2 == 0 else list(paths)[::-1]):
+            before = shuffle_bytes(spark)
+            t = time.perf_counter()
+            rows[path] = paths[path]()
+            best[path] = min(best[path], time.perf_counter() - t)
+            time.sleep(1)  # let the status store catch up
+            moved[path] = shuffle_bytes(spark) - before
+    for path in paths:
+        RESULTS[f"{question} | {keys:,} keys | {path}"] = {
+            "question": question, "keys": keys, "path": path, "seconds": best[path], "shuffle_bytes": moved[path],
+            "rows": ROWS, "repeats": repeats}
     return rows
 
 
@@ -110,11 +122,12 @@ def test_count_and_sum_as_of_now(spark, keys):
     q = "count + sum, as of now"
     df = data(spark, keys)
     specs = dict(c=Count(WINDOW, 0.01), s=Sum("bytes", WINDOW, 0.01))
-    native = run(spark, q, keys, "native query", lambda: df.where(F.col("ts") > NOW - WINDOW).groupBy("k").agg(
-        F.count(F.lit(1)).alias("c"), F.sum("bytes").alias("s")).collect())
-    auto = run(spark, q, keys, "aggregate auto", lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect())
-    run(spark, q, keys, "aggregate two_phase", lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase",
-                                                                 **specs).collect())
+    got = runs(spark, q, keys, {
+        "native query": lambda: df.where(F.col("ts") > NOW - WINDOW).groupBy("k").agg(
+            F.count(F.lit(1)).alias("c"), F.sum("bytes").alias("s")).collect(),
+        "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect(),
+        "aggregate two_phase": lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase", **specs).collect()})
+    native, auto = got["native query"], got["aggregate auto"]
     if keys <= 1_000:  # one Python call per key and function: minutes at 100k keys
         run(spark, q, keys, "column functions", lambda: df.groupBy("k").agg(
             U.sliding_count("ts", WINDOW, now=NOW).alias("c"),
@@ -136,24 +149,22 @@ def test_count_and_sum_as_of_now(spark, keys):
         return df.join(F.broadcast(newest), "k").where(F.col("ts") > F.col("now") - WINDOW).groupBy("k").agg(
             F.count(F.lit(1)).alias("c"), F.sum("bytes").alias("s")).collect()
 
-    run(spark, q, keys, "native window max", window_max)
-    run(spark, q, keys, "native broadcast join", join_max)
-    run(spark, q, keys, "aggregate auto", lambda: aggregate(df, "k", "ts", **specs).collect())
-    run(spark, q, keys, "aggregate two_phase", lambda: aggregate(df, "k", "ts", strategy="two_phase",
-                                                                 **specs).collect())
+    runs(spark, q, keys, {"native window max": window_max, "native broadcast join": join_max,
+                          "aggregate auto": lambda: aggregate(df, "k", "ts", **specs).collect(),
+                          "aggregate two_phase": lambda: aggregate(df, "k", "ts", strategy="two_phase",
+                                                                   **specs).collect()})
 
     q = "count + sum + distinct, as of now"
     from udaf import Distinct
 
     specs["d"] = Distinct("dst", WINDOW)
     recent = df.where(F.col("ts") > NOW - WINDOW).groupBy("k")
-    run(spark, q, keys, "native countDistinct", lambda: recent.agg(
-        F.count(F.lit(1)), F.sum("bytes"), F.countDistinct("dst")).collect())
-    run(spark, q, keys, "native approx_count_distinct", lambda: recent.agg(
-        F.count(F.lit(1)), F.sum("bytes"), F.approx_count_distinct("dst")).collect())
-    run(spark, q, keys, "aggregate auto", lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect())
-    run(spark, q, keys, "aggregate two_phase", lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase",
-                                                                 **specs).collect())
+    runs(spark, q, keys, {
+        "native countDistinct": lambda: recent.agg(F.count(F.lit(1)), F.sum("bytes"), F.countDistinct("dst")).collect(),
+        "native approx_count_distinct": lambda: recent.agg(
+            F.count(F.lit(1)), F.sum("bytes"), F.approx_count_distinct("dst")).collect(),
+        "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect(),
+        "aggregate two_phase": lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase", **specs).collect()})
     df.unpersist()
 
 
