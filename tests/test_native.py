@@ -118,14 +118,32 @@ def test_now_and_one_window_give_the_hand_written_plan(spark):
     """aggregate() read the widest window's rows: the specs of that window
     aggregate them unconditioned (no time column in the plan past the
     filter), as ``df.where(...).groupBy(k).agg(...)`` does."""
-    df = spark.createDataFrame(events(6)).repartition(2)
+    maybe = spark.createDataFrame(events(6)).repartition(2)
+    df = maybe.withColumn("ts", F.coalesce("ts", F.lit(0)))  # a time the schema says is never null
+    assert maybe.schema["ts"].nullable and not df.schema["ts"].nullable
     out = aggregate(df, "k", "ts", now=9_000, strategy="native", n=Count(1_000), s=Sum("b", 1_000))
     assert "__t" not in plan(out)
     want = df.where("ts > 8000 AND ts <= 9000").groupBy("k").agg(
         F.count(F.lit(1)).cast("double").alias("n"), F.sum("b").cast("double").alias("s"))
     assert rows(out) == rows(want)
+    assert list(out.columns) == ["k", "n", "s"]
     narrower = aggregate(df, "k", "ts", now=9_000, strategy="native", n=Count(500), s=Sum("b", 1_000))
     assert "__t" in plan(narrower)  # Count's window is narrower than the rows read: conditioned
+    # a time that may be null is checked (null rows pass the range to be
+    # reported), with the same answers where there is none
+    checked = aggregate(maybe, "k", "ts", now=9_000, strategy="native", n=Count(1_000), s=Sum("b", 1_000))
+    assert "__t" in plan(checked) and rows(checked) == rows(want)
+
+
+def test_now_does_not_count_a_null_time(spark):
+    """With ``now``, rows of a null time pass the pushed-down range so
+    that every strategy reports them, also when every spec's window is the
+    widest (the rows read are then aggregated with few conditions)."""
+    df = spark.createDataFrame([("a", 1, 5), ("a", None, 7), ("a", 3, 2)], "k string, ts long, b long")
+    for windows in ((10, 10), (10, 2)):
+        with pytest.raises(Exception, match=r"InvalidInputError: column ts holds null \(key 'a'\): timestamps "
+                                            r"must not be null"):
+            aggregate(df, "k", "ts", now=3, n=Count(windows[0]), s=Sum("b", windows[1])).collect()
 
 
 def test_native_refuses_what_it_cannot_do(spark):
