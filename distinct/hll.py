@@ -344,16 +344,16 @@ class SlidingHyperLogLog:
         sketches = list(sketches)
         if not sketches:
             raise ValueError("merge_all needs at least one sketch")
-        for other in sketches[1:]:
+        first = sketches[0]
+        for other in sketches:  # what merge checks, for every pair, before anything changes
             if not isinstance(other, SlidingHyperLogLog):
                 raise TypeError(f"can only merge with a SlidingHyperLogLog, got {type(other).__name__}")
-        out = sketches[0].copy()
+            require_same("SlidingHyperLogLog", (("windows", first._window, other._window),
+                                                ("precisions", first._p, other._p), ("seeds", first._seed, other._seed)))
+        out = first.copy()
         others = [s for s in sketches[1:] if s._newest is not None]
-        for other in others:
-            require_same("SlidingHyperLogLog", (("windows", out._window, other._window),
-                                                ("precisions", out._p, other._p), ("seeds", out._seed, other._seed)))
         if others:
-            newest = max(s._newest for s in others if s._newest is not None)
+            newest = max(s._newest for s in others)
             out._combine([(s._reg, s._ts, s._rank) for s in others],
                          newest if out._newest is None else max(out._newest, newest))
         return out

@@ -361,6 +361,18 @@ def test_merge_incompatible():
         SlidingHyperLogLog(10).merge(SlidingHyperLogLog(10, precision=10))
     with pytest.raises(TypeError):
         SlidingFM(10).merge(SlidingHyperLogLog(10))
+    # merge_all refuses what merge refuses, empty sketches and the first one included, changing nothing
+    full = SlidingHyperLogLog(10).update([1, 2], ["a", "b"])
+    before = full.to_bytes()
+    with pytest.raises(IncompatibleSketchError, match="different windows: 10 and 20"):
+        SlidingHyperLogLog.merge_all([full, SlidingHyperLogLog(20)])
+    with pytest.raises(IncompatibleSketchError, match="different seeds: 0 and 3"):
+        SlidingHyperLogLog.merge_all([full, full, SlidingHyperLogLog(10, seed=3).update([3], ["c"])])
+    with pytest.raises(TypeError, match="got SlidingFM"):
+        SlidingHyperLogLog.merge_all([SlidingFM(10), full])
+    with pytest.raises(ValueError, match="at least one"):
+        SlidingHyperLogLog.merge_all([])
+    assert full.to_bytes() == before
 
 
 def test_items_as_pandas_like_and_numpy_kinds():

@@ -88,22 +88,13 @@ def time_range(df: DataFrame, ts: str, unit: str, lo: int | None, hi: int):
     calls it cost about 5 ms more of plan building (a JVM call each)."""
     from .native import quote
 
-    if unit == "us" and isinstance(df.schema[ts].dataType, T.TimestampNTZType):
-        def lit(v):
-            return f"timestampadd(MICROSECOND, {v}L, TIMESTAMP_NTZ '1970-01-01 00:00:00')"
-    elif unit == "us":
-        def lit(v):
-            return f"timestamp_micros({v}L)"
-    elif unit == "day":
-        def lit(v):
-            return f"date_from_unix_date({v})"
-    else:
-        def lit(v):
-            return f"{v}L"
+    ntz = unit == "us" and isinstance(df.schema[ts].dataType, T.TimestampNTZType)
+    literal = ("timestampadd(MICROSECOND, {}L, TIMESTAMP_NTZ '1970-01-01 00:00:00')" if ntz else  # micros_to_ntz
+               {"us": "timestamp_micros({}L)", "day": "date_from_unix_date({})", "int": "{}L"}[unit])
     column = quote(ts)
-    inside = f"{column} <= {lit(hi)}"
+    inside = f"{column} <= {literal.format(hi)}"
     if lo is not None:
-        inside = f"{column} > {lit(lo)} AND {inside}"
+        inside = f"{column} > {literal.format(lo)} AND {inside}"
     return F.expr(f"({inside}) OR {column} IS NULL")
 
 
