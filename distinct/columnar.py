@@ -78,6 +78,9 @@ _GROUPS_AT_ONCE = 4096  # rows of the (groups x ranks) count matrix per pass
 _RUNS_AT_ONCE = 4096  # runs whose entries are sorted together (fewer than 2**16)
 _ROWS_AT_ONCE = 1 << 16  # and about this many rows
 _BYTES_AT_ONCE = 1 << 17  # bytes of stored sketches decoded together
+# unions: registers kept in a dense array (one scatter, no sort) when there
+# are at most this many per live entry (big sketches); else the entries are sorted
+_DENSE_CELLS_PER_ENTRY = 4
 
 
 def sliding_hll_bytes(timestamps, starts, hashes, *, window: int, precision: int = 12, seed: int = 0) -> list:
@@ -339,12 +342,19 @@ def _union_chunk(sketches, group_of, entries, at, groups: int, window: int, p: i
     # live: at - t < window (exact as uint64: every t <= its group's newest <= at)
     live = at[owner].view(_U64) - ts.view(_U64) < _U64(window)
     cell, rank = owner[live] * m + reg[live], rank[live]
+    ranks = 66 - p  # register values 0 (empty) to 65 - p
+    if groups * m <= _DENSE_CELLS_PER_ENTRY * cell.size:
+        # registers about as many as the live entries: each register's
+        # largest rank in place (no sort), empty registers left at 0
+        top = np.zeros(groups * m, dtype=np.int8)
+        np.maximum.at(top, cell, rank.astype(np.int8))
+        shift = np.repeat(np.arange(groups, dtype=np.int64) * ranks, m)
+        return estimates_from_rank_counts(np.bincount(shift + top, minlength=groups * ranks).reshape(groups, ranks), m)
     # each (group, register)'s largest live rank
     order = np.argsort(cell)
     cell, rank = cell[order], rank[order]
     first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else np.zeros(0, dtype=np.int64)
     top = np.maximum.reduceat(rank, first) if first.size else rank
-    ranks = 66 - p  # register values 0 (empty) to 65 - p
     counts = np.bincount(cell[first] // m * ranks + top, minlength=groups * ranks).reshape(groups, ranks)
     counts[:, 0] = m - counts[:, 1:].sum(axis=1)
     return estimates_from_rank_counts(counts, m)

@@ -98,6 +98,9 @@ def test_union_estimates_equal_merge_then_estimate(data, window, precision, cut,
     assert union_estimates(sketches, groups, now=now, window=win).tolist() == merged
     with tiny_chunks():
         assert union_estimates(sketches, groups, now=now, window=win).tolist() == merged
+    for cells in (0, 2**62):  # registers found by sorting the entries, then in a dense array
+        with mock.patch.object(distinct.columnar, "_DENSE_CELLS_PER_ENTRY", cells):
+            assert union_estimates(sketches, groups, now=now, window=win).tolist() == merged
 
 
 def test_union_estimates_are_exact_at_every_precision():
@@ -108,8 +111,10 @@ def test_union_estimates_are_exact_at_every_precision():
         parts = [SlidingHyperLogLog(10**6, p).update(np.sort(rng.integers(0, 10**5, 3000)),
                                                      rng.integers(0, 10**9, 3000)) for _ in range(3)]
         merged = parts[0].merge(parts[1]).merge(parts[2])
-        assert union_estimates(parts, [0]).tolist() == [merged.estimate()]
-        assert union_estimates(parts, [0, 1, 2]).tolist() == [x.estimate() for x in parts]
+        for cells in (0, 2**62):  # sorted entries, a dense array of registers
+            with mock.patch.object(distinct.columnar, "_DENSE_CELLS_PER_ENTRY", cells):
+                assert union_estimates(parts, [0]).tolist() == [merged.estimate()]
+                assert union_estimates(parts, [0, 1, 2]).tolist() == [x.estimate() for x in parts]
 
 
 def test_empty_runs_and_groups():
