@@ -145,6 +145,10 @@ def run(spark, workdir: str, full: bool = True) -> dict:
         out["sketch_table_union"] = _rows(table.groupBy((F.col("src") % 2).alias("half")).agg(
             U.eh_sketch_estimate(U.eh_union_agg("n"), ROWS).alias("n"),
             U.sliding_hll_sketch_estimate(U.sliding_hll_union_agg("d"), ROWS).alias("d")), ["half"])
+    # unions answered from arrays of stored sketches, without building them
+    out["sketch_table_collected"] = _rows(table.groupBy((F.col("src") % 2).alias("half")).agg(
+        U.eh_sketch_bounds(F.collect_list("n"), ROWS).alias("n"),
+        U.sliding_hll_sketch_estimate(F.collect_list("d"), ROWS).alias("d")), ["half"])
     small = df.where(F.col("ts") < 1500)
     out["sliding_over"] = _rows(sliding_over(small, "src", "ts", n=Count(100), b=Sum("bytes", 100),
                                              d=Distinct("dst", 100), l1=LpNorm("dst", 100, "bytes", 1.0)), ["ts"])

@@ -233,6 +233,57 @@ def test_now_older_than_the_data_and_foreign_sketches(spark, flows):
         sk.select("s").union(other.select("s")).agg(U.eh_union_agg("s")).collect()
 
 
+def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
+    """A reader given an array of sketches (``collect_list`` of a stored
+    table) answers their union without building it: sliding HyperLogLogs
+    the merge's estimate to the last bit, histograms the sums of the
+    parts' bounds (never wider than the merged histogram's, within eps of
+    the exact answer), every other family the merge's answer; from Python
+    and from SQL alike, a null or empty array answering null."""
+    pdf, sdf = flows
+    parts = sdf.groupBy("k", (F.col("ts") % 3).alias("site")).agg(
+        U.eh_sketch_agg("ts", 20_000, 0.02, "bytes").alias("b"), U.sliding_hll_sketch_agg("ts", "dst", 20_000)
+        .alias("d"), U.sliding_lp_sketch_agg("ts", "dst", 20_000, value="bytes").alias("lp"),
+        U.sliding_quantile_sketch_agg("ts", "bytes", 20_000).alias("q"))
+    parts.createOrReplaceTempView("parts")
+    now, w = 60_000, 15_000
+    merged = {r.k: r for r in parts.groupBy("k").agg(
+        U.eh_union_agg("b").alias("b"), U.sliding_hll_union_agg("d").alias("d"), U.sliding_lp_union_agg("lp")
+        .alias("lp"), U.sliding_quantile_union_agg("q").alias("q")).select(
+            "k", U.eh_sketch_bounds("b", now, w).alias("b"), U.sliding_hll_sketch_estimate("d", now, w).alias("d"),
+            U.sliding_lp_sketch_estimate("lp", now, w).alias("lp"),
+            U.sliding_quantile_sketch_quantile("q", F.lit(0.9), now, w).alias("q")).collect()}
+    lists = parts.groupBy("k").agg(*[F.collect_list(c).alias(c) for c in ("b", "d", "lp", "q")])
+    from_python = lists.select("k", U.eh_sketch_bounds("b", now, w).alias("b"),
+                               U.eh_sketch_estimate("b", now, w).alias("e"),
+                               U.sliding_hll_sketch_estimate("d", now, w).alias("d"),
+                               U.sliding_lp_sketch_estimate("lp", now, w).alias("lp"),
+                               U.sliding_quantile_sketch_quantile("q", F.lit(0.9), now, w).alias("q"))
+    from_sql = spark.sql(f"SELECT k, eh_sketch_bounds(collect_list(b), {now}, {w}) AS b, "
+                         f"eh_sketch_estimate(collect_list(b), {now}, {w}) AS e, "
+                         f"sliding_hll_sketch_estimate(collect_list(d), {now}, {w}) AS d, "
+                         f"sliding_lp_sketch_estimate(collect_list(lp), {now}, {w}) AS lp, "
+                         f"sliding_quantile_sketch_quantile(collect_list(q), 0.9, {now}, {w}) AS q FROM parts GROUP BY k")
+    parts_rows = parts.collect()
+    for got in (from_python.collect(), from_sql.collect()):
+        assert sorted(r.k for r in got) == sorted(merged)
+        for r in got:
+            g = pdf[(pdf.k == r.k) & (pdf.ts > now - w) & (pdf.ts <= now)]
+            want = int(g.bytes.sum())
+            mine = [ExponentialHistogram.from_bytes(bytes(p.b)).bounds(now, w) for p in parts_rows if p.k == r.k]
+            assert (r.b.lower, r.b.upper) == tuple(map(sum, zip(*mine)))
+            assert merged[r.k].b.lower <= r.b.lower <= want <= r.b.upper <= merged[r.k].b.upper
+            assert r.e == (r.b.lower + r.b.upper) / 2 and abs(r.e - want) <= 0.02 * want
+            assert r.d == merged[r.k].d and r.lp == merged[r.k].lp and r.q == merged[r.k].q
+    empty = spark.createDataFrame([(None,), ([],)], "s array<binary>")
+    assert [r[0] for r in empty.select(U.eh_sketch_estimate("s"), U.sliding_hll_sketch_estimate("s")).collect()] \
+        == [None, None]
+    with pytest.raises(PythonException, match=r"column s: eh_sketch_estimate needs a binary sketch column .* or an "
+                                              r"array of them, that is a column \(binary, array<binary>\), got "
+                                              "array<bigint>"):
+        spark.createDataFrame([([1, 2],)], "s array<bigint>").select(U.eh_sketch_estimate("s")).collect()
+
+
 def test_datetime64_in_the_core_is_refused_with_how_to_convert():
     from distinct import SlidingFM, SlidingHyperLogLog
     from ehist.errors import InvalidInputError

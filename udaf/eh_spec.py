@@ -84,15 +84,27 @@ class _Histogram(Spec):
                 rows = np.flatnonzero(groups == g)
                 column = HistogramColumn.from_bytes(list(raw[rows]))
                 when = None if at is None else at[rows]
-                if when is not None:
-                    late = column.has_newest & (when < column.newest)
-                    if late.any():
-                        i = int(np.flatnonzero(late)[0])
-                        raise ValueError(f"now ({int(when[i])}) is earlier than the sketch's newest timestamp "
-                                         f"({int(column.newest[i])}); queries must look at now >= newest")
+                _check_now(column, when)
                 lo[rows], up[rows] = column.bounds(when, window)
             lower[present], upper[present] = lo, up
         return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan), lower, upper)
+
+    @classmethod
+    def union_answers(cls, blobs, starts, nows, window):
+        """The sums of the parts' bounds, all groups decoded at once
+        (:meth:`~ehist.columnar.HistogramColumn.union_bounds`): the plain
+        union's bounds, within eps of the exact answer, never wider than
+        the merged histogram's (its compression widens them).  Parts of
+        different windows or eps: the merge, which refuses them."""
+        raw = [bytes(b) for b in blobs]
+        if len({parameter_bytes(b, PARAMETERS) for b in raw}) > 1:
+            return super().union_answers(raw, starts, nows, window)
+        column = HistogramColumn.from_bytes(raw)
+        if nows is not None:
+            nows = np.asarray(nows, dtype=np.int64)
+            _check_now(column, np.repeat(nows, np.diff(np.append(starts, len(raw)))))
+        lower, upper = column.union_bounds(starts, now=nows, window=window)
+        return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
     def merge(cls, blobs):
@@ -129,6 +141,18 @@ class _Histogram(Spec):
             return Data(np.ones(words.shape[0], dtype=bool))
         present = words[:, 0] >= 0
         return Data(present, {"value": words[present, 0]})
+
+
+def _check_now(column, when) -> None:
+    """``when`` (one time per histogram of ``column``, or None) is never
+    before a histogram's newest timestamp."""
+    if when is None:
+        return
+    late = column.has_newest & (when < column.newest)
+    if late.any():
+        i = int(np.flatnonzero(late)[0])
+        raise ValueError(f"now ({int(when[i])}) is earlier than the sketch's newest timestamp "
+                         f"({int(column.newest[i])}); queries must look at now >= newest")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ function                            what
 ``<family>_sketch_estimate``        scalar: a sketch's estimate (double)
 ``<family>_sketch_bounds``          scalar: ``struct<lower, upper>`` (bigint),
                                     for families with deterministic bounds
+                                    (every scalar function also takes an
+                                    array of sketches, ``collect_list``,
+                                    and answers their union without
+                                    building it)
 ``sliding_count``, ``sliding_sum``  aggregate in one step: the estimate
 ``sliding_distinct``...             (double)
 ==================================  ===========================================
@@ -65,7 +69,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ._convert import Window
-from .inputs import bad_value, check_arrow_type, parameter, times
+from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
 from .spec import FAMILIES, load_families, spec_for_bytes
 
 _FUNCTIONS: dict = {}  # name -> _Function
@@ -301,14 +305,10 @@ def _now_literal(now, unit: str) -> int:
 
 
 # ------------------------------------------------------- sketch readers
-def _sketch_blobs(arrays, names, fn: str, classes) -> list:
-    """The sketch column of a call as bytes (None for null), checked to be
-    binary and of the family's sketches."""
-    column = names.get("sketch", "sketch")
-    array = arrays["sketch"]
-    check_arrow_type(column, array, ("binary",), f"{fn} needs a binary sketch column (from *_sketch_agg or "
-                                                  "*_union_agg), that is")
-    blobs = array.to_pylist()
+_SKETCH_NEEDS = "needs a binary sketch column (from *_sketch_agg or *_union_agg)"
+
+
+def _check_blobs(blobs, column, fn: str, classes) -> None:
     wanted = {c.sketch_type.__name__ for c in classes}
     for b in blobs:
         if b is None:
@@ -317,7 +317,50 @@ def _sketch_blobs(arrays, names, fn: str, classes) -> list:
         if cls is None or cls.sketch_type.__name__ not in wanted:
             found = "bytes of no ehist sketch" if cls is None else f"a {cls.sketch_type.__name__} sketch"
             raise bad_value(column, _Shown(f"<{found}>"), f"{fn} needs {' or '.join(sorted(wanted))} sketches")
+
+
+def _sketch_blobs(arrays, names, fn: str, classes) -> list:
+    """The sketch column of a call as bytes (None for null), checked to be
+    binary and of the family's sketches."""
+    column = names.get("sketch", "sketch")
+    array = arrays["sketch"]
+    check_arrow_type(column, array, ("binary",), f"{fn} {_SKETCH_NEEDS}, that is")
+    blobs = array.to_pylist()
+    _check_blobs(blobs, column, fn, classes)
     return blobs
+
+
+def _sketch_groups(arrays, names, fn: str, classes):
+    """The sketch column of a reader: ``(blobs, None)`` for a binary column
+    (:func:`_sketch_blobs`), or for an array of sketches (``collect_list``
+    of a stored sketch column) ``(blobs, starts)``: every row's non-null
+    sketches, row ``i`` the union of ``blobs[starts[i]:starts[i + 1]]``."""
+    import pyarrow as pa
+
+    array = arrays["sketch"]
+    if not (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
+        check_arrow_type(names.get("sketch", "sketch"), array, ("binary",),
+                         f"{fn} {_SKETCH_NEEDS}, or an array of them, that is")
+        return _sketch_blobs(arrays, names, fn, classes), None
+    column = names.get("sketch", "sketch")
+    inner = arrow_type_name(array.type.value_type)
+    if inner not in ("binary", "void"):
+        raise wrong_type(column, f"{fn} {_SKETCH_NEEDS}, or an array of them, that is", ("binary", "array<binary>"),
+                         f"array<{inner}>")
+    rows = array.to_pylist()
+    blobs, starts = [], np.zeros(len(rows), dtype=np.int64)
+    for i, row in enumerate(rows):
+        starts[i] = len(blobs)
+        blobs += [b for b in row or () if b is not None]
+    _check_blobs(blobs, column, fn, classes)
+    return blobs, starts
+
+
+def _merged_rows(blobs, starts) -> list:
+    """One sketch per row (bytes, None for a row without any): each row's
+    union, by its family's merge."""
+    ends = np.append(starts[1:], len(blobs)).tolist()
+    return [spec_for_bytes(blobs[a]).merge(blobs[a:z]) if z > a else None for a, z in zip(starts.tolist(), ends)]
 
 
 class _Shown(str):
@@ -366,7 +409,9 @@ def _estimator(fn, classes, name: str, estimator):
     owner = next(c for c in classes if name in c.estimators)
 
     def body(arrays, names):
-        blobs = _sketch_blobs(arrays, names, fn, classes)
+        blobs, starts = _sketch_groups(arrays, names, fn, classes)
+        if starts is not None:
+            blobs = _merged_rows(blobs, starts)
         nows, window = _query(arrays, names, fn)
         sketches = [None if b is None else spec_for_bytes(b).sketch_type.from_bytes(b) for b in blobs]
         extra = {a: arrays[a] if is_column else _literal(arrays, a) for a, is_column in estimator.args}
@@ -380,22 +425,33 @@ def _answers(fn, classes, bounds: bool):
     def body(arrays, names):
         import pyarrow as pa
 
-        blobs = _sketch_blobs(arrays, names, fn, classes)
+        blobs, starts = _sketch_groups(arrays, names, fn, classes)
         nows, window = _query(arrays, names, fn)
-        n = len(blobs)
+        if starts is None:  # one sketch per row
+            starts, sizes = np.arange(len(blobs), dtype=np.int64), np.array([b is not None for b in blobs])
+        else:  # an array of sketches per row: their union's answer
+            sizes = np.diff(np.append(starts, len(blobs)))
+        n = starts.size
         estimate = np.full(n, np.nan)
         lower = np.zeros(n, dtype=np.int64)
         upper = np.zeros(n, dtype=np.int64)
-        kinds = [None if b is None else spec_for_bytes(b) for b in blobs]
+        kinds = [spec_for_bytes(blobs[a]) if size else None for a, size in zip(starts.tolist(), sizes.tolist())]
         for cls in {k for k in kinds if k is not None}:
             rows = np.array([i for i, k in enumerate(kinds) if k is cls], dtype=np.int64)
-            got = cls.answers([blobs[i] for i in rows], None if nows is None else nows[rows], window)
+            when = None if nows is None else nows[rows]
+            if sizes.size and sizes.max() <= 1:  # no unions: each row its sketch
+                got = cls.answers([blobs[starts[i]] for i in rows], when, window)
+            else:
+                mine = [blobs[a:a + sizes[i]] for i, a in zip(rows.tolist(), starts[rows].tolist())]
+                got = cls.union_answers([b for part in mine for b in part],
+                                        np.cumsum([0] + [len(part) for part in mine[:-1]]).astype(np.int64),
+                                        when, window)
             estimate[rows] = got.estimate
             if bounds:
                 lower[rows], upper[rows] = got.lower, got.upper
         if not bounds:
             return pa.array(estimate, type=pa.float64(), from_pandas=True)
-        missing = np.array([b is None for b in blobs], dtype=bool)  # null sketch: null bounds
+        missing = np.array([k is None for k in kinds], dtype=bool)  # null sketch (or none): null bounds
         return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
                                           names=["lower", "upper"])
 

@@ -125,6 +125,18 @@ class Distinct(_Items):
         return Answers(out)
 
     @classmethod
+    def union_answers(cls, blobs, starts, nows, window):
+        """Each register's largest live rank over a group's sketches, all
+        groups at once (:func:`~distinct.columnar.union_estimates`): the
+        merge's estimate to the last bit, without merging.  Sketches of
+        different windows, precisions or seeds: the merge, which refuses
+        them."""
+        sketches = sketches_from_bytes([bytes(b) for b in blobs])
+        if len({(s.window, s.precision, s.seed) for s in sketches}) > 1:
+            return super().union_answers(blobs, starts, nows, window)
+        return Answers(np.asarray(union_estimates(sketches, starts, now=nows, window=window), dtype=np.float64))
+
+    @classmethod
     def merge(cls, blobs):
         """The union of a group's sketches in one pass
         (:meth:`~distinct.SlidingHyperLogLog.merge_all`)."""

@@ -20,7 +20,9 @@ streaming state       :meth:`make`, :meth:`update`, :meth:`words` /
 column functions      :meth:`update` (``<family>_sketch_agg``),
 and SQL               :meth:`merge` (``<family>_union_agg``),
                       :meth:`answers` (``<family>_sketch_estimate`` /
-                      ``_bounds``), :attr:`one_step` (``sliding_count``...)
+                      ``_bounds``), :meth:`union_answers` (the same of an
+                      array of sketches: their union; default: merge,
+                      then answer), :attr:`one_step` (``sliding_count``...)
 ====================  =====================================================
 
 Drivers never ask which family a spec is: adding a family is one module
@@ -231,6 +233,17 @@ class Spec:
             if cls.bounded:
                 lower[i], upper[i] = lo, up
         return Answers(est, lower, upper)
+
+    @classmethod
+    def union_answers(cls, blobs: list, starts: np.ndarray, nows, window) -> Answers:
+        """Answers of unions of stored sketches: group ``i`` is
+        ``blobs[starts[i]:starts[i + 1]]`` (bytes, none null, no group
+        empty), answered as of ``nows[i]`` (None: the group's newest) as
+        :meth:`answers` answers the group's merge.  Default: merge each
+        group, then :meth:`answers`; a family answers without merging where
+        it can (exponential histograms: the sums of the parts' bounds)."""
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        return cls.answers([cls.merge(blobs[a:z]) for a, z in zip(starts.tolist(), ends)], nows, window)
 
     def key_answers(self, blobs: list, nows, window) -> Answers:
         """Each key's answer from its merged sketch (bytes), as
