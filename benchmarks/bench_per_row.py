@@ -43,7 +43,7 @@ import time
 
 import pytest
 
-from benchmarks.conftest import RESULTS, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, alternating, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
@@ -78,21 +78,25 @@ def df(spark):
 
 
 def timed(label, frame, action, rows=ROWS, repeat=None):
-    """The best of ``repeat`` runs (3 for the runs of a second or so, whose
-    single timings vary by half with JIT and GC; the minutes-long pandas UDF
-    runs once).  ``repeat=None``: 3 when the first run took under 2 s, else
-    that one run."""
-    seconds, runs = float("inf"), 0
-    while runs < (repeat or (3 if seconds < 2 else 1)):
-        t = time.perf_counter()
-        action().write.format("noop").mode("overwrite").save()
-        seconds = min(seconds, time.perf_counter() - t)
-        runs += 1
-    repeat = runs
-    RESULTS[label] = {"seconds": seconds, "rows": rows, "frame": frame, "per_row_us": seconds / rows * 1e6,
-                      "repeat": repeat}
-    print(f"\n  {label}: {seconds:.2f} s", flush=True)
-    return seconds
+    """One path on its own: :func:`timed_rounds` of ``{label: action}``."""
+    return timed_rounds({label: action}, frame, rows, repeat)[label]
+
+
+def timed_rounds(paths, frame, rows=ROWS, repeat=None):
+    """Every path of ``paths`` (label -> the DataFrame to write to the noop
+    sink) in alternating rounds (:func:`benchmarks.conftest.alternating`:
+    the paths compared are timed side by side), each path's best recorded.
+    ``repeat`` rounds; None: 3 rounds, a path whose first run took 2 s or
+    more running once (the minutes-long pandas UDFs).  Returns the best
+    seconds by label."""
+    best, runs, _ = alternating({label: lambda a=action: a().write.format("noop").mode("overwrite").save()
+                                 for label, action in paths.items()},
+                                repeat or 3, once_after=None if repeat else 2.0)
+    for label, seconds in best.items():
+        RESULTS[label] = {"seconds": seconds, "rows": rows, "frame": frame, "per_row_us": seconds / rows * 1e6,
+                          "repeat": runs[label]}
+        print(f"\n  {label}: {seconds:.2f} s ({runs[label]} runs)", flush=True)
+    return best
 
 
 @pytest.mark.parametrize("frame", FRAMES)
@@ -104,22 +108,22 @@ def test_per_row_count(spark, df, frame):
     from udaf import Count, Distinct, sliding_over
 
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
-    timed(f"count, built-in frame, {frame}", frame, lambda: df.withColumn("n", F.count(F.lit(1)).over(w)))
-    timed(f"count, exact query, {frame}", frame, lambda: exact_counts(df, frame))
-    timed(f"count, sliding_over, {frame}", frame,
-          lambda: sliding_over(df, "k", "ts", n=Count(window=frame)))
-    timed(f"count, sliding_over Python pass, {frame}", frame,
-          lambda: sliding_over(df, "k", "ts", n=Count(window=frame), strategy="shuffle"))
+    paths = {
+        f"count, built-in frame, {frame}": lambda: df.withColumn("n", F.count(F.lit(1)).over(w)),
+        f"count, exact query, {frame}": lambda: exact_counts(df, frame),
+        f"count, sliding_over, {frame}": lambda: sliding_over(df, "k", "ts", n=Count(window=frame)),
+        f"count, sliding_over Python pass, {frame}": lambda: sliding_over(
+            df, "k", "ts", n=Count(window=frame), strategy="shuffle"),
+        f"distinct, built-in frame, {frame}": lambda: df.withColumn("d", F.size(F.collect_set("item").over(w))),
+        f"distinct, exact query, {frame}": lambda: exact_distinct(df, frame),
+        f"distinct, sliding_over, {frame}": lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)),
+    }
     if frame <= PANDAS_UDF_MAX_FRAME:
-        timed(f"count, pandas UDF .over, {frame}", frame,
-              lambda: df.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)))
-        timed(f"distinct, pandas UDF .over, {frame}", frame,
-              lambda: df.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)))
-    timed(f"distinct, built-in frame, {frame}", frame,
-          lambda: df.withColumn("d", F.size(F.collect_set("item").over(w))))
-    timed(f"distinct, exact query, {frame}", frame, lambda: exact_distinct(df, frame))
-    timed(f"distinct, sliding_over, {frame}", frame,
-          lambda: sliding_over(df, "k", "ts", d=Distinct("item", window=frame)))
+        paths[f"count, pandas UDF .over, {frame}"] = lambda: df.withColumn("n", pandas_udf(rows_in, "long")("ts")
+                                                                           .over(w))
+        paths[f"distinct, pandas UDF .over, {frame}"] = lambda: df.withColumn(
+            "d", pandas_udf(distinct_in, "long")("item").over(w))
+    timed_rounds(paths, frame)
 
 
 def exact_counts(df, frame, key="k", ts="ts"):
@@ -191,25 +195,25 @@ def test_per_row_at_scale(spark):
                                     (F.abs(F.xxhash64("id")) % 5000).alias("item")).cache()
     big.count()
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
-    timed("large: count, sliding_over", frame, lambda: sliding_over(big, "k", "ts", n=Count(window=frame)), LARGE,
-          repeat=3)
-    timed("large: count, exact query", frame, lambda: exact_counts(big, frame), LARGE, repeat=3)
-    timed("large: count, sliding_over Python pass", frame,
-          lambda: sliding_over(big, "k", "ts", n=Count(window=frame), strategy="shuffle"), LARGE, repeat=3)
+    # the runs of about a second side by side; the pandas UDFs (a minute or more) once
+    timed_rounds({
+        "large: count, sliding_over": lambda: sliding_over(big, "k", "ts", n=Count(window=frame)),
+        "large: count, exact query": lambda: exact_counts(big, frame),
+        "large: count, sliding_over Python pass": lambda: sliding_over(big, "k", "ts", n=Count(window=frame),
+                                                                       strategy="shuffle"),
+        "large: distinct, sliding_over": lambda: sliding_over(big, "k", "ts", d=Distinct("item", window=frame)),
+        "large: distinct, exact query": lambda: exact_distinct(big, frame),
+        # the floor of any per-key method: moving the rows to their key's partition
+        "large: shuffle by key only": lambda: big.repartition(2, "k"),
+        "large: shuffle, sort, Arrow round trip": lambda: round_trip(big)}, frame, LARGE, repeat=3)
     timed("large: count, pandas UDF .over (len)", frame,
           lambda: big.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
     # what a user of this package would write without sliding_over: its own
     # grouped-aggregate UDF over the frame, one histogram per row
     timed("large: count, pandas UDF .over (sliding_count, eps 0.01)", frame,
           lambda: big.withColumn("n", sliding_count("ts", window=frame, eps=0.01).over(w)), LARGE)
-    timed("large: distinct, sliding_over", frame,
-          lambda: sliding_over(big, "k", "ts", d=Distinct("item", window=frame)), LARGE, repeat=3)
-    timed("large: distinct, exact query", frame, lambda: exact_distinct(big, frame), LARGE, repeat=3)
     timed("large: distinct, pandas UDF .over (nunique)", frame,
           lambda: big.withColumn("d", pandas_udf(distinct_in, "long")("item").over(w)), LARGE)
-    # the floor of any per-key method: moving the rows to their key's partition
-    timed("large: shuffle by key only", frame, lambda: big.repartition(2, "k"), LARGE, repeat=3)
-    timed("large: shuffle, sort, Arrow round trip", frame, lambda: round_trip(big), LARGE, repeat=3)
     big.unpersist()
 
 
@@ -230,20 +234,17 @@ def test_per_row_many_keys(spark):
                                      (F.abs(F.xxhash64("id")) % 5).alias("item")).cache()
     many.count()
     w = Window.partitionBy("k").orderBy("ts").rangeBetween(-(frame - 1), 0)
-    timed("many keys: count, built-in frame", frame, lambda: many.withColumn("n", F.count(F.lit(1)).over(w)), LARGE,
-          repeat=3)
-    timed("many keys: count, exact query", frame, lambda: exact_counts(many, frame), LARGE, repeat=3)
-    timed("many keys: count, sliding_over", frame, lambda: sliding_over(many, "k", "ts", n=Count(window=frame)),
-          LARGE, repeat=3)
-    timed("many keys: count, sliding_over Python pass", frame,
-          lambda: sliding_over(many, "k", "ts", n=Count(window=frame), strategy="shuffle"), LARGE, repeat=3)
-    timed("many keys: distinct, built-in frame", frame,
-          lambda: many.withColumn("d", F.size(F.collect_set("item").over(w))), LARGE, repeat=3)
-    timed("many keys: distinct, exact query", frame, lambda: exact_distinct(many, frame), LARGE, repeat=3)
-    timed("many keys: distinct, sliding_over", frame,
-          lambda: sliding_over(many, "k", "ts", d=Distinct("item", window=frame)), LARGE, repeat=3)
-    timed("many keys: shuffle by key only", frame, lambda: many.repartition(2, "k"), LARGE, repeat=3)
-    timed("many keys: shuffle, sort, Arrow round trip", frame, lambda: round_trip(many), LARGE, repeat=3)
+    timed_rounds({
+        "many keys: count, built-in frame": lambda: many.withColumn("n", F.count(F.lit(1)).over(w)),
+        "many keys: count, exact query": lambda: exact_counts(many, frame),
+        "many keys: count, sliding_over": lambda: sliding_over(many, "k", "ts", n=Count(window=frame)),
+        "many keys: count, sliding_over Python pass": lambda: sliding_over(many, "k", "ts", n=Count(window=frame),
+                                                                           strategy="shuffle"),
+        "many keys: distinct, built-in frame": lambda: many.withColumn("d", F.size(F.collect_set("item").over(w))),
+        "many keys: distinct, exact query": lambda: exact_distinct(many, frame),
+        "many keys: distinct, sliding_over": lambda: sliding_over(many, "k", "ts", d=Distinct("item", window=frame)),
+        "many keys: shuffle by key only": lambda: many.repartition(2, "k"),
+        "many keys: shuffle, sort, Arrow round trip": lambda: round_trip(many)}, frame, LARGE, repeat=3)
     timed("many keys: count, pandas UDF .over (len)", frame,
           lambda: many.withColumn("n", pandas_udf(rows_in, "long")("ts").over(w)), LARGE)
     many.unpersist()

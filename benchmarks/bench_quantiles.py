@@ -39,7 +39,7 @@ import time
 import numpy as np
 import pytest
 
-from benchmarks.conftest import RESULTS, best_of, note_load, parquet_bytes_per_key, spark_fixture
+from benchmarks.conftest import RESULTS, best_in_rounds, best_of, note_load, parquet_bytes_per_key, spark_fixture
 
 ROWS = int(os.environ.get("EHIST_BENCH_QUANT_ROWS", "2000000"))
 REPEATS = int(os.environ.get("EHIST_BENCH_REPEATS", "3"))
@@ -106,16 +106,17 @@ def test_p99_as_of_now(spark):
     df = data(spark)
     q = QUESTIONS[0]
     window = recent(df, NOW, WINDOW)
-    exact = timed(q, "exact percentile_disc (filter, groupBy k)", lambda: exact_quantiles(df, NOW, WINDOW))
-    approx = timed(q, "percentile_approx (filter, groupBy k)", lambda: per_key(window.groupBy("k").agg(
-        F.percentile_approx("delay", Q).alias("x")).collect(), "x"))
-    kll = timed(q, "Spark KLL sketch (filter, groupBy k)", lambda: per_key(window.groupBy("k").agg(
-        F.kll_sketch_get_quantile_double(F.kll_sketch_agg_double("delay"), F.lit(Q)).alias("x")).collect(), "x"))
     spec = Quantile("delay", WINDOW, q=Q, eps=0.02, accuracy=0.01)
-    auto = timed(q, "aggregate auto (native)", lambda: per_key(
-        aggregate(df, "k", "ts", now=NOW, p=spec).collect(), "p"))
-    two = timed(q, "aggregate two_phase (sliding sketches)", lambda: per_key(
-        aggregate(df, "k", "ts", now=NOW, strategy="two_phase", p=spec).collect(), "p"))
+    got = best_in_rounds(q, {
+        "exact percentile_disc (filter, groupBy k)": lambda: exact_quantiles(df, NOW, WINDOW),
+        "percentile_approx (filter, groupBy k)": lambda: per_key(window.groupBy("k").agg(
+            F.percentile_approx("delay", Q).alias("x")).collect(), "x"),
+        "Spark KLL sketch (filter, groupBy k)": lambda: per_key(window.groupBy("k").agg(
+            F.kll_sketch_get_quantile_double(F.kll_sketch_agg_double("delay"), F.lit(Q)).alias("x")).collect(), "x"),
+        "aggregate auto (native)": lambda: per_key(aggregate(df, "k", "ts", now=NOW, p=spec).collect(), "p"),
+        "aggregate two_phase (sliding sketches)": lambda: per_key(
+            aggregate(df, "k", "ts", now=NOW, strategy="two_phase", p=spec).collect(), "p")}, ROWS, REPEATS)
+    exact, approx, kll, auto, two = got.values()
     assert auto == exact
     check("percentile_approx", approx, exact)
     check("Spark KLL", kll, exact)
@@ -146,13 +147,14 @@ def test_stored_sketches_any_window(spark):
     RESULTS["stored quantiles: bytes per key"] = size
     for frac in (0.01, 0.1, 1.0):
         w = max(SLOT, int(WINDOW * frac) // SLOT * SLOT)
-        exact = timed(q, f"rescan rows, window {frac:.0%} of N", lambda w=w: exact_quantiles(df, NOW, w))
-        got = timed(q, f"stored sketches, window {frac:.0%} of N", lambda w=w: per_key(table.select(
-            "k", U.sliding_quantile_sketch_quantile("p", F.lit(Q), F.lit(NOW), w).alias("x")).collect(), "x"))
         first = (NOW - w + 1) // SLOT  # (NOW - w, NOW] is whole slots: NOW + 1 and w are multiples of SLOT
-        kll = timed(q, f"KLL rollup merged, window {frac:.0%} of N", lambda first=first: per_key(
-            rollup.where(F.col("slot") >= first).groupBy("k").agg(F.kll_sketch_get_quantile_double(
-                F.kll_merge_agg_double("kll"), F.lit(Q)).alias("x")).collect(), "x"))
+        exact, got, kll = best_in_rounds(q, {
+            f"rescan rows, window {frac:.0%} of N": lambda w=w: exact_quantiles(df, NOW, w),
+            f"stored sketches, window {frac:.0%} of N": lambda w=w: per_key(table.select(
+                "k", U.sliding_quantile_sketch_quantile("p", F.lit(Q), F.lit(NOW), w).alias("x")).collect(), "x"),
+            f"KLL rollup merged, window {frac:.0%} of N": lambda first=first: per_key(
+                rollup.where(F.col("slot") >= first).groupBy("k").agg(F.kll_sketch_get_quantile_double(
+                    F.kll_merge_agg_double("kll"), F.lit(Q)).alias("x")).collect(), "x")}, ROWS, REPEATS).values()
         check(f"stored sketches, window {frac:.0%}", got, exact, 0.2)
         check(f"KLL rollup, window {frac:.0%}", kll, exact)
     table.unpersist()
@@ -171,12 +173,13 @@ def test_per_row_quantile(spark):
     q = QUESTIONS[2]
     w = 10_000  # about 100 rows of a key per frame
     frame = Window.partitionBy("k").orderBy("ts").rangeBetween(-(w - 1), 0)
-    spark_frame = timed(q, "percentile_approx OVER RANGE frame", lambda: sorted(
-        (r["k"], r["ts"], r["x"]) for r in df.select("k", "ts", F.percentile_approx("delay", 0.95).over(frame)
-                                                     .alias("x")).collect()), rows=rows)
-    ours = timed(q, "sliding_over Quantile (exact)", lambda: sorted(
-        (r["k"], r["ts"], r["x"]) for r in sliding_over(df, "k", "ts", x=Quantile("delay", w, q=0.95))
-        .select("k", "ts", "x").collect()), rows=rows)
+    spark_frame, ours = best_in_rounds(q, {
+        "percentile_approx OVER RANGE frame": lambda: sorted(
+            (r["k"], r["ts"], r["x"]) for r in df.select("k", "ts", F.percentile_approx("delay", 0.95).over(frame)
+                                                         .alias("x")).collect()),
+        "sliding_over Quantile (exact)": lambda: sorted(
+            (r["k"], r["ts"], r["x"]) for r in sliding_over(df, "k", "ts", x=Quantile("delay", w, q=0.95))
+            .select("k", "ts", "x").collect())}, rows, REPEATS).values()
     agree = np.mean([a[2] == b[2] for a, b in zip(spark_frame, ours)])
     RESULTS["per-row p95: share of rows where percentile_approx equals the exact answer"] = {"share": float(agree)}
     assert agree > 0.5

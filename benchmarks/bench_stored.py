@@ -3,7 +3,7 @@
 Run:  python -m pytest benchmarks/bench_stored.py -s
       (EHIST_BENCH_STORED: the data sets as name:events:keys, default
       "dense:20000000:10,sparse:5000000:200"; EHIST_BENCH_REPEATS, default 3
-      runs per query, the best kept)
+      rounds that answer each window every way in turn, the best kept)
 
 Two data sets: *dense* keys (10 keys, ~0.8 events per second each, a
 busy link or monitor) and *sparse* ones (200 keys, one event per ~100 s):
@@ -26,8 +26,12 @@ Also the two answers without rollups: rescanning the raw rows
 (``where(ts in window).groupBy(k).agg(count, sum,
 approx_count_distinct)``, what the rollups exist to avoid), and the
 Gigascope use: one sketch table per site (4 sites, each a quarter of the
-events) united per key at query time (``eh_union_agg``,
-``sliding_hll_union_agg``), with no row read again.
+events) united per key at query time, with no row read again: each key's
+sketches collected (``collect_list``) and the array answered as their
+union (``eh_sketch_estimate`` of an array: the sums of the parts'
+bounds; ``sliding_hll_sketch_estimate``: each register's largest live
+rank), and, as a secondary row, the merged sketches built first
+(``eh_union_agg``, ``sliding_hll_union_agg``) and then answered.
 
 Measured in one run: bytes on disk per key of each table, seconds to
 answer windows of a minute, an hour, a day and 30 days as of a ``now``
@@ -42,12 +46,11 @@ import datetime as dt
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from benchmarks.conftest import RESULTS, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, alternating, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -67,15 +70,6 @@ spark = spark_fixture("ehist-bench-stored", **{"spark.sql.shuffle.partitions": "
 
 def disk_bytes(path: str) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*.parquet"))
-
-
-def best(action):
-    out, t = None, float("inf")
-    for _ in range(REPEATS):
-        s = time.perf_counter()
-        out = action()
-        t = min(t, time.perf_counter() - s)
-    return out, t
 
 
 @pytest.fixture(scope="module", params=DATA_SETS, ids=[d[0] for d in DATA_SETS])
@@ -131,26 +125,35 @@ def test_storage_and_windows(spark, tables):
         w = seconds * 1_000_000
         exact = {r.k: r for r in events.where((F.col("ts") > start) & (F.col("ts") <= NOW)).groupBy("k").agg(
             F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d")).collect()}
-        answers = {}
-        # the raw rows again: what rollups and sketches exist to avoid
-        answers["events"] = best(lambda: events.where((F.col("ts") > start) & (F.col("ts") <= now)).groupBy("k").agg(
-            F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.approx_count_distinct("dst").alias("d"))
-            .collect())
-        for name in ("minute", "second"):
-            table = spark.read.parquet(tables[name])
-            # whole slots: the per-minute table cannot cut inside a minute
-            answers[name] = best(lambda t=table: t.where((F.col("slot") > F.lit(start)) & (F.col("slot") <= now))
-                                 .groupBy("k").agg(F.sum("n").alias("n"), F.sum("b").alias("b"),
-                                                   F.hll_sketch_estimate(F.hll_union_agg("d")).alias("d")).collect())
+        minute, second = (spark.read.parquet(tables[name]) for name in ("minute", "second"))
         stored = spark.read.parquet(tables["ehist"])
-        answers["ehist"] = best(lambda: stored.select(
-            "k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
-            U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect())
         sites = spark.read.parquet(tables["sites"])
-        answers["sites"] = best(lambda: sites.groupBy("k").agg(
-            U.eh_union_agg("n").alias("n"), U.eh_union_agg("b").alias("b"), U.sliding_hll_union_agg("d").alias("d"))
-            .select("k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
-                    U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect())
+
+        def rollup(table):  # whole slots: the per-minute table cannot cut inside a minute
+            return table.where((F.col("slot") > F.lit(start)) & (F.col("slot") <= now)).groupBy("k").agg(
+                F.sum("n").alias("n"), F.sum("b").alias("b"), F.hll_sketch_estimate(F.hll_union_agg("d")).alias("d"))
+
+        seconds, _, found = alternating({
+            # the raw rows again: what rollups and sketches exist to avoid
+            "events": lambda: events.where((F.col("ts") > start) & (F.col("ts") <= now)).groupBy("k").agg(
+                F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.approx_count_distinct("dst").alias("d"))
+                .collect(),
+            "minute": lambda: rollup(minute).collect(),
+            "second": lambda: rollup(second).collect(),
+            "ehist": lambda: stored.select(
+                "k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
+                U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect(),
+            # each key's site sketches collected, the union answered without building it
+            "sites": lambda: sites.groupBy("k").agg(*[F.collect_list(c).alias(c) for c in ("n", "b", "d")])
+                .select("k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
+                        U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect(),
+            # the merged sketches built first (what a rollup table would store), then answered
+            "sites, union_agg": lambda: sites.groupBy("k").agg(
+                U.eh_union_agg("n").alias("n"), U.eh_union_agg("b").alias("b"), U.sliding_hll_union_agg("d").alias("d"))
+                .select("k", U.eh_sketch_estimate("n", NOW, w).alias("n"), U.eh_sketch_estimate("b", NOW, w).alias("b"),
+                        U.sliding_hll_sketch_estimate("d", NOW, w).alias("d")).collect(),
+        }, REPEATS)
+        answers = {name: (found[name], seconds[name]) for name in found}
         for name, (got_rows, t) in answers.items():
             err = {m: 0.0 for m in ("n", "b", "d")}
             got = {r.k: r for r in got_rows}

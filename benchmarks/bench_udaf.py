@@ -45,7 +45,7 @@ import urllib.request
 
 import pytest
 
-from benchmarks.conftest import RESULTS, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, alternating, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -87,20 +87,18 @@ def run(spark, question, keys, path, action, repeats=REPEATS):
 
 
 def runs(spark, question, keys, paths: dict, repeats=REPEATS) -> dict:
-    """Each path's best wall time over ``repeats`` rounds that run every
-    path in turn, each round in the reverse order of the last (so drift
-    and a query's place after another hit all paths alike; the ratios
-    against the native query are of times measured side by side), and
-    the shuffle bytes of its last run.  Returns each path's rows."""
-    best, moved, rows = {p: float("inf") for p in paths}, {}, {}
-    for round_ in range(repeats):
-        for path in (list(paths) if round_ % 2 == 0 else list(paths)[::-1]):
-            before = shuffle_bytes(spark)
-            t = time.perf_counter()
-            rows[path] = paths[path]()
-            best[path] = min(best[path], time.perf_counter() - t)
-            time.sleep(1)  # let the status store catch up
-            moved[path] = shuffle_bytes(spark) - before
+    """Each path's best wall time over ``repeats`` alternating rounds
+    (:func:`benchmarks.conftest.alternating`: the ratios against the native
+    query are of times measured side by side) and the shuffle bytes of its
+    last run.  Returns each path's rows."""
+    moved, total = {}, [shuffle_bytes(spark)]
+
+    def settle(path):  # outside the timed run: the status store read after the run
+        time.sleep(1)  # let the status store catch up
+        now = shuffle_bytes(spark)
+        moved[path], total[0] = now - total[0], now
+
+    best, _, rows = alternating(paths, repeats, settle=settle)
     for path in paths:
         RESULTS[f"{question} | {keys:,} keys | {path}"] = {
             "question": question, "keys": keys, "path": path, "seconds": best[path], "shuffle_bytes": moved[path],

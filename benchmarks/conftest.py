@@ -22,6 +22,46 @@ def record(name: str, benchmark, elements: int, **extra) -> None:
     benchmark.extra_info.update(RESULTS[name])
 
 
+def alternating(paths: dict, repeats: int, *, once_after: float | None = None, settle=None) -> tuple:
+    """Run every path of ``paths`` (name -> action) in turn, ``repeats``
+    rounds, each round in the reverse order of the last: drift, warm-up and
+    a query's place after another hit all paths alike, so ratios between
+    them are of times measured side by side (paths timed one after another
+    in sequence have swung by more than the gaps they measure here).
+
+    ``once_after``: a path whose first run took longer (seconds) is not run
+    again.  ``settle(path)``: called after each run, outside its time.
+    Returns (best seconds, runs, last result), each a dict by path."""
+    import time
+
+    best = dict.fromkeys(paths, float("inf"))
+    runs = dict.fromkeys(paths, 0)
+    out = {}
+    active = list(paths)
+    for round_ in range(repeats):
+        for path in (active if round_ % 2 == 0 else active[::-1]):
+            t = time.perf_counter()
+            out[path] = paths[path]()
+            best[path] = min(best[path], time.perf_counter() - t)
+            runs[path] += 1
+            if settle is not None:
+                settle(path)
+        if once_after is not None:
+            active = [p for p in active if best[p] < once_after]
+    return best, runs, out
+
+
+def best_in_rounds(question: str, paths: dict, rows: int, repeats: int, **extra) -> dict:
+    """:func:`alternating` over ``paths``, each path's best time recorded
+    under ``"question | path"`` (as :func:`best_of` does); returns each
+    path's last result."""
+    best, runs, out = alternating(paths, repeats)
+    for path in paths:
+        RESULTS[f"{question} | {path}"] = {"question": question, "path": path, "seconds": best[path], "rows": rows,
+                                           "repeats": runs[path], "alternating": True, **extra}
+    return out
+
+
 def best_of(question: str, path: str, action, rows: int, repeats: int, **extra):
     """Run ``action`` ``repeats`` times, record the best time under
     ``"question | path"`` (the report groups rows by question) and return

@@ -176,7 +176,8 @@ def render(quick: bool | None = None) -> Path:
         rows = next(v2["rows"] for k, v2 in r.items() if k.startswith("count, sliding_over"))
         md += ["## Per-row cost against frame length", "",
                f"`bench_per_row.py`: {rows:,} rows, 2 keys, one event per time unit per key, every row written "
-               "to the noop sink, the best of 3 runs where a run took under 2 s (else one run), local[2]. "
+               "to the noop sink; the paths of a frame length run in 3 alternating rounds (each in the reverse "
+               "order of the last), the best kept, a path whose first run took 2 s or more running once; local[2]. "
                "The exact queries are the best plain-Spark formulations: counts as the rows up to `ts` less "
                "the rows up to `ts - w` (two frames that only grow, one pass), distinct counts as a running "
                "sum of +1 at each row and -1 when its item leaves the window or recurs. `sliding_over` runs "
@@ -225,7 +226,8 @@ def render(quick: bool | None = None) -> Path:
         first = next(iter(two.values()))
         md += ["## aggregate against the query a data engineer writes", "",
                f"`bench_udaf.py`: {first['rows']:,} rows, window a quarter of the stream, local[2], best of "
-               f"{first['repeats']}. `x first`: seconds over the first row of the same question and key count "
+               f"{first['repeats']} rounds that run a question's paths in turn, each round in the reverse order of "
+               "the last. `x first`: seconds over the first row of the same question and key count "
                "(the native Spark query; for the bursty-stream questions, building sketches from every row, "
                "`reduce=False`).", "",
                "| question | keys | path | seconds | x first | shuffle bytes |", "| --- | --- | --- | --- | --- | --- |"]
@@ -287,7 +289,8 @@ def _frequencies(r: dict, load, plt=None) -> list[str]:
     md = ["## Heavy hitters and item frequencies against Spark", "",
           f"`bench_frequencies.py`: {first['rows']:,} rows, 100 keys, sources Zipf(1.2) over 1M ids, window a "
           f"quarter of the stream, phi 0.01, `HeavyHitters(bits=32, eps=0.002, eh_eps=0.05)`; best of "
-          f"{first['repeats']}" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
+          f"{first['repeats']} rounds that run a question's paths in turn, each round in the reverse order of the "
+          "last" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
           + ". The baseline of each question is its first row (stored: the rescan of the same window); every "
             "sketch answer was checked in the run to report every exact heavy hitter.", "",
           "| question | path | seconds | x baseline |", "| --- | --- | --- | --- |"]
@@ -369,7 +372,8 @@ def _quantiles(r: dict, load, plt) -> list[str]:
         first = next(v for v in rows if "build" not in v["path"])
         md += [f"`bench_quantiles.py`: {first['rows']:,} rows, 100 keys (about 5,000 rows per key and window), "
                "delays lognormal around a per-key base with a heavy tail on a tenth of the keys, window a quarter "
-               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {first['repeats']}"
+               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {first['repeats']} rounds that "
+               "run a question's paths in turn, each round in the reverse order of the last"
                + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
                + ". The baseline of each question is its first row (stored: the rescan of the same window, from "
                  "cached rows); error: the largest relative error of a key's p99 against the exact one, "
@@ -460,8 +464,11 @@ def _stored(r: dict) -> list[str]:
           "`bench_stored.py`: events over 30 days at one-second resolution, in Parquet: the raw rows (rescanned "
           "with `approx_count_distinct`), per-minute and per-second rollups (count, sum, Spark's `hll_sketch_agg`), "
           "`sketch_table` (Count and Sum at eps 0.01, Distinct at precision 12, all for 30 days; one row per key), "
-          f"and `sites`: one sketch table per site (4 sites), united per key at query time; best of "
-          f"{first['repeats']}; errors are the largest relative error over keys against the rows.", "",
+          "and `sites`: one sketch table per site (4 sites), united per key at query time (each key's sketches "
+          "collected with `collect_list` and the array answered as their union by `eh_sketch_estimate` / "
+          "`sliding_hll_sketch_estimate`; `sites, union_agg`: the merged sketches built first with "
+          f"`eh_union_agg` / `sliding_hll_union_agg`, then answered); best of {first['repeats']} rounds that answer "
+          "each window every way in turn; errors are the largest relative error over keys against the rows.", "",
           "| data | table | rows | bytes per key |", "| --- | --- | --- | --- |"]
     md += [f"| {v['data']} ({v['events']:,} events, {v['keys']:,} keys) | {v['table']} | {v['rows']:,} | "
            f"{v['bytes_per_key']:,.0f} |" for v in sizes]
@@ -474,14 +481,15 @@ def _stored(r: dict) -> list[str]:
     md += ["", "The targets (30-day windows, eps 0.01): the sketch table at least 20x smaller than the per-second "
            "rollup, and a window answered from stored sketches at least 10x faster than rescanning the rows.", "",
            "| data | per-second rollup / sketch table, bytes | rescan / sketch table, 30-day window | "
-           "rescan / site tables united | minute rollup / sketch table, 30-day window |",
-           "| --- | --- | --- | --- | --- |"]
+           "rescan / site tables united | rescan / site tables, union_agg | minute rollup / sketch table, 30-day "
+           "window |", "| --- | --- | --- | --- | --- | --- |"]
     for data in dict.fromkeys(v["data"] for v in sizes):
         cell = [size.get((data, "second"), 0) / size[(data, "ehist")]]
-        for table, against in (("events", "ehist"), ("events", "sites"), ("minute", "ehist")):
+        for table, against in (("events", "ehist"), ("events", "sites"), ("events", "sites, union_agg"),
+                               ("minute", "ehist")):
             mine = secs.get((data, "30 days", against))
             cell.append(secs.get((data, "30 days", table), 0) / mine if mine else float("nan"))
-        md.append(f"| {data} | {cell[0]:.1f}x | {cell[1]:.1f}x | {cell[2]:.1f}x | {cell[3]:.1f}x |")
+        md.append("| " + " | ".join([data] + [f"{c:.1f}x" for c in cell]) + " |")
     return md + [""]
 
 
@@ -501,9 +509,9 @@ def _per_row_table(r: dict, frames: list) -> list[str]:
 
 
 def _per_row_tie(r: dict) -> list[str]:
-    """sliding_over against the exact query in alternating runs (the
-    question 'never slower than the best exact query' needs more than a
-    best of 3 in sequence)."""
+    """sliding_over against the exact query in 9 alternating rounds with
+    an A/A control (the question 'never slower than the best exact query'
+    needs more than the frame-length table's best of 3 rounds)."""
     tie = [v for k, v in r.items() if k.startswith("tie: ")]
     if not tie:
         return []
@@ -569,7 +577,7 @@ def _per_row_at_scale(r: dict) -> list[str]:
                             f"that, `sliding_over`'s Python pass {python['seconds'] / trip['seconds']:.2f}x; its "
                             f"native plan (no Python) {group['count, sliding_over']['seconds'] / trip['seconds']:.2f}x.")
     return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`; runs of about a second are the best of "
-            "3): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
+            "3 alternating rounds, the pandas UDFs run once): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
             "`nunique`, and this package's `sliding_count` (the same estimate per row, from a histogram of each "
             "frame).", ""] + out + [""] + ([" ".join(note), ""] if note else [])
 
