@@ -160,8 +160,10 @@ def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
 def test_native_plan_computes_each_frame_aggregate_once(spark, sdf):
     """Spark does not merge equal window expressions: the native plan names
     each aggregate over a frame once (udaf.native.Frame), however often a
-    family's answer uses it, in a projection of its own under the answers';
-    the rows' columns come out as they went in, names alike included."""
+    family's answer uses it: in place where each is named once (one
+    projection, as a hand-written query), else in a projection of its own
+    under the answers'; the rows' columns come out as they went in, names
+    alike included."""
     def windows(df):
         return df._jdf.queryExecution().optimizedPlan().toString().count("windowspecdefinition")
 
