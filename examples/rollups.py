@@ -11,8 +11,11 @@ compose the same way:
    phantom table (``udaf.functions`` sketch builders);
 2. per-source, per-destination and per-(source, destination) answers over
    the last hour come from the phantom table alone: windowed bounds of
-   the fine histograms add up (``eh_bounds`` then Spark's ``sum``), and
-   HyperLogLogs merge (``hll_sliding_merge``).  No row is read again.
+   the fine histograms add up (Spark's ``sum`` of the bounds the phantom
+   keeps), and the fine HyperLogLogs of a source, collected into an array
+   (``collect_list``), are answered as their union
+   (``sliding_hll_sketch_estimate`` of the array: no merged sketch is
+   built), all in one aggregation.  No row is read again.
 
 Compared with computing each grouping from the raw rows with Spark's own
 aggregates (``udaf.aggregate`` runs the query a data engineer would
@@ -77,13 +80,11 @@ def main(argv=None) -> None:
     totals = [0.0, t_phantom]
     for label, keys in GROUPINGS.items():
         def from_phantom():
-            sums = fine.groupBy(*keys).agg(
-                ((F.sum("pk_lower") + F.sum("pk_upper")) / 2).alias("packets"),
-                ((F.sum("octets_lower") + F.sum("octets_upper")) / 2).alias("bytes"))
-            if keys == ["src"]:  # distinct destinations per source: merge the fine HLLs
-                d = fine.groupBy(*keys).agg(U.sliding_hll_union_agg("ds").alias("ds"))
-                sums = sums.join(d.select(*keys, U.sliding_hll_sketch_estimate("ds", now=end).alias("dsts")), keys)
-            return sums.toPandas()
+            answers = [((F.sum("pk_lower") + F.sum("pk_upper")) / 2).alias("packets"),
+                       ((F.sum("octets_lower") + F.sum("octets_upper")) / 2).alias("bytes")]
+            if keys == ["src"]:  # distinct destinations per source: the union of the fine HLLs
+                answers.append(U.sliding_hll_sketch_estimate(F.collect_list("ds"), now=end).alias("dsts"))
+            return fine.groupBy(*keys).agg(*answers).toPandas()
 
         def from_rows():  # Spark's own aggregates over the window's rows (aggregate's native plan)
             specs = dict(packets=Count(window=W, eps=EPS), bytes=Sum("bytes", window=W, eps=EPS))
