@@ -282,6 +282,13 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
                                               r"array of them, that is a column \(binary, array<binary>\), got "
                                               "array<bigint>"):
         spark.createDataFrame([([1, 2],)], "s array<bigint>").select(U.eh_sketch_estimate("s")).collect()
+    with pytest.raises(PythonException, match=r"holds <a SlidingHyperLogLog sketch>: eh_sketch_estimate needs "
+                                              "ExponentialHistogram sketches"):
+        parts.select(U.eh_sketch_estimate(F.array("b", "d"))).collect()
+    other = sdf.groupBy("k").agg(U.eh_sketch_agg("ts", 30_000, 0.02, "bytes").alias("b"))
+    with pytest.raises(PythonException, match="IncompatibleSketchError: cannot merge histograms with different "
+                                              "windows"):
+        parts.select("k", "b").union(other).groupBy("k").agg(U.eh_sketch_estimate(F.collect_list("b"))).collect()
 
 
 def test_datetime64_in_the_core_is_refused_with_how_to_convert():

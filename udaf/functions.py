@@ -319,12 +319,12 @@ def _check_blobs(blobs, column, fn: str, classes) -> None:
             raise bad_value(column, _Shown(f"<{found}>"), f"{fn} needs {' or '.join(sorted(wanted))} sketches")
 
 
-def _sketch_blobs(arrays, names, fn: str, classes) -> list:
+def _sketch_blobs(arrays, names, fn: str, classes, need: str = _SKETCH_NEEDS) -> list:
     """The sketch column of a call as bytes (None for null), checked to be
     binary and of the family's sketches."""
     column = names.get("sketch", "sketch")
     array = arrays["sketch"]
-    check_arrow_type(column, array, ("binary",), f"{fn} {_SKETCH_NEEDS}, that is")
+    check_arrow_type(column, array, ("binary",), f"{fn} {need}, that is")
     blobs = array.to_pylist()
     _check_blobs(blobs, column, fn, classes)
     return blobs
@@ -338,15 +338,13 @@ def _sketch_groups(arrays, names, fn: str, classes):
     import pyarrow as pa
 
     array = arrays["sketch"]
+    need = f"{_SKETCH_NEEDS}, or an array of them"
     if not (pa.types.is_list(array.type) or pa.types.is_large_list(array.type)):
-        check_arrow_type(names.get("sketch", "sketch"), array, ("binary",),
-                         f"{fn} {_SKETCH_NEEDS}, or an array of them, that is")
-        return _sketch_blobs(arrays, names, fn, classes), None
+        return _sketch_blobs(arrays, names, fn, classes, need), None
     column = names.get("sketch", "sketch")
     inner = arrow_type_name(array.type.value_type)
     if inner not in ("binary", "void"):
-        raise wrong_type(column, f"{fn} {_SKETCH_NEEDS}, or an array of them, that is", ("binary", "array<binary>"),
-                         f"array<{inner}>")
+        raise wrong_type(column, f"{fn} {need}, that is", ("binary", "array<binary>"), f"array<{inner}>")
     rows = array.to_pylist()
     blobs, starts = [], np.zeros(len(rows), dtype=np.int64)
     for i, row in enumerate(rows):
