@@ -25,7 +25,8 @@ the best exact query (:func:`exact_distinct`: +1 at each row, -1 when its
 item leaves the window or recurs, a running sum) and a pandas UDF
 (``Series.nunique``) over the frame, against ``Distinct``.
 Each writes to the ``noop`` sink (every row computed, nothing collected),
-timed as the best of 3 runs when a run takes under 2 s, else once; the
+timed as the best of 3 or more alternating rounds (up to 9 while they
+fit in 20 s) when a run takes under 2 s, else once; the
 pandas UDF runs only up to the 10k frame (it takes minutes beyond).
 
 At scale (EHIST_BENCH_PER_ROW_LARGE rows, default 1,000,000): 10k-row
@@ -33,7 +34,8 @@ frames on 2 keys against the pandas UDFs, with the bare shuffle of the
 rows by key (the floor of any per-key method); and the same rows over
 EHIST_BENCH_PER_ROW_KEYS keys (default 100,000) with 100-unit frames,
 the shape of per-source counts.  There the runs of about a second
-(sliding_over, the built-in frame, the bare shuffle) are the best of 3.
+(sliding_over, the built-in frame, the bare shuffle) are the best of 3
+or more.
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def timed_rounds(paths, frame, rows=ROWS, repeat=None):
     """Every path of ``paths`` (label -> the DataFrame to write to the noop
     sink) in alternating rounds (:func:`benchmarks.conftest.alternating`:
     the paths compared are timed side by side), each path's best recorded.
-    ``repeat`` rounds; None: 3 rounds, a path whose first run took 2 s or
+    ``repeat`` rounds or more (:data:`benchmarks.conftest.ROUND_SECONDS`);
+    None: 3 or more, a path whose first run took 2 s or
     more running once (the minutes-long pandas UDFs).  Returns the best
     seconds by label."""
     best, runs, _ = alternating({label: lambda a=action: a().write.format("noop").mode("overwrite").save()

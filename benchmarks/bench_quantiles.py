@@ -3,7 +3,7 @@ write with Spark.
 
 Run:  python -m pytest benchmarks/bench_quantiles.py -s
       (EHIST_BENCH_QUANT_ROWS sets the row count, default 2,000,000;
-      EHIST_BENCH_REPEATS the runs per path, default 3: the best is kept)
+      EHIST_BENCH_REPEATS the runs per path, default 3 or more: the best is kept)
 
 The stream: (k, ts, delay) rows, 100 keys (monitor, destination pairs), one
 row per time unit, delays lognormal around a per-key base (10-100 ms) with
@@ -39,7 +39,15 @@ import time
 import numpy as np
 import pytest
 
-from benchmarks.conftest import RESULTS, best_in_rounds, best_of, note_load, parquet_bytes_per_key, spark_fixture
+from benchmarks.conftest import (
+    RESULTS,
+    best_in_rounds,
+    best_of,
+    note_load,
+    parquet_bytes_per_key,
+    rounds_text,
+    spark_fixture,
+)
 
 ROWS = int(os.environ.get("EHIST_BENCH_QUANT_ROWS", "2000000"))
 REPEATS = int(os.environ.get("EHIST_BENCH_REPEATS", "3"))
@@ -251,7 +259,9 @@ def test_summary():
     if not labels and not core:
         pytest.skip("run the whole file")
     load = note_load("bench_quantiles")
-    print(f"\n{ROWS:,} rows, {KEYS} keys, window {WINDOW:,}, q {Q}, local[2], best of {REPEATS}; load average "
+    alternated = [RESULTS[k] for k in labels if RESULTS[k].get("alternating")]
+    rounds = rounds_text(alternated) if alternated else REPEATS
+    print(f"\n{ROWS:,} rows, {KEYS} keys, window {WINDOW:,}, q {Q}, local[2], best of {rounds} rounds; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for k in labels:
         r = RESULTS[k]

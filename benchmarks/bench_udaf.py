@@ -2,7 +2,7 @@
 
 Run:  python -m pytest benchmarks/bench_udaf.py -s
       (EHIST_BENCH_ROWS sets the row count, default 10,000,000;
-      EHIST_BENCH_REPEATS the runs per path, default 3: the best is kept)
+      EHIST_BENCH_REPEATS the runs per path, default 3 or more: the best is kept)
 
 One question, "count, sum (and distinct count) per key over the last
 window, as of now", on a cached DataFrame of (k, ts, bytes, dst) rows with
@@ -45,7 +45,7 @@ import urllib.request
 
 import pytest
 
-from benchmarks.conftest import RESULTS, alternating, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, alternating, note_load, rounds_text, spark_fixture
 
 pytest.importorskip("pyspark")
 
@@ -87,7 +87,7 @@ def run(spark, question, keys, path, action, repeats=REPEATS):
 
 
 def runs(spark, question, keys, paths: dict, repeats=REPEATS) -> dict:
-    """Each path's best wall time over ``repeats`` alternating rounds
+    """Each path's best wall time over ``repeats`` (or more) alternating rounds
     (:func:`benchmarks.conftest.alternating`: the ratios against the native
     query are of times measured side by side) and the shuffle bytes of its
     last run.  Returns each path's rows."""
@@ -98,11 +98,11 @@ def runs(spark, question, keys, paths: dict, repeats=REPEATS) -> dict:
         now = shuffle_bytes(spark)
         moved[path], total[0] = now - total[0], now
 
-    best, _, rows = alternating(paths, repeats, settle=settle)
+    best, rounds, rows = alternating(paths, repeats, settle=settle)
     for path in paths:
         RESULTS[f"{question} | {keys:,} keys | {path}"] = {
             "question": question, "keys": keys, "path": path, "seconds": best[path], "shuffle_bytes": moved[path],
-            "rows": ROWS, "repeats": repeats}
+            "rows": ROWS, "repeats": rounds[path]}
     return rows
 
 
@@ -211,7 +211,8 @@ def test_summary():
     if not labels:
         pytest.skip("run the whole file")
     load = note_load("bench_udaf")
-    lines = ["", f"{ROWS:,} rows, window {WINDOW:,}, local[2], best of {REPEATS}; load average "
+    rounds = rounds_text([RESULTS[k] for k in labels])
+    lines = ["", f"{ROWS:,} rows, window {WINDOW:,}, local[2], best of {rounds} rounds; load average "
                  f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
              f"{'question':36s} {'keys':>8s} {'path':30s} {'seconds':>8s} {'x base':>7s} {'shuffle bytes':>15s}"]
     base = {}

@@ -22,12 +22,23 @@ def record(name: str, benchmark, elements: int, **extra) -> None:
     benchmark.extra_info.update(RESULTS[name])
 
 
+#: Rounds beyond the ``repeats`` asked for, while the rounds so far took
+#: less than this many seconds in all (``EHIST_BENCH_ROUND_SECONDS``; 0:
+#: exactly ``repeats``), up to :data:`MOST_ROUNDS`: a sub-second query's
+#: best of 3 has swung by 1.29x against a 1.00x best of 6 on this machine,
+#: and more rounds of it cost seconds, while multi-second queries keep 3.
+ROUND_SECONDS = float(os.environ.get("EHIST_BENCH_ROUND_SECONDS", "20"))
+MOST_ROUNDS = 9
+
+
 def alternating(paths: dict, repeats: int, *, once_after: float | None = None, settle=None) -> tuple:
     """Run every path of ``paths`` (name -> action) in turn, ``repeats``
-    rounds, each round in the reverse order of the last: drift, warm-up and
-    a query's place after another hit all paths alike, so ratios between
-    them are of times measured side by side (paths timed one after another
-    in sequence have swung by more than the gaps they measure here).
+    rounds or more (up to :data:`MOST_ROUNDS` while the next round fits in
+    :data:`ROUND_SECONDS`), each round in the reverse order of the last:
+    drift, warm-up and a query's place after another hit all paths alike,
+    so ratios between them are of times measured side by side (paths
+    timed one after another in sequence have swung by more than the gaps
+    they measure here).
 
     ``once_after``: a path whose first run took longer (seconds) is not run
     again.  ``settle(path)``: called after each run, outside its time.
@@ -38,7 +49,9 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
     runs = dict.fromkeys(paths, 0)
     out = {}
     active = list(paths)
-    for round_ in range(repeats):
+    start, round_ = time.perf_counter(), 0
+    while round_ < repeats or (round_ < MOST_ROUNDS and
+                               (time.perf_counter() - start) * (round_ + 1) / round_ <= ROUND_SECONDS):
         for path in (active if round_ % 2 == 0 else active[::-1]):
             t = time.perf_counter()
             out[path] = paths[path]()
@@ -48,7 +61,14 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
                 settle(path)
         if once_after is not None:
             active = [p for p in active if best[p] < once_after]
+        round_ += 1
     return best, runs, out
+
+
+def rounds_text(rows, key: str = "repeats") -> str:
+    """The rounds behind a table's rows: ``"3"`` or a range, ``"3-9"``."""
+    low, high = min(r[key] for r in rows), max(r[key] for r in rows)
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 def best_in_rounds(question: str, paths: dict, rows: int, repeats: int, **extra) -> dict:

@@ -176,7 +176,8 @@ def render(quick: bool | None = None) -> Path:
         rows = next(v2["rows"] for k, v2 in r.items() if k.startswith("count, sliding_over"))
         md += ["## Per-row cost against frame length", "",
                f"`bench_per_row.py`: {rows:,} rows, 2 keys, one event per time unit per key, every row written "
-               "to the noop sink; the paths of a frame length run in 3 alternating rounds (each in the reverse "
+               f"to the noop sink; the paths of a frame length run in {_rounds(r.values(), 'repeat')} alternating "
+               "rounds (each in the reverse "
                "order of the last), the best kept, a path whose first run took 2 s or more running once; local[2]. "
                "The exact queries are the best plain-Spark formulations: counts as the rows up to `ts` less "
                "the rows up to `ts - w` (two frames that only grow, one pass), distinct counts as a running "
@@ -226,8 +227,8 @@ def render(quick: bool | None = None) -> Path:
         first = next(iter(two.values()))
         md += ["## aggregate against the query a data engineer writes", "",
                f"`bench_udaf.py`: {first['rows']:,} rows, window a quarter of the stream, local[2], best of "
-               f"{first['repeats']} rounds that run a question's paths in turn, each round in the reverse order of "
-               "the last. `x first`: seconds over the first row of the same question and key count "
+               f"{_rounds(two.values())} rounds that run a question's paths in turn, each round in the reverse order "
+               "of the last. `x first`: seconds over the first row of the same question and key count "
                "(the native Spark query; for the bursty-stream questions, building sketches from every row, "
                "`reduce=False`).", "",
                "| question | keys | path | seconds | x first | shuffle bytes |", "| --- | --- | --- | --- | --- | --- |"]
@@ -289,7 +290,7 @@ def _frequencies(r: dict, load, plt=None) -> list[str]:
     md = ["## Heavy hitters and item frequencies against Spark", "",
           f"`bench_frequencies.py`: {first['rows']:,} rows, 100 keys, sources Zipf(1.2) over 1M ids, window a "
           f"quarter of the stream, phi 0.01, `HeavyHitters(bits=32, eps=0.002, eh_eps=0.05)`; best of "
-          f"{first['repeats']} rounds that run a question's paths in turn, each round in the reverse order of the "
+          f"{_rounds(rows)} rounds that run a question's paths in turn, each round in the reverse order of the "
           "last" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
           + ". The baseline of each question is its first row (stored: the rescan of the same window); every "
             "sketch answer was checked in the run to report every exact heavy hitter.", "",
@@ -348,6 +349,17 @@ def _frequencies(r: dict, load, plt=None) -> list[str]:
     return md
 
 
+def _rounds(rows, key: str = "repeats") -> str:
+    """The alternating rounds behind a table's rows (``"3"``, ``"3-9"``):
+    :func:`benchmarks.conftest.alternating` runs sub-second paths more
+    rounds; a path run once (a build, a minutes-long pandas UDF) is not
+    counted."""
+    counts = [v[key] for v in rows if isinstance(v, dict) and v.get(key, 0) > 1]
+    if not counts:
+        return "1"
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
+
+
 def _row_order(v: dict, questions: tuple, kinds: tuple) -> tuple:
     """Sort key of a benchmark row: its question, then its window (a
     stored-data question's ``window x% of N``), then its path's kind."""
@@ -372,7 +384,7 @@ def _quantiles(r: dict, load, plt) -> list[str]:
         first = next(v for v in rows if "build" not in v["path"])
         md += [f"`bench_quantiles.py`: {first['rows']:,} rows, 100 keys (about 5,000 rows per key and window), "
                "delays lognormal around a per-key base with a heavy tail on a tenth of the keys, window a quarter "
-               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {first['repeats']} rounds that "
+               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {_rounds(rows)} rounds that "
                "run a question's paths in turn, each round in the reverse order of the last"
                + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
                + ". The baseline of each question is its first row (stored: the rescan of the same window, from "
@@ -459,7 +471,6 @@ def _stored(r: dict) -> list[str]:
     windows = [v for k, v in r.items() if k.startswith("stored window")]
     if not windows:
         return []
-    first = windows[0]
     md = ["## Stored data: raw rows and rollup tables against sketch tables", "",
           "`bench_stored.py`: events over 30 days at one-second resolution, in Parquet: the raw rows (rescanned "
           "with `approx_count_distinct`), per-minute and per-second rollups (count, sum, Spark's `hll_sketch_agg`), "
@@ -467,7 +478,7 @@ def _stored(r: dict) -> list[str]:
           "and `sites`: one sketch table per site (4 sites), united per key at query time (each key's sketches "
           "collected with `collect_list` and the array answered as their union by `eh_sketch_estimate` / "
           "`sliding_hll_sketch_estimate`; `sites, union_agg`: the merged sketches built first with "
-          f"`eh_union_agg` / `sliding_hll_union_agg`, then answered); best of {first['repeats']} rounds that answer "
+          f"`eh_union_agg` / `sliding_hll_union_agg`, then answered); best of {_rounds(windows)} rounds that answer "
           "each window every way in turn; errors are the largest relative error over keys against the rows.", "",
           "| data | table | rows | bytes per key |", "| --- | --- | --- | --- |"]
     md += [f"| {v['data']} ({v['events']:,} events, {v['keys']:,} keys) | {v['table']} | {v['rows']:,} | "
@@ -511,7 +522,7 @@ def _per_row_table(r: dict, frames: list) -> list[str]:
 def _per_row_tie(r: dict) -> list[str]:
     """sliding_over against the exact query in 9 alternating rounds with
     an A/A control (the question 'never slower than the best exact query'
-    needs more than the frame-length table's best of 3 rounds)."""
+    needs more than the frame-length table's best of a few rounds)."""
     tie = [v for k, v in r.items() if k.startswith("tie: ")]
     if not tie:
         return []
@@ -577,7 +588,7 @@ def _per_row_at_scale(r: dict) -> list[str]:
                             f"that, `sliding_over`'s Python pass {python['seconds'] / trip['seconds']:.2f}x; its "
                             f"native plan (no Python) {group['count, sliding_over']['seconds'] / trip['seconds']:.2f}x.")
     return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`; runs of about a second are the best of "
-            "3 alternating rounds, the pandas UDFs run once): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
+            f"{_rounds(r.values(), 'repeat')} alternating rounds, the pandas UDFs run once): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
             "`nunique`, and this package's `sliding_count` (the same estimate per row, from a histogram of each "
             "frame).", ""] + out + [""] + ([" ".join(note), ""] if note else [])
 

@@ -167,8 +167,10 @@ def frame_sum(column: str, v: str, who: str, upto: Frame, before: Frame, key_tex
 
     A negative value is refused through the smallest value up to the row:
     the row holding it and every later row of its partition raise, so no
-    filter after the window can hide a sum it made wrong (checking each
-    value inside the window functions measured the same).  A running
+    filter after the window can hide a sum it made wrong.  The checks cost
+    3-4% of the run against the unchecked query (1M rows, 21 alternating
+    rounds, medians); checking each value in a projection under the window
+    cost the same, inside the running total's input 12-15%.  A running
     total beyond int64 (``try_sum`` null) is the Python path's
     OverflowError, key named; the
     rows before the frame are in the upto frame, whose total fits, so
