@@ -22,23 +22,27 @@ def record(name: str, benchmark, elements: int, **extra) -> None:
     benchmark.extra_info.update(RESULTS[name])
 
 
-#: Rounds beyond the ``repeats`` asked for, while the rounds so far took
-#: less than this many seconds in all (``EHIST_BENCH_ROUND_SECONDS``; 0:
-#: exactly ``repeats``), up to :data:`MOST_ROUNDS`: a sub-second query's
-#: best of 3 has swung by 1.29x against a 1.00x best of 6 on this machine,
-#: and more rounds of it cost seconds, while multi-second queries keep 3.
+#: Rounds beyond the ``repeats`` asked for, for the paths whose best run
+#: so far is under :data:`FAST_SECONDS`, while those extra rounds took less
+#: than this many seconds in all (``EHIST_BENCH_ROUND_SECONDS``; 0: exactly
+#: ``repeats``), up to :data:`MOST_ROUNDS`: a sub-second query's best of 3
+#: has swung by 1.29-1.32x against 0.94-1.00x in more rounds on this
+#: machine, and more rounds of it cost seconds, while multi-second paths
+#: (a 20 s two-phase build beside a 0.7 s native query) keep 3.
 ROUND_SECONDS = float(os.environ.get("EHIST_BENCH_ROUND_SECONDS", "20"))
+FAST_SECONDS = 2.0
 MOST_ROUNDS = 9
 
 
 def alternating(paths: dict, repeats: int, *, once_after: float | None = None, settle=None) -> tuple:
     """Run every path of ``paths`` (name -> action) in turn, ``repeats``
-    rounds or more (up to :data:`MOST_ROUNDS` while the next round fits in
-    :data:`ROUND_SECONDS`), each round in the reverse order of the last:
-    drift, warm-up and a query's place after another hit all paths alike,
-    so ratios between them are of times measured side by side (paths
-    timed one after another in sequence have swung by more than the gaps
-    they measure here).
+    rounds, each round in the reverse order of the last: drift, warm-up and
+    a query's place after another hit all paths alike, so ratios between
+    them are of times measured side by side (paths timed one after another
+    in sequence have swung by more than the gaps they measure here).  Then
+    the fast paths (best under :data:`FAST_SECONDS`), when two or more, go
+    on alternating among themselves, up to :data:`MOST_ROUNDS` rounds, while
+    the next such round fits in :data:`ROUND_SECONDS` of extra time.
 
     ``once_after``: a path whose first run took longer (seconds) is not run
     again.  ``settle(path)``: called after each run, outside its time.
@@ -47,11 +51,15 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
 
     best = dict.fromkeys(paths, float("inf"))
     runs = dict.fromkeys(paths, 0)
+    cost = dict.fromkeys(paths, 0.0)  # each path's last run and settling
     out = {}
     active = list(paths)
-    start, round_ = time.perf_counter(), 0
-    while round_ < repeats or (round_ < MOST_ROUNDS and
-                               (time.perf_counter() - start) * (round_ + 1) / round_ <= ROUND_SECONDS):
+    extra = 0.0
+    for round_ in range(MOST_ROUNDS if ROUND_SECONDS > 0 else repeats):
+        if round_ >= repeats:
+            active = [p for p in active if best[p] < FAST_SECONDS]
+            if len(active) < 2 or extra + sum(cost[p] for p in active) > ROUND_SECONDS:
+                break
         for path in (active if round_ % 2 == 0 else active[::-1]):
             t = time.perf_counter()
             out[path] = paths[path]()
@@ -59,9 +67,11 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
             runs[path] += 1
             if settle is not None:
                 settle(path)
+            cost[path] = time.perf_counter() - t
+            if round_ >= repeats:
+                extra += cost[path]
         if once_after is not None:
             active = [p for p in active if best[p] < once_after]
-        round_ += 1
     return best, runs, out
 
 
