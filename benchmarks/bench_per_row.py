@@ -25,9 +25,10 @@ the best exact query (:func:`exact_distinct`: +1 at each row, -1 when its
 item leaves the window or recurs, a running sum) and a pandas UDF
 (``Series.nunique``) over the frame, against ``Distinct``.
 Each writes to the ``noop`` sink (every row computed, nothing collected),
-timed as the best of 3 or more alternating rounds (up to 9 while they
-fit in 20 s) when a run takes under 2 s, else once; the
-pandas UDF runs only up to the 10k frame (it takes minutes beyond).
+timed as the best of 3 alternating rounds, then up to 9 for the paths
+under 2 s among themselves (:func:`benchmarks.conftest.alternating`), a
+path whose first run takes 2 s or more running once; the pandas UDF
+runs only up to the 10k frame (it takes minutes beyond).
 
 At scale (EHIST_BENCH_PER_ROW_LARGE rows, default 1,000,000): 10k-row
 frames on 2 keys against the pandas UDFs, with the bare shuffle of the
