@@ -259,8 +259,7 @@ def test_summary():
     if not labels and not core:
         pytest.skip("run the whole file")
     load = note_load("bench_quantiles")
-    alternated = [RESULTS[k] for k in labels if RESULTS[k].get("alternating")]
-    rounds = rounds_text(alternated) if alternated else REPEATS
+    rounds = rounds_text([RESULTS[k] for k in labels])
     print(f"\n{ROWS:,} rows, {KEYS} keys, window {WINDOW:,}, q {Q}, local[2], best of {rounds} rounds; load average "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for k in labels:

@@ -76,9 +76,14 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
 
 
 def rounds_text(rows, key: str = "repeats") -> str:
-    """The rounds behind a table's rows: ``"3"`` or a range, ``"3-9"``."""
-    low, high = min(r[key] for r in rows), max(r[key] for r in rows)
-    return f"{low}" if low == high else f"{low}-{high}"
+    """The rounds behind a table's rows (``"3"``, ``"3-9"``), for its
+    caption: :func:`alternating` runs fast paths more rounds; a path run
+    once (a build, a minutes-long pandas UDF) is not counted, nor is
+    anything but a result row."""
+    counts = [r[key] for r in rows if isinstance(r, dict) and r.get(key, 0) > 1]
+    if not counts:
+        return "1"
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
 
 
 def best_in_rounds(question: str, paths: dict, rows: int, repeats: int, **extra) -> dict:

@@ -21,6 +21,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from benchmarks.conftest import rounds_text
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "latest.json"
 FIGS = HERE / "report"
@@ -176,7 +178,7 @@ def render(quick: bool | None = None) -> Path:
         rows = next(v2["rows"] for k, v2 in r.items() if k.startswith("count, sliding_over"))
         md += ["## Per-row cost against frame length", "",
                f"`bench_per_row.py`: {rows:,} rows, 2 keys, one event per time unit per key, every row written "
-               f"to the noop sink; the paths of a frame length run in {_rounds(r.values(), 'repeat')} alternating "
+               f"to the noop sink; the paths of a frame length run in {rounds_text(r.values(), 'repeat')} alternating "
                "rounds (each in the reverse "
                "order of the last), the best kept, a path whose first run took 2 s or more running once; local[2]. "
                "The exact queries are the best plain-Spark formulations: counts as the rows up to `ts` less "
@@ -227,7 +229,7 @@ def render(quick: bool | None = None) -> Path:
         first = next(iter(two.values()))
         md += ["## aggregate against the query a data engineer writes", "",
                f"`bench_udaf.py`: {first['rows']:,} rows, window a quarter of the stream, local[2], best of "
-               f"{_rounds(two.values())} rounds that run a question's paths in turn, each round in the reverse order "
+               f"{rounds_text(two.values())} rounds that run a question's paths in turn, each round in the reverse order "
                "of the last. `x first`: seconds over the first row of the same question and key count "
                "(the native Spark query; for the bursty-stream questions, building sketches from every row, "
                "`reduce=False`).", "",
@@ -290,7 +292,7 @@ def _frequencies(r: dict, load, plt=None) -> list[str]:
     md = ["## Heavy hitters and item frequencies against Spark", "",
           f"`bench_frequencies.py`: {first['rows']:,} rows, 100 keys, sources Zipf(1.2) over 1M ids, window a "
           f"quarter of the stream, phi 0.01, `HeavyHitters(bits=32, eps=0.002, eh_eps=0.05)`; best of "
-          f"{_rounds(rows)} rounds that run a question's paths in turn, each round in the reverse order of the "
+          f"{rounds_text(rows)} rounds that run a question's paths in turn, each round in the reverse order of the "
           "last" + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
           + ". The baseline of each question is its first row (stored: the rescan of the same window); every "
             "sketch answer was checked in the run to report every exact heavy hitter.", "",
@@ -349,17 +351,6 @@ def _frequencies(r: dict, load, plt=None) -> list[str]:
     return md
 
 
-def _rounds(rows, key: str = "repeats") -> str:
-    """The alternating rounds behind a table's rows (``"3"``, ``"3-9"``):
-    :func:`benchmarks.conftest.alternating` runs sub-second paths more
-    rounds; a path run once (a build, a minutes-long pandas UDF) is not
-    counted."""
-    counts = [v[key] for v in rows if isinstance(v, dict) and v.get(key, 0) > 1]
-    if not counts:
-        return "1"
-    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
-
-
 def _row_order(v: dict, questions: tuple, kinds: tuple) -> tuple:
     """Sort key of a benchmark row: its question, then its window (a
     stored-data question's ``window x% of N``), then its path's kind."""
@@ -384,7 +375,7 @@ def _quantiles(r: dict, load, plt) -> list[str]:
         first = next(v for v in rows if "build" not in v["path"])
         md += [f"`bench_quantiles.py`: {first['rows']:,} rows, 100 keys (about 5,000 rows per key and window), "
                "delays lognormal around a per-key base with a heavy tail on a tenth of the keys, window a quarter "
-               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {_rounds(rows)} rounds that "
+               f"of the stream, p99, `Quantile(eps=0.02, accuracy=0.01)`; best of {rounds_text(rows)} rounds that "
                "run a question's paths in turn, each round in the reverse order of the last"
                + (f"; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}" if load else "")
                + ". The baseline of each question is its first row (stored: the rescan of the same window, from "
@@ -478,7 +469,7 @@ def _stored(r: dict) -> list[str]:
           "and `sites`: one sketch table per site (4 sites), united per key at query time (each key's sketches "
           "collected with `collect_list` and the array answered as their union by `eh_sketch_estimate` / "
           "`sliding_hll_sketch_estimate`; `sites, union_agg`: the merged sketches built first with "
-          f"`eh_union_agg` / `sliding_hll_union_agg`, then answered); best of {_rounds(windows)} rounds that answer "
+          f"`eh_union_agg` / `sliding_hll_union_agg`, then answered); best of {rounds_text(windows)} rounds that answer "
           "each window every way in turn; errors are the largest relative error over keys against the rows.", "",
           "| data | table | rows | bytes per key |", "| --- | --- | --- | --- |"]
     md += [f"| {v['data']} ({v['events']:,} events, {v['keys']:,} keys) | {v['table']} | {v['rows']:,} | "
@@ -588,7 +579,7 @@ def _per_row_at_scale(r: dict) -> list[str]:
                             f"that, `sliding_over`'s Python pass {python['seconds'] / trip['seconds']:.2f}x; its "
                             f"native plan (no Python) {group['count, sliding_over']['seconds'] / trip['seconds']:.2f}x.")
     return ["At scale (`test_per_row_at_scale`, `test_per_row_many_keys`; runs of about a second are the best of "
-            f"{_rounds(r.values(), 'repeat')} alternating rounds, the pandas UDFs run once): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
+            f"{rounds_text(r.values(), 'repeat')} alternating rounds, the pandas UDFs run once): the pandas UDFs are grouped-aggregate UDFs `.over` the frame: `len` (the cheapest body), "
             "`nunique`, and this package's `sliding_count` (the same estimate per row, from a histogram of each "
             "frame).", ""] + out + [""] + ([" ".join(note), ""] if note else [])
 
