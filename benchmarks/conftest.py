@@ -55,7 +55,7 @@ def alternating(paths: dict, repeats: int, *, once_after: float | None = None, s
     out = {}
     active = list(paths)
     extra = 0.0
-    for round_ in range(MOST_ROUNDS if ROUND_SECONDS > 0 else repeats):
+    for round_ in range(max(repeats, MOST_ROUNDS) if ROUND_SECONDS > 0 else repeats):
         if round_ >= repeats:
             active = [p for p in active if best[p] < FAST_SECONDS]
             if len(active) < 2 or extra + sum(cost[p] for p in active) > ROUND_SECONDS:
