@@ -163,6 +163,23 @@ def test_count_and_sum_as_of_now(spark, keys):
             F.count(F.lit(1)), F.sum("bytes"), F.approx_count_distinct("dst")).collect(),
         "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **specs).collect(),
         "aggregate two_phase": lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase", **specs).collect()})
+
+    q = "L_2 norm of bytes per dst, as of now"
+    from udaf import LpNorm
+
+    def per_dst():  # the exact query: each item's sum, then the key's norm
+        f = df.where(F.col("ts") > NOW - WINDOW).groupBy("k", "dst").agg(
+            F.sum("bytes").alias("f"))
+        return f.groupBy("k").agg(F.sqrt(F.sum(F.col("f").cast("double") * F.col("f"))).alias("l")).collect()
+
+    l2 = dict(l=LpNorm("dst", WINDOW, value="bytes"))
+    got = runs(spark, q, keys, {
+        "native query": per_dst,
+        "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **l2).collect(),
+        # what auto ran before LpNorm.native_items: the exact Python pass
+        "aggregate shuffle": lambda: aggregate(df, "k", "ts", now=NOW, strategy="shuffle", **l2).collect()})
+    exact, auto = answers(got["native query"], "l"), answers(got["aggregate auto"], "l")
+    assert all(abs(auto[k][0] - v[0]) <= 1e-9 * v[0] for k, v in exact.items())
     df.unpersist()
 
 

@@ -108,8 +108,11 @@ def test_auto_runs_native_unless_a_spec_has_no_native_form(spark):
     auto = aggregate(df, "k", "ts", n=Count(1_000), dd=Distinct("d", 500))
     assert "Python" not in plan(auto) and "ArrowEval" not in plan(auto)
     assert rows(auto) == rows(aggregate(df, "k", "ts", strategy="shuffle", n=Count(1_000), dd=Distinct("d", 500)))
-    with_lp = aggregate(df, "k", "ts", n=Count(1_000), l2=LpNorm("d", 1_000))
-    assert "MapInArrow" in plan(with_lp)  # no native plan for L_p norms: synopses or rows in Python
+    with_lp = aggregate(df, "k", "ts", n=Count(1_000), l2=LpNorm("d", 1_000, value="b"))
+    assert "Python" not in plan(with_lp) and "MapInArrow" not in plan(with_lp)  # integral values: exact, native
+    fractional = aggregate(df.withColumn("h", F.col("b") / 2), "k", "ts", n=Count(1_000),
+                           l2=LpNorm("d", 1_000, value="h"))
+    assert "MapInArrow" in plan(fractional)  # no native plan: synopses or rows in Python
     sketched = aggregate(df, "k", "ts", sketches=True, n=Count(1_000))
     assert "n_sketch" in sketched.columns
 
@@ -146,10 +149,36 @@ def test_now_does_not_count_a_null_time(spark):
             aggregate(df, "k", "ts", now=3, n=Count(windows[0]), s=Sum("b", windows[1])).collect()
 
 
+@pytest.mark.parametrize("seed, by", [(7, "k"), (8, ["k", "i"])])
+def test_native_lp_norms_equal_the_exact_shuffle_strategy(spark, seed, by):
+    """LpNorm with integral values (or none): each item's sum, then the
+    key's norm, from Spark's aggregates, alone in the request or beside
+    other specs; the exact Python pass's answers to the last bits."""
+    df = spark.createDataFrame(events(seed)).repartition(3)
+    for now in (None, 9_000, 20_000):
+        for specs in (dict(l=LpNorm("d", 1_500, value="b", p=2.0)),
+                      dict(l=LpNorm("d", 3_000, p=1.0), n=Count(1_000),
+                           h=LpNorm("b", 700, value="b", p=0.5))):
+            native = aggregate(df, by, "ts", strategy="native", now=now, **specs)
+            assert "MapInArrow" not in plan(native)
+            shuffle = aggregate(df, by, "ts", strategy="shuffle", now=now, **specs)
+            assert [(f.name, f.dataType) for f in native.schema] == [(f.name, f.dataType) for f in shuffle.schema]
+            got, want = rows(native), rows(shuffle)
+            assert len(got) == len(want) and [r[:-len(specs)] for r in got] == [r[:-len(specs)] for r in want]
+            assert np.allclose([r[-len(specs):] for r in got], [r[-len(specs):] for r in want], rtol=1e-12, atol=0)
+    bad = spark.createDataFrame([("a", 1, 5, 3), ("a", 2, -5, 4)], "k string, ts long, v long, i long")
+    want = r"InvalidInputError: column v holds -5.0 \(key 'a'\): LpNorm needs finite non-negative numbers"
+    with pytest.raises(Exception, match=want):
+        aggregate(bad, "k", "ts", strategy="native", l=LpNorm("i", 10, value="v")).collect()
+    with pytest.raises(PythonException, match=want.replace("InvalidInputError: ", "")):
+        aggregate(bad, "k", "ts", strategy="shuffle", l=LpNorm("i", 10, value="v")).collect()
+
+
 def test_native_refuses_what_it_cannot_do(spark):
     df = spark.createDataFrame(events(5))
     with pytest.raises(ValueError, match=r"no native Spark plan for l2 \(LpNorm\)"):
-        aggregate(df, "k", "ts", strategy="native", n=Count(10), l2=LpNorm("d", 10))
+        aggregate(df.withColumn("h", F.col("b") / 2), "k", "ts", strategy="native", n=Count(10),
+                  l2=LpNorm("d", 10, value="h"))
     with pytest.raises(ValueError, match="sketches=True builds synopses"):
         aggregate(df, "k", "ts", strategy="native", sketches=True, n=Count(10))
 

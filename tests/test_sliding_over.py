@@ -100,7 +100,7 @@ def test_every_time_type_gives_the_answers_of_its_units(spark):
 def test_lp_norm_per_row_within_eps(sdf, rows):
     window, eps, delta = 3_000, 0.1, 0.05
     got = sliding_over(sdf, "k", "ts", l1=LpNorm("dst", window=window, value="b", p=1.0, eps=eps,
-                                                delta=delta, seed=4)).toPandas()
+                                                delta=delta, seed=4), strategy="shuffle").toPandas()
     assert rows_for(1.0, eps, delta) > 0
     errors = []
     for _, r in got.sample(200, random_state=1).iterrows():
@@ -108,6 +108,67 @@ def test_lp_norm_per_row_within_eps(sdf, rows):
         exact = g.groupby("dst").b.sum().abs().sum()
         errors.append(abs(r.l1 / exact - 1) if exact else abs(r.l1))
     assert np.mean(np.array(errors) <= eps) >= 1 - 2 * delta
+
+
+def _brute_lp(pdf, keys, window, p, value):
+    """Each row's L_p norm of item -> sum(value) over its frame, by pandas."""
+    out = np.zeros(len(pdf))
+    for i, r in enumerate(pdf.itertuples(index=False)):
+        same = np.ones(len(pdf), dtype=bool)
+        for k in keys:
+            v = getattr(r, k)
+            same &= pdf[k].isna().to_numpy() if pd.isna(v) else (pdf[k] == v).fillna(False).to_numpy()
+        g = pdf[same & (pdf.ts > r.ts - window).to_numpy() & (pdf.ts <= r.ts).to_numpy()].dropna(subset=["dst"])
+        f = g.groupby("dst").size() if value is None else g.dropna(subset=[value]).groupby("dst")[value].sum()
+        out[i] = float((f.astype(float).abs() ** p).sum() ** (1 / p))
+    return out
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+@pytest.mark.parametrize("value", ["b", None])
+def test_native_lp_norms_are_exact(spark, rows, p, value):
+    """LpNorm with p = 1 or 2 and integral (or no) values: the native plan
+    (Spark's windows, no Python) answers every row exactly, as the norm of
+    its frame's frequencies computed by pandas: a composite key with
+    nulls, null items and values, a run of peers, frames of one unit to
+    most of the stream; the sketches' Python pass estimates the same."""
+    pdf = rows.iloc[::8].reset_index(drop=True)  # 750 rows
+    pdf = pdf.assign(g=np.where(pdf.rid % 5 == 0, None, (pdf.rid % 2).astype(str)))
+    df = spark.createDataFrame(pdf)
+    for window in (1, 300, 40_000):
+        spec = LpNorm("dst", window=window, value=value, p=p)
+        native = sliding_over(df, ["k", "g"], "ts", l=spec)
+        assert "MapInArrow" not in native._jdf.queryExecution().executedPlan().toString()
+        got = native.select("rid", "l").toPandas().sort_values("rid").l.to_numpy()
+        want = _brute_lp(pdf, ["k", "g"], window, p, value)
+        assert np.allclose(got, want, rtol=1e-12, atol=0), window
+        assert dict(native.dtypes)["l"] == "double"
+    estimated = sliding_over(df, ["k", "g"], "ts", l=LpNorm("dst", window=300, value=value, p=p, eps=0.1),
+                             strategy="shuffle").select("rid", "l").toPandas().sort_values("rid").l.to_numpy()
+    exact = _brute_lp(pdf, ["k", "g"], 300, p, value)
+    assert np.mean(np.abs(estimated - exact) <= 0.1 * exact) >= 0.9
+
+
+def test_native_lp_norms_only_where_exact(spark, sdf):
+    """Other p and fractional values keep the sketches' estimates (auto),
+    and strategy='native' names the spec it cannot plan."""
+    for spec, df in ((LpNorm("dst", window=50, p=1.5), sdf),
+                     (LpNorm("dst", window=50, value="b"), sdf.withColumn("b", F.col("b") / 2))):
+        plan = sliding_over(df, "k", "ts", l=spec)._jdf.queryExecution().executedPlan().toString()
+        assert "MapInArrow" in plan
+        with pytest.raises(ValueError, match=r"strategy 'native': no native Spark plan for l \(LpNorm\)"):
+            sliding_over(df, "k", "ts", l=spec, strategy="native")
+
+
+@pytest.mark.parametrize("strategy", ["native", "shuffle"])
+def test_lp_norm_values_are_checked_alike(spark, strategy):
+    """A negative value stops both plans with one message, and the native
+    plan checks it under its windows: a filter after them does not hide it."""
+    df = spark.createDataFrame(pd.DataFrame({"k": ["a"] * 4, "ts": [1, 2, 3, 4], "i": [1, 1, 2, 1],
+                                             "b": [3, -5, 4, 1]}))
+    with pytest.raises(InvalidInputError, match="^column b holds -5.0 .key 'a'.: LpNorm needs finite non-negative "
+                                                "numbers .NaN is never skipped: filter or fill it.$"), errors():
+        sliding_over(df, "k", "ts", l=LpNorm("i", window=5, value="b"), strategy=strategy).where("ts != 2").collect()
 
 
 def test_checks_on_the_driver(sdf):
@@ -336,3 +397,10 @@ def test_benchmark_baselines_are_exact(sdf):
         distinct = bench.exact_distinct(df, window).select("rid", "d").toPandas().sort_values("rid")
         assert counts.n.tolist() == ours.n.tolist(), window
         assert distinct.d.tolist() == ours.d.tolist(), window
+        for p, value in ((2.0, "b"), (2.0, None), (1.0, "b")):
+            lp = sliding_over(df, "k", "ts", l=LpNorm("item", window=window, value=value, p=p)) \
+                .select("rid", "l").toPandas().sort_values("rid").l.to_numpy()
+            for decimal in (False, True):
+                hand = bench.exact_lp_norms(df, window, p, value=value, decimal=decimal).select("rid", "l") \
+                    .toPandas().sort_values("rid").l.to_numpy()
+                assert np.array_equal(hand, lp), (window, p, value, decimal)

@@ -109,6 +109,105 @@ class LpNorm(Spec):
             values[present] = data.arrays["value"]
         return per_key_lp_norms(self.p, codes, values, inside, run, keys)
 
+    def native_items(self, schema):
+        """The exact norm from Spark's aggregates, for integral values (or
+        none): each item's sum in the window, then per key ``(sum |f|^p)^(1/p)``
+        in doubles (non-negative terms: no cancellation).  Fractional
+        values are estimated (their float sums would differ from the
+        Python pass's in the last bits, their messages in format)."""
+        if self.value is not None and schema[self.value].dataType.simpleString() not in INTEGRAL:
+            return None
+        return self._exact_items
+
+    def _exact_items(self, columns, key_text):
+        item = columns["column"]
+        if self.value is None:
+            weight = f"CASE WHEN {item} IS NULL THEN NULL ELSE 1L END"
+        else:
+            v = columns["value"]
+            weight = f"CASE {self._negative(v, key_text)}WHEN {item} IS NULL THEN NULL ELSE CAST({v} AS BIGINT) END"
+        f = "CAST(__n AS DOUBLE)"
+        final = "CAST(sum(abs(__n)) AS DOUBLE)" if self.p == 1.0 else \
+            f"sqrt(sum({f} * {f}))" if self.p == 2.0 else f"pow(sum(pow(abs({f}), {self.p!r}D)), {1 / self.p!r}D)"
+        return item, weight, final
+
+    def _negative(self, v, key_text):
+        """SQL ``CASE`` branch refusing a negative integral value ``v`` with
+        the message the Python pass gives (``-5.0``: the float it reads;
+        from -1e16 down in Spark's float format).  The per-row plan checks
+        every row, as the Python pass reads the whole column; the one-shot
+        plan the rows it counts, as Sum's does."""
+        from .native import raise_bad_value
+
+        shown = f"CASE WHEN {v} > -10000000000000000 THEN concat(CAST({v} AS STRING), '.0') " \
+                f"ELSE CAST(CAST({v} AS DOUBLE) AS STRING) END"
+        need = f"{self.who} needs finite non-negative numbers (NaN is never skipped: filter or fill it)"
+        return f"WHEN {v} < 0 THEN {raise_bad_value(self.value, shown, need, key_text)} "
+
+    def native_rows(self, schema):
+        """Exact per-row norms from Spark's window functions, for p = 1 or
+        2 and integral values (or none: counts), where the integers stay
+        exact (|f| or f^2 in ``DECIMAL(38, 0)``); other p and fractional
+        values are estimated by :meth:`frames`.  Each row adds its value to
+        its item at its time and takes it away a window later: within
+        (key, item) a running sum gives the item's frequency ``f`` after
+        each time's changes, each time's change of ``|f|^p`` is summed
+        over the key in time order, and a row's answer is that sum's p-th
+        root at its time (one shuffle by key, two sorts: the exact query a
+        data engineer can write, 25x faster than the sketches' per-row
+        estimates at 100k rows, measured).  A frequency beyond int64 is the
+        OverflowError of the sums, key named."""
+        if self.p not in (1.0, 2.0):
+            return None
+        if self.value is not None and schema[self.value].dataType.simpleString() not in INTEGRAL:
+            return None
+        return self._exact_rows
+
+    def _exact_rows(self, df, keys, t, name, window, key_text, hidden):
+        from .native import quote
+
+        def h(part):
+            return quote(hidden + part)
+
+        item, by = quote(self.column), ", ".join(quote(k) for k in keys)
+        absent = f"{item} IS NULL"
+        if self.value is None:
+            d = f"CASE WHEN {absent} THEN 0L ELSE 1L END"
+        else:
+            v = quote(self.value)
+            d = f"CASE {self._negative(v, key_text)}WHEN {absent} OR {v} IS NULL THEN 0L ELSE CAST({v} AS BIGINT) END"
+        rows = df.selectExpr("*", f"{t} AS {h('at')}", f"{d} AS {h('d')}", f"TRUE AS {h('row')}")
+        # a window later each value leaves (never, past the int64 maximum)
+        leave = rows.where(f"{h('d')} <> 0").selectExpr(
+            *[quote(k) for k in keys], item, f"try_add({h('at')}, {window}L) AS {h('at')}",
+            f"-{h('d')} AS {h('d')}", f"FALSE AS {h('row')}").where(f"{h('at')} IS NOT NULL")
+        # one shuffle by key serves both windows (by (key, item), by key)
+        events = rows.unionByName(leave, allowMissingColumns=True).repartition(*[quote(k) for k in keys])
+        per_item = f"PARTITION BY {by}, {item} ORDER BY {h('at')}"
+        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+        events = events.selectExpr(
+            "*", f"coalesce(try_sum({h('d')}) OVER ({per_item} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), "
+                 f"{overflow}) AS {h('f')}",
+            f"sum({h('d')}) OVER ({per_item} RANGE BETWEEN CURRENT ROW AND CURRENT ROW) AS {h('now')}",
+            f"lag({h('at')}) OVER ({per_item}) AS {h('prev')}")
+        f, now = h("f"), h("now")
+        if self.p == 1.0:
+            change = f"abs({f}) - abs({f} - {now})"
+        elif self.value is None:  # counts: f^2 below int64 up to 3e9 rows of an item in a window
+            change = f"{now} * (2 * {f} - {now})"
+        else:  # f^2 - (f - now)^2, exact at any int64 frequency
+            change = f"CAST({now} AS DECIMAL(38, 0)) * (2 * CAST({f} AS DECIMAL(38, 0)) - {now})"
+        # each (key, item, time) counted once: on the first of its rows
+        events = events.selectExpr("*", f"CASE WHEN {h('prev')} <=> {h('at')} THEN 0 ELSE {change} END AS {h('c')}")
+        # the key's sum of those changes up to each time, sum |f|^p, over
+        # every event (the filter to the rows comes after)
+        total = f"try_sum({h('c')}) OVER (PARTITION BY {by} ORDER BY {h('at')} " \
+                "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+        events = events.selectExpr("*", f"coalesce({total}, {overflow}) AS {h('total')}")
+        norm = f"CAST({h('total')} AS DOUBLE)"
+        return events.where(h("row")).selectExpr(*[quote(c) for c in df.columns],
+                                                 f"{norm if self.p == 1.0 else f'sqrt({norm})'} AS {quote(name)}")
+
     def frames(self, lo, hi, data, window):
         pos = np.flatnonzero(data.present)
         sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)

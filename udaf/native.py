@@ -55,16 +55,26 @@ def _overrides(specs: dict, method: str) -> bool:
     return all(getattr(type(spec), method) is not getattr(Spec, method) for spec in specs.values())
 
 
-def has_native(specs: dict) -> bool:
+def has_native(specs: dict, schema: T.StructType | None = None) -> bool:
     """Whether every spec's family has a native form (overrides
-    :meth:`~udaf.spec.Spec.native` or :meth:`~udaf.spec.Spec.native_top`)."""
-    return all(_overrides({n: s}, "native") or _overrides({n: s}, "native_top") for n, s in specs.items())
+    :meth:`~udaf.spec.Spec.native` or :meth:`~udaf.spec.Spec.native_top`,
+    or has :meth:`~udaf.spec.Spec.native_items` for rows of ``schema``)."""
+    return all(_overrides({n: s}, "native") or _overrides({n: s}, "native_top")
+               or (schema is not None and s.native_items(schema) is not None) for n, s in specs.items())
 
 
-def has_native_frames(specs: dict) -> bool:
-    """Whether every spec's family has a native per-row form (overrides
-    :meth:`~udaf.spec.Spec.native_frame`)."""
-    return _overrides(specs, "native_frame")
+def has_native_frames(specs: dict, df: DataFrame | None = None) -> bool:
+    """Whether every spec has a native per-row form: its family overrides
+    :meth:`~udaf.spec.Spec.native_frame`, or has a
+    :meth:`~udaf.spec.Spec.native_rows` plan for the rows of ``df`` (whose
+    column names must then be distinct: that plan unites the rows with
+    events by name)."""
+    def native(spec) -> bool:
+        if _overrides({"": spec}, "native_frame"):
+            return True
+        return df is not None and len(set(df.columns)) == len(df.columns) and spec.native_rows(df.schema) is not None
+
+    return all(native(spec) for spec in specs.values())
 
 
 def quote(name: str) -> str:
@@ -253,22 +263,40 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         rows = rows.selectExpr("*", f"{t} AS __t")
     # (else the plan is the hand-written one, down to its projections: a
     # projection more cost about 12 ms of plan building, warm)
-    aggs, tops = [], {}
+    aggs, tops, items = [], {}, {}
     for name, spec in specs.items():
         if not _overrides({name: spec}, "native"):
-            tops[name] = spec.native_top(_inputs(spec), named)
+            per_item = spec.native_items(df.schema)
+            if per_item is not None:
+                items[name] = per_item(_inputs(spec), named)
+            else:
+                tops[name] = spec.native_top(_inputs(spec), named)
             continue
         exact = spec.native(_inputs(spec), insides[name], named)
         aggs.append(F.expr(f"CAST({exact} AS DOUBLE) AS {quote(name)}"))
         if name in with_bounds:
             aggs += [F.expr(f"CAST({exact} AS BIGINT) AS {quote(name + suffix)}") for suffix in ("_lower", "_upper")]
-    if tops and not aggs:  # lists only: one aggregation, no join
+    if len(items) == 1 and not aggs and not tops:
+        # one answer from each key's items alone: the rows outside its
+        # window are each key's item null, so every key of the rows is
+        # answered by the two aggregations, with no join
+        (name, (item, weight, final)), = items.items()
+        inside = insides[name]
+        return _item_answers(rows, keys, f"CASE WHEN {inside} THEN {item} END",
+                             f"CASE WHEN {inside} THEN {weight} END", final, name)
+    if tops and not aggs and not items:  # lists only: one aggregation, no join
         lists = _top_lists(rows, keys, tops, insides)
         for name in tops:
             none = F.expr("array()").cast(specs[name].answer_spark_type())
             lists = lists.withColumn(name, F.coalesce(F.col(name), none))
         return lists.select(*keys, *specs)
     out = rows.groupBy(*keys).agg(*(aggs or [F.expr("count(1) AS __rows")]))
+    for name, (item, weight, final) in items.items():
+        part = _item_answers(rows.where(insides[name]), keys, item, weight, final, name)
+        part = part.select(*[F.col(k).alias(f"__items_{i}") for i, k in enumerate(keys)], name)
+        on = [out[k].eqNullSafe(part[f"__items_{i}"]) for i, k in enumerate(keys)]
+        out = out.join(part, on, "left").drop(*[f"__items_{i}" for i in range(len(keys))]) \
+            .withColumn(name, F.coalesce(F.col(name), F.lit(0.0)))  # no row in this window
     for name, (item, weight, phi) in tops.items():
         top = _top_items(rows.where(insides[name]), keys, item, weight, phi, name)
         top = top.select(*[F.col(k).alias(f"__top_{i}") for i, k in enumerate(keys)], name)
@@ -276,7 +304,7 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         none = F.expr("array()").cast(specs[name].answer_spark_type())  # a key with no row in this window
         out = out.join(top, on, "left").drop(*[f"__top_{i}" for i in range(len(keys))]) \
             .withColumn(name, F.coalesce(F.col(name), none))
-    if not tops:  # the aggregation's columns are the answer's, in order
+    if not tops and not items:  # the aggregation's columns are the answer's, in order
         return out
     columns = [*keys, *[c for n in specs for c in (n, *(f"{n}{x}" for x in ("_lower", "_upper") if n in with_bounds))]]
     return out.select(*columns)
@@ -330,6 +358,17 @@ def _top_lists(rows: DataFrame, keys: list, tops: dict, insides: dict) -> DataFr
     return grouped.groupBy(*keys).agg(*lists)
 
 
+def _item_answers(rows: DataFrame, keys: list, item: str, weight: str, final: str, name: str) -> DataFrame:
+    """Per key of ``rows``, ``final`` (an aggregate over ``__n``, each of
+    the key's items' summed ``weight``, which is null where the item is:
+    the null item's ``__n`` is null, skipped by ``final``'s aggregates) as
+    column ``name``, a double (0 for a key without items): one aggregation
+    by (key, item), one by key."""
+    per_item = rows.groupBy(*keys, F.expr(f"{item} AS __item")).agg(F.expr(f"sum({weight}) AS __n"))
+    answer = f"coalesce(CAST({final} AS DOUBLE), 0D)"
+    return per_item.groupBy(*keys).agg(F.expr(f"{answer} AS {quote(name)}"))
+
+
 def _top_items(rows: DataFrame, keys: list, item: str, weight: str, phi: float, name: str) -> DataFrame:
     """Per key, the items whose summed ``weight`` reaches ``phi`` of the
     key's total over ``rows``, as ``array<struct<item, estimate, lower,
@@ -366,8 +405,25 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     frames of every row).  So under ANSI mode (Spark 4's default) a time at
     the int64 edge stops the job with Spark's ``ARITHMETIC_OVERFLOW`` as
     the window computes its frame start, as the hand-written query would;
-    without ANSI, with the project's message."""
+    without ANSI, with the project's message.
+
+    A spec whose answer is not a difference of two frames brings its own
+    plan (:meth:`~udaf.spec.Spec.native_rows`, L_p norms), run on the rows
+    with the frames' answers, its input checks under its windows."""
     named = key_text(keys, df.schema)
+    rows = {name: spec for name, spec in specs.items() if not _overrides({name: spec}, "native_frame")}
+    if rows:
+        # each native_rows plan appends its column to the rows it is given;
+        # the frames' answers first (the same projection as without them)
+        framed = {name: spec for name, spec in specs.items() if name not in rows}
+        out = native_frames(df, keys, order_by, framed, windows, types) if framed else df
+        t = _checked_time(df, order_by, named) if df.schema[order_by].nullable else time_sql(df, order_by)
+        hidden = "__ehist_r"
+        while any(c.startswith(hidden) for c in [*df.columns, *specs]):
+            hidden = "_" + hidden
+        for name, spec in rows.items():
+            out = spec.native_rows(df.schema)(out, keys, t, name, windows[name], named, hidden)
+        return out.select(*[F.col(quote(c)) for c in [*df.columns, *specs]])
     widest = max(windows.values())
     t = time_sql(df, order_by)
     checks = _null_time(df, order_by, named) if df.schema[order_by].nullable else ""

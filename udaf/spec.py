@@ -9,11 +9,13 @@ driver                asks the spec
 driver checks         :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
                       per input), parameters (checked when the spec is made)
 :func:`aggregate`     :meth:`native` (Spark's own aggregates, rows at
-                      hand), or :meth:`read`, :meth:`partials` (phase one,
+                      hand; :meth:`native_top`, :meth:`native_items` for
+                      answers built from each item's total), or :meth:`read`, :meth:`partials` (phase one,
                       many keys at once), :meth:`union` (phase two),
                       :meth:`exact` (rows shuffled), :meth:`answer` of a
                       merged sketch
-:func:`sliding_over`  :meth:`native_frame` (Spark's own window functions),
+:func:`sliding_over`  :meth:`native_frame` (Spark's own window functions;
+                      :meth:`native_rows`: a plan of the family's own),
                       or :meth:`frames` (every row's frame at once)
 streaming state       :meth:`make`, :meth:`update`, :meth:`words` /
                       :meth:`from_words` (events waiting in the state)
@@ -335,6 +337,19 @@ class Spec:
         by default (a family overrides this or :meth:`native`)."""
         return None
 
+    def native_items(self, schema):
+        """For families whose answer is an aggregate of each item's total
+        (L_p norms), the native plan of :func:`udaf.aggregate` for rows of
+        ``schema``: a function ``(columns, key_text)`` returning ``(item,
+        weight, final)``, SQL of the item, of its weight per row (null
+        where the item is null; bad values raised with
+        :func:`udaf.native.raise_bad_value`) and of an aggregate over
+        ``__n``, each item's summed weight in the window, giving the key's
+        answer; :func:`udaf.native.native_answers` then aggregates by (key,
+        item) and by key.  None (the default) when there is none for these
+        rows."""
+        return None
+
     def native_frame(self, columns: dict, upto: str, before: str, key_text: str, schema):
         """SQL text of Spark's own per-row answer over each row's frame, for
         the native plan of :func:`udaf.sliding_over`, or None when the
@@ -350,6 +365,18 @@ class Spec:
         an aggregate (``upto("count(1)")``) for SQL naming its value over
         the frame, computed once however often the answer uses it (Spark
         aggregates each ``... OVER`` text it is given anew)."""
+        return None
+
+    def native_rows(self, schema):
+        """For a family whose exact per-row answer is not a difference of
+        two frames (L_p norms: a running sum over the key of each item's
+        change of ``|f|^p``), the native plan of :func:`udaf.sliding_over`
+        for rows of ``schema``: a function ``(df, keys, t, name, window,
+        key_text, hidden)`` returning the rows of ``df`` with the answer as
+        column ``name``, from Spark alone (``t``: SQL of the checked time in
+        int64 units; ``hidden``: a prefix no column of ``df`` starts with,
+        for the plan's own columns).  None (the default) when there is none
+        for these rows; :meth:`frames` answers them then."""
         return None
 
     def native_frame_by(self, columns: dict) -> tuple:

@@ -268,11 +268,11 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
             raise ValueError(f"sketches=True builds synopses: strategy {strategy!r} answers from the rows "
                              "without any; use strategy='two_phase' or 'auto'")
         strategy = "two_phase"
-    if strategy == "native" and not has_native(specs):
-        missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native({n: s})]
+    if strategy == "native" and not has_native(specs, df.schema):
+        missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native({n: s}, df.schema)]
         raise ValueError(f"strategy 'native': no native Spark plan for {', '.join(missing)}; "
                          "use 'auto', 'two_phase' or 'shuffle'")
-    if strategy == "auto" and has_native(specs):
+    if strategy == "auto" and has_native(specs, df.schema):
         strategy = "native"
     with_bounds = [n for n, s in specs.items() if bounds and s.bounded]
     if at is not None:
