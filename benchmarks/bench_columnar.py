@@ -21,7 +21,6 @@ estimate() per key.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from benchmarks.conftest import RESULTS, record

@@ -13,9 +13,7 @@ from ehist._validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
-    coerce_timestamps,
     resolve_query,
-    sort_batch,
 )
 from ehist.errors import CorruptSketchError, require_same
 from ehist.hashing import check_seed

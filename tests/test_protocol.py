@@ -200,7 +200,7 @@ def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     sql_message = got.pop("sql")
     for label, message in got.items():
         assert unkeyed(message) == unkeyed(want), label
-    in_sql = want if column is None else want.replace(f"column {column} ", f"column value ") \
+    in_sql = want if column is None else want.replace(f"column {column} ", "column value ") \
         .replace(f"column {column}:", "column value:")
     assert unkeyed(sql_message) == unkeyed(in_sql)
     assert got["aggregate shuffle"] == want  # the drivers name the key

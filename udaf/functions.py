@@ -244,7 +244,6 @@ def _spec(classes, values: dict, names: dict):
 # ------------------------------------------------------------- builders
 def _build(classes, args, one_step=False):
     """Body of a builder (``<family>_sketch_agg``) or one-step aggregate."""
-    arg_names = [a for a, _, _ in args]
     columns = {a for a, _, c in args if c}
 
     def values_of(arrays):
