@@ -188,9 +188,11 @@ def test_checks_on_the_driver(sdf):
 
 @pytest.mark.parametrize("strategy", ["native", "shuffle"])
 def test_null_timestamp_names_the_column(spark, strategy):
-    pdf = pd.DataFrame({"k": [1, 1], "ts": pd.array([1, None], dtype="Int64")})
-    with pytest.raises(InvalidInputError, match="^column ts holds null .key 1.: timestamps must not be null$"), errors():
-        sliding_over(spark.createDataFrame(pdf), "k", "ts", c=Count(window=5), strategy=strategy).collect()
+    pdf = pd.DataFrame({"k": [1, 1], "ts": pd.array([1, None], dtype="Int64"), "i": [3, 4]})
+    for spec in (Count(window=5), LpNorm("i", window=5)):  # frames, and a plan of the family's own
+        with pytest.raises(InvalidInputError, match="^column ts holds null .key 1.: timestamps must not be null$"), \
+                errors():
+            sliding_over(spark.createDataFrame(pdf), "k", "ts", c=spec, strategy=strategy).collect()
 
 
 def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
