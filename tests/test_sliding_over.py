@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 import numpy as np
 import pytest
@@ -147,6 +148,29 @@ def test_native_lp_norms_are_exact(spark, rows, p, value):
                              strategy="shuffle").select("rid", "l").toPandas().sort_values("rid").l.to_numpy()
     exact = _brute_lp(pdf, ["k", "g"], 300, p, value)
     assert np.mean(np.abs(estimated - exact) <= 0.1 * exact) >= 0.9
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_native_lp_norms_are_exact_past_int64_squares(spark, p):
+    """Frequencies whose squares, or sum of squares, pass int64 (bytes of
+    a busy item over an hour: ~3e9 and up), up to 2^62, then small ones
+    after the burst leaves: each row's norm is the nearest double to the
+    exact norm (Python's integers), bit for bit.  (An L_1 norm past int64
+    is the sum's OverflowError, as Sum's.)"""
+    ts = [1, 2, 2, 3, 4, 10, 11, 30, 31, 31, 50, 50, 70, 71, 71]
+    items = [1, 1, 2, 3, 4, 1, 1, 2, 5, 2, 6, 7, 8, 8, 9]
+    values = [5, 3_000_000_000, 2_500_000_000, 2_000_000_000, 7, 3 * 10**18, 4 * 10**18, 1, 3, 12, 2**62, 2**61,
+              5, 6, 0]
+    window = 15
+    df = spark.createDataFrame(pd.DataFrame({"k": 1, "ts": ts, "i": items, "b": values}))
+    got = sliding_over(df, "k", "ts", l=LpNorm("i", window=window, value="b", p=p)).toPandas()
+    for row in got.itertuples():
+        f = {}
+        for t, i, v in zip(ts, items, values):
+            if row.ts - window < t <= row.ts:
+                f[i] = f.get(i, 0) + v
+        exact = sum(abs(x) ** int(p) for x in f.values())
+        assert row.l == (float(exact) if p == 1.0 else math.sqrt(float(exact))), row
 
 
 def test_native_lp_norms_only_where_exact(spark, sdf):
