@@ -15,7 +15,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
 
 from frequencies import SlidingCountMin, SlidingHeavyHitters  # noqa: E402
-from udaf import Frequencies, HeavyHitters, Quantile, aggregate, sketch_table, sliding_over  # noqa: E402
+from udaf import Count, Frequencies, HeavyHitters, Quantile, aggregate, sketch_table, sliding_over  # noqa: E402
 from udaf import functions as U  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -135,6 +135,20 @@ def test_native_list_equals_the_python_one_with_nulls_and_null_keys(spark):
     bad = df.withColumn("src", F.when(F.col("ts") == 2990, F.lit(300)).otherwise(F.col("src")))
     with pytest.raises(Exception, match=r"column src holds 300 \(key 2\): HeavyHitters needs ids in \[0, 2\*\*8\)"):
         aggregate(bad, "k", "ts", strategy="native", top=HeavyHitters("src", 400, bits=8)).collect()
+
+
+@pytest.mark.parametrize("also", [{}, {"n": Count(window=100)}])
+def test_native_threshold_is_the_python_float_one(spark, also):
+    """phi * total in float64, as the Python pass computes it: 0.07 * 100
+    is 7.000000000000001, so an item with 7 of 100 rows is listed by
+    neither plan (a decimal 0.07 would list it)."""
+    rows = [(1, t, 1 if t < 7 else 2 + t % 11) for t in range(100)]
+    df = spark.createDataFrame(rows, "k long, ts long, src long")
+    spec = HeavyHitters("src", 1000, phi=0.07, bits=8)
+    native = aggregate(df, "k", "ts", strategy="native", top=spec, **also).collect()
+    python = aggregate(df, "k", "ts", strategy="shuffle", top=spec, **also).collect()
+    assert [r["top"] for r in native] == [r["top"] for r in python]
+    assert sorted(h["item"] for h in native[0]["top"]) == list(range(2, 13))
 
 
 def test_sketch_table_rows_are_sketches_of_each_key(events, rows):

@@ -352,7 +352,7 @@ def _top_lists(rows: DataFrame, keys: list, tops: dict, insides: dict) -> DataFr
         phi = tops[name][2]
         total = f"max(CASE WHEN {key_row} THEN __n_{i} END) OVER (PARTITION BY {by})"
         grouped = grouped.selectExpr("*", f"{total} AS __total_{i}")
-        heavy = f"__set_{i} = 0 AND __item_{i} IS NOT NULL AND __n_{i} > 0 AND __n_{i} >= {float(phi)!r} * __total_{i}"
+        heavy = f"__set_{i} = 0 AND __item_{i} IS NOT NULL AND __n_{i} > 0 AND __n_{i} >= {float(phi)!r}D * __total_{i}"
         entry = f"CASE WHEN {heavy} THEN named_struct('n', __n_{i}, 'item', __item_{i}) END"  # null: not listed
         lists.append(F.expr(f"{_listed(entry)} AS {quote(name)}"))
     return grouped.groupBy(*keys).agg(*lists)
@@ -377,7 +377,7 @@ def _top_items(rows: DataFrame, keys: list, item: str, weight: str, phi: float, 
     filter, and one aggregation by key (the plan a data engineer writes)."""
     per_item = rows.groupBy(*keys, F.expr(f"{item} AS __item")).agg(F.expr(f"sum({weight}) AS __n"))
     total = F.sum("__n").over(Window.partitionBy(*keys))
-    heavy = per_item.withColumn("__total", total).where(f"__n > 0 AND __n >= {float(phi)!r} * __total")
+    heavy = per_item.withColumn("__total", total).where(f"__n > 0 AND __n >= {float(phi)!r}D * __total")
     entry = "named_struct('n', __n, 'item', __item)"
     return heavy.groupBy(*keys).agg(F.expr(f"{_listed(entry)} AS {quote(name)}"))
 
