@@ -594,8 +594,8 @@ def _per_row_lp(r: dict) -> list[str]:
     out = ["L_2 norms per row (`test_per_row_lp_norms`: 2 keys, 1,000 items, frame 10,000, bytes 0-1499 per "
            f"row; best of {rounds_text(lp.values(), 'repeat')} alternating rounds): `sliding_over`'s native plan "
            "(exact, `LpNorm.native_rows`) against the exact query written by hand in bigint (which stops with "
-           "Spark's overflow error once a square passes int64) and in `DECIMAL(38, 0)` (exact at any frequency: "
-           "the arithmetic `sliding_over` uses for values; counts fit bigint), and the p-stable sketches' "
+           "Spark's overflow error once a square passes int64) and in `DECIMAL(38, 0)` (exact at any frequency, "
+           "as `sliding_over`'s bigint limbs are; counts fit bigint), and the p-stable sketches' "
            "per-row estimates (`strategy='shuffle'`, eps 0.05, delta 0.05: the plan `auto` ran before).", "",
            "| rows | norm of | method | seconds | its time / sliding_over's |", "| --- | --- | --- | --- | --- |"]
     for name, v in lp.items():
