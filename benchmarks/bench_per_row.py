@@ -382,9 +382,9 @@ def test_per_row_lp_norms(spark):
     against the exact query written by hand, in bigint (which stops with
     Spark's overflow error once a square passes int64) and in
     ``DECIMAL(38, 0)`` (exact at any frequency, as sliding_over's bigint
-    limbs are: :meth:`udaf.LpNorm._squares`), and, at ROWS rows, the p-stable sketches' per-row estimates
-    (``strategy='shuffle'``, eps 0.05, delta 0.05: what ``auto`` ran
-    before the native plan).  Also the L_2 norm of counts (bigint in both)."""
+    limbs are: :meth:`udaf.LpNorm._squares`), and, at ROWS rows, the
+    p-stable sketches' per-row estimates (``strategy='shuffle'``, eps
+    0.05, delta 0.05: what ``auto`` ran before the native plan).  Also the L_2 norm of counts (bigint in both)."""
     from pyspark.sql import functions as F
 
     from udaf import LpNorm, sliding_over
