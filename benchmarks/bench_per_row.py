@@ -26,7 +26,7 @@ item leaves the window or recurs, a running sum) and a pandas UDF
 (``Series.nunique``) over the frame, against ``Distinct``.
 Each writes to the ``noop`` sink (every row computed, nothing collected),
 timed as the best of 3 alternating rounds, then up to 9 for the paths
-under 2 s among themselves (:func:`benchmarks.conftest.alternating`), a
+under 3 s among themselves (:func:`benchmarks.conftest.alternating`), a
 path whose first run takes 2 s or more running once; the pandas UDF
 runs only up to the 10k frame (it takes minutes beyond).
 
