@@ -117,6 +117,25 @@ def test_auto_runs_native_unless_a_spec_has_no_native_form(spark):
     assert "n_sketch" in sketched.columns
 
 
+def test_each_keys_newest_joins_on_equality_where_no_key_is_null(spark):
+    """Without ``now``, the rows meet their key's newest time through a
+    join with the per-key table: null-safe (two join keys, a hashed
+    relation of rows) only on a key column holding a null, plain equality
+    otherwise (one bigint key: Spark's relation of longs), same answers."""
+    df = spark.createDataFrame(events(5)).repartition(2)
+    specs = dict(n=Count(1_000), s=Sum("b", 2_000))
+    with_null = aggregate(df, ["k", "i"], "ts", strategy="native", **specs)
+    without = df.where("k IS NOT NULL")
+    assert without.schema["k"].nullable  # the schema allows nulls; the data has none
+    plain = aggregate(without, ["k", "i"], "ts", strategy="native", **specs)
+    joins = [line for line in plan(with_null).splitlines() if "HashJoin" in line]
+    assert "isnull(k" in joins[0] and "isnull(i" in joins[0]
+    joins = [line for line in plan(plain).splitlines() if "HashJoin" in line]
+    assert "isnull(k" not in joins[0] and "isnull(i" in joins[0]  # i still holds nulls
+    for out, rows_ in ((with_null, df), (plain, without)):
+        assert rows(out) == rows(aggregate(rows_, ["k", "i"], "ts", strategy="shuffle", **specs))
+
+
 def test_now_and_one_window_give_the_hand_written_plan(spark):
     """aggregate() read the widest window's rows: the specs of that window
     aggregate them unconditioned (no time column in the plan past the

@@ -240,10 +240,20 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         # computed once, here (a small table: a row per key), so its size
         # decides the join: broadcast to the rows, or both sides shuffled
         per_key = df.groupBy(*keys).agg(F.expr(f"max({t}) AS __newest"), *newest).localCheckpoint(eager=True)
-        if per_key.count() <= BROADCAST_KEYS:
+        # its size, and whether a key column holds a null, in one job
+        size, *nulls = per_key.selectExpr("count(1)", *[f"count_if({quote(k)} IS NULL)" for k in keys]).first()
+        if size <= BROADCAST_KEYS:
             per_key = F.broadcast(per_key)
         left, right = df.alias("__rows"), per_key.alias("__keys")
-        on = [F.col(f"__rows.{k}").eqNullSafe(F.col(f"__keys.{k}")) for k in keys]
+        # null keys are keys: null-safe equality, but only on a column whose
+        # per-key table holds a null (without one on its side, <=> and =
+        # join the same rows).  Spark joins on a <=> b through two keys
+        # (coalesce(a, 0), isnull(a)): a hashed relation of rows, not the
+        # one of longs a single bigint key gets; the broadcast join at 100k
+        # keys took 2.37 s against 1.38 s with =, 0.64 s against 0.47 s at
+        # 1k keys (10M rows, minima of 9 alternating rounds)
+        on = [F.col(f"__rows.{k}").eqNullSafe(F.col(f"__keys.{k}")) if has_null
+              else F.col(f"__rows.{k}") == F.col(f"__keys.{k}") for k, has_null in zip(keys, nulls)]
         rows = left.join(right, on).selectExpr(
             *[f"__rows.{quote(c)}" for c in df.columns], "__keys.__newest",
             *[f"__keys.__now_{i}" for i in range(len(specs))]).selectExpr("*", f"{t} AS __t")
