@@ -268,7 +268,10 @@ def test_sliding_over_against_the_exact_query(spark, rows):
     query and running it.  Reported: each method's median and minimum, the
     median of the per-round ratios, and the same for the exact query
     against itself (run twice per round): the A/A ratio, how far apart
-    two runs of one query land on this machine."""
+    two runs of one query land on this machine.  Sums also run the exact
+    query with the checks ``sliding_over`` makes (``exact_sums(checked=
+    True)``): the same question, so the plans compare like for like, and
+    the unchecked query against it is what the checks cost."""
     import statistics
 
     from pyspark.sql import functions as F
@@ -278,6 +281,10 @@ def test_sliding_over_against_the_exact_query(spark, rows):
     frame = 10_000
     assert KEYS == 2
     ids = spark.range(rows)
+    # the checked query refuses what sliding_over refuses, behind a filter too
+    bad = spark.createDataFrame([("a", 1, 3), ("a", 2, -5), ("a", 3, 4)], "k string, ts long, bytes long")
+    with pytest.raises(Exception, match="a negative value"):
+        exact_sums(bad, 5, checked=True).where("ts != 2").collect()
 
     def rows_with(ts):
         return ids.select((F.col("id") % KEYS).alias("k"), ts.alias("ts"),
@@ -297,6 +304,7 @@ def test_sliding_over_against_the_exact_query(spark, rows):
             ("sum", "exact query"): lambda df=df: exact_sums(df, frame),
             ("sum", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", s=Sum("bytes", window=frame)),
             ("sum", "exact query again"): lambda df=df: exact_sums(df, frame),
+            ("sum", "exact query, same checks"): lambda df=df: exact_sums(df, frame, checked=True),
         }
         seconds = {w: [] for w in ways}
         for _ in range(2):  # warm-up, not recorded
@@ -316,26 +324,46 @@ def test_sliding_over_against_the_exact_query(spark, rows):
                 "exact_min": min(exact), "ours_min": min(ours),
                 "aa_ratio_median": statistics.median(e / a for e, a in zip(exact, again)),
                 "load": note_load("bench_per_row")}
+            checked = seconds.get((kind, "exact query, same checks"))
+            if checked:
+                RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"].update(
+                    checked_median=statistics.median(checked), checked_min=min(checked),
+                    checked_ratio_median=statistics.median(c / o for c, o in zip(checked, ours)),
+                    check_cost_median=statistics.median(e / c for e, c in zip(exact, checked)))
             print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {statistics.median(exact):.3f} s, sliding_over "
                   f"{statistics.median(ours):.3f} s (medians of {TIE_ROUNDS}); minima {min(exact):.3f} s, "
                   f"{min(ours):.3f} s; exact against itself: "
-                  f"{statistics.median(e / a for e, a in zip(exact, again)):.2f}", flush=True)
+                  f"{statistics.median(e / a for e, a in zip(exact, again)):.2f}"
+                  + (f"; with the same checks {statistics.median(checked):.3f} s, its / sliding_over "
+                     f"{statistics.median(c / o for c, o in zip(checked, ours)):.2f}" if checked else ""), flush=True)
         df.unpersist()
 
 
-def exact_sums(df, frame, key="k", ts="ts", value="bytes"):
+def exact_sums(df, frame, key="k", ts="ts", value="bytes", checked=False):
     """The sum of ``value`` over ``(ts - frame, ts]``, exactly, the way
     :func:`exact_counts` counts: the running sum up to ``ts`` less the
     running sum up to ``ts - frame``; where ``value`` may be null, null
     for a frame without a value (as ``sum`` over a ``RANGE`` frame), from
-    the running counts of values."""
+    the running counts of values.
+
+    ``checked``: with the checks ``sliding_over`` makes, written by hand
+    the way a careful engineer would (and the cheapest found, see
+    :func:`udaf.native.frame_sum`): a negative value stops the job at its
+    row and every later row of its key, through the smallest value up to
+    the row, so no filter after the query hides a sum it made wrong; a
+    running total beyond int64 stops it through ``try_sum``."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     ordered = Window.partitionBy(key).orderBy(ts)
     upto = ordered.rangeBetween(Window.unboundedPreceding, Window.currentRow)
     before = ordered.rangeBetween(Window.unboundedPreceding, -frame)
-    total = F.sum(value).over(upto) - F.coalesce(F.sum(value).over(before), F.lit(0))
+    running = F.sum(value).over(upto)
+    if checked:
+        running = F.coalesce(F.try_sum(value).over(upto), F.raise_error(F.lit("a key's total exceeds int64")))
+    total = running - F.coalesce(F.sum(value).over(before), F.lit(0))
+    if checked:
+        total = F.when(F.min(value).over(upto) < 0, F.raise_error(F.lit("a negative value"))).otherwise(total)
     if df.schema[value].nullable:
         total = F.when(F.count(value).over(upto) > F.count(value).over(before), total)
     return df.withColumn("s", total)

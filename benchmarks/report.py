@@ -527,16 +527,28 @@ def _per_row_tie(r: dict) -> list[str]:
            "`RANGE` frame does; `sliding_over` also refuses negative values and a total beyond int64 with the "
            "key named, checks the exact query does not make):", "",
            "| rows | question | time column | exact query, median (min) s | sliding_over, median (min) s | "
-           "median of the rounds' exact / sliding_over | ratio of the minima | exact / exact again (A/A) |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "median of the rounds' exact / sliding_over | ratio of the minima | exact / exact again (A/A) | "
+           "exact with the same checks, median (min) s | median of its / sliding_over | "
+           "median of exact / exact with the checks |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def checked(v):
+        if "checked_median" not in v:
+            return "- | - | -"
+        return (f"{v['checked_median']:.3f} ({v['checked_min']:.3f}) | {v['checked_ratio_median']:.2f} | "
+                f"{v['check_cost_median']:.2f}")
+
     out += [f"| {v['rows']:,} | {v['kind']} | {v['time']} | {v['exact_median']:.3f} ({v['exact_min']:.3f}) | "
             f"{v['ours_median']:.3f} ({v['ours_min']:.3f}) | {v['ratio_median']:.2f} | "
             f"{v['exact_min'] / v['ours_min']:.2f} | " + (f"{v['aa_ratio_median']:.2f}" if 'aa_ratio_median' in v else "-")
-            + " |" for v in tie]
+            + f" | {checked(v)} |" for v in tie]
     return out + ["", "Each time is the whole call, building the query and running it; each round runs the "
                   "queries in the reverse order of the last. The A/A column is the exact query against itself, "
                   "run twice per round: how far apart two runs of one query land on this machine, the scale "
-                  "against which to read the other ratios.", ""]
+                  "against which to read the other ratios. For sums the exact query also runs with the checks "
+                  "`sliding_over` makes, written by hand (`exact_sums(checked=True)`: the smallest value up to "
+                  "each row, `try_sum` for the running total): the same question, so the two plans compare like "
+                  "for like, and the last column is what those checks cost the unchecked query.", ""]
 
 
 def _per_row_at_scale(r: dict) -> list[str]:
