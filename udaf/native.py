@@ -184,17 +184,20 @@ def frame_sum(column: str, v: str, who: str, upto: Frame, before: Frame, key_tex
     in a projection under the window 0.95x, inside the running total's
     input 0.85-0.88x; the value column replaced in place by its checked
     self under the window, no column more through the sort, 0.94-0.96x
-    against 0.94-0.96x for the ``min`` in 15-25 rounds side by side, so
-    not taken: it costs a projection more to build).  A running total
-    beyond int64 (``try_sum`` null) is the Python path's OverflowError,
-    key named, raised by ``coalesce``; the rows before the frame are in
-    the upto frame, whose total fits, so theirs is a plain sum.  Each
-    aggregate is named once, so the answers need one projection (naming
-    the total twice, tested and then returned, took two: 0.977x against
-    0.993x for a nullable time).  ``nulls``: leading ``WHEN ... THEN
-    NULL`` branches.  ``schema``: the rows' (a bigint column is not cast:
-    Spark would shuffle the cast as a column of its own, 8 bytes a row
-    more)."""
+    against 0.94-0.96x for the ``min`` in 15-25 rounds side by side, and
+    0.91x against 0.91x in 15 more, so not taken: it costs a projection
+    more to build).  The benchmark's ``exact_sums(checked=True)`` writes
+    these checks by hand: this plan ties it.  A running total beyond int64
+    (``try_sum`` null) is the Python path's OverflowError, key named,
+    raised by ``coalesce``; a plain ``sum``, which under ANSI mode raises
+    Spark's ``ARITHMETIC_OVERFLOW`` without the key, would save 1-3%
+    (31 rounds at 100k rows).  The rows before the frame are in the upto
+    frame, whose total fits, so theirs is a plain sum.  Each aggregate is
+    named once, so the answers need one projection (naming the total
+    twice, tested and then returned, took two: 0.977x against 0.993x for
+    a nullable time).  ``nulls``: leading ``WHEN ... THEN NULL`` branches.
+    ``schema``: the rows' (a bigint column is not cast: Spark would
+    shuffle the cast as a column of its own, 8 bytes a row more)."""
     b = v if isinstance(schema[column].dataType, T.LongType) else f"CAST({v} AS BIGINT)"
     total, low = upto(f"try_sum({b})"), upto(f"min({v})")
     need = f"{who} needs non-negative integers"
