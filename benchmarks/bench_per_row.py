@@ -317,7 +317,7 @@ def test_sliding_over_against_the_exact_query(spark, rows):
                 seconds[w].append(time.perf_counter() - t)
         for kind in ("count", "sum"):
             exact, ours, again = (seconds[kind, m] for m in ("exact query", "sliding_over", "exact query again"))
-            RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"] = {
+            row = RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"] = {
                 "rows": rows, "frame": frame, "kind": kind, "time": nulls, "rounds": TIE_ROUNDS,
                 "exact_median": statistics.median(exact), "ours_median": statistics.median(ours),
                 "ratio_median": statistics.median(e / o for e, o in zip(exact, ours)),
@@ -326,16 +326,14 @@ def test_sliding_over_against_the_exact_query(spark, rows):
                 "load": note_load("bench_per_row")}
             checked = seconds.get((kind, "exact query, same checks"))
             if checked:
-                RESULTS[f"tie: {kind}, {rows:,} rows, {nulls}"].update(
-                    checked_median=statistics.median(checked), checked_min=min(checked),
-                    checked_ratio_median=statistics.median(c / o for c, o in zip(checked, ours)),
-                    check_cost_median=statistics.median(e / c for e, c in zip(exact, checked)))
-            print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {statistics.median(exact):.3f} s, sliding_over "
-                  f"{statistics.median(ours):.3f} s (medians of {TIE_ROUNDS}); minima {min(exact):.3f} s, "
-                  f"{min(ours):.3f} s; exact against itself: "
-                  f"{statistics.median(e / a for e, a in zip(exact, again)):.2f}"
-                  + (f"; with the same checks {statistics.median(checked):.3f} s, its / sliding_over "
-                     f"{statistics.median(c / o for c, o in zip(checked, ours)):.2f}" if checked else ""), flush=True)
+                row.update(checked_median=statistics.median(checked), checked_min=min(checked),
+                           checked_ratio_median=statistics.median(c / o for c, o in zip(checked, ours)),
+                           check_cost_median=statistics.median(e / c for e, c in zip(exact, checked)))
+            print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {row['exact_median']:.3f} s, sliding_over "
+                  f"{row['ours_median']:.3f} s (medians of {TIE_ROUNDS}); minima {min(exact):.3f} s, "
+                  f"{min(ours):.3f} s; exact against itself: {row['aa_ratio_median']:.2f}"
+                  + (f"; with the same checks {row['checked_median']:.3f} s, its / sliding_over "
+                     f"{row['checked_ratio_median']:.2f}" if checked else ""), flush=True)
         df.unpersist()
 
 

@@ -423,6 +423,11 @@ def test_benchmark_baselines_are_exact(sdf):
         distinct = bench.exact_distinct(df, window).select("rid", "d").toPandas().sort_values("rid")
         assert counts.n.tolist() == ours.n.tolist(), window
         assert distinct.d.tolist() == ours.d.tolist(), window
+        sums = sliding_over(df, "k", "ts", s=Sum("b", window=window)).select("rid", "s").toPandas() \
+            .sort_values("rid").s.fillna(-1).tolist()
+        for checked in (False, True):  # with and without the checks sliding_over makes
+            hand = bench.exact_sums(df, window, value="b", checked=checked).select("rid", "s").toPandas()
+            assert hand.sort_values("rid").s.fillna(-1).tolist() == sums, (window, checked)
         for p, value in ((2.0, "b"), (2.0, None), (1.0, "b")):
             lp = sliding_over(df, "k", "ts", l=LpNorm("item", window=window, value=value, p=p)) \
                 .select("rid", "l").toPandas().sort_values("rid").l.to_numpy()
