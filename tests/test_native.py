@@ -215,3 +215,44 @@ def test_native_raises_the_project_messages(spark):
         aggregate(ok, "k", "ts", strategy="native", s=Sum("v", 10)).collect()
     with pytest.raises(PythonException, match=want.replace("InvalidInputError: ", "")):
         aggregate(ok, "k", "ts", strategy="shuffle", s=Sum("v", 10)).collect()
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_sums_past_int64_are_refused_in_either_ansi_mode(spark, ansi):
+    """Every sum of the native plan is exact or refused with the Python
+    pass's OverflowError, key named: without ANSI mode Spark's ``sum``
+    wraps around silently (2**62 three times came out as -2**62), with it
+    raises ``ARITHMETIC_OVERFLOW`` without the key.  The rows sit in two
+    partitions, so partial aggregation runs; a total of exactly 2**63 - 1
+    is an answer, not an overflow."""
+    from ehist.errors import InvalidInputError  # noqa: F401 (errors() may raise it)
+    from udaf import Frequencies, HeavyHitters, errors
+
+    big = 2**62
+    over = spark.createDataFrame([("a", 1, big, 7), ("a", 2, big, 7), ("a", 3, big, 7), ("b", 3, 1, 7)],
+                                 "k string, ts long, v long, i long").repartition(2)
+    fits = spark.createDataFrame([("a", 1, big, 7), ("a", 2, big - 1, 7)], "k string, ts long, v long, i long") \
+        .repartition(2)
+    specs = {"sum": dict(s=Sum("v", 10)), "frequency": dict(s=Frequencies("i", 10, value="v")),
+             "L_1": dict(s=LpNorm("i", 10, p=1.0, value="v")), "L_2": dict(s=LpNorm("i", 10, value="v")),
+             "L_2 with a count": dict(n=Count(10), s=LpNorm("i", 10, value="v")),
+             "heavy hitters": dict(s=HeavyHitters("i", 10, phi=0.5, value="v")),
+             "heavy hitters with a count": dict(n=Count(10), s=HeavyHitters("i", 10, phi=0.5, value="v"))}
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        for j, (what, spec) in enumerate(specs.items()):
+            now = (None, 3)[j % 2]  # each key's newest row, or a given time: the same sums
+            with pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), \
+                    errors():
+                aggregate(over, "k", "ts", strategy="native", now=now, **spec).collect()
+        # every family's sum in one call (the plans' joins: a count with
+        # a norm or a list); Frequencies answers the window's total
+        every = dict(n=Count(10), s=Sum("v", 10), f=Frequencies("i", 10, value="v"),
+                     l1=LpNorm("i", 10, p=1.0, value="v"), l2=LpNorm("i", 10, value="v"),
+                     top=HeavyHitters("i", 10, phi=0.5, value="v"))
+        for now in (None, 2):
+            got = aggregate(fits, "k", "ts", strategy="native", now=now, **every).collect()[0]
+            assert [got.n, got.s, got.f, got.l1, got.l2] == [2.0] + [float(2**63 - 1)] * 4, now
+            assert [h.upper for h in got.top] == [2**63 - 1], now
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")

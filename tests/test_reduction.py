@@ -182,6 +182,17 @@ def test_reduced_rows_keep_the_messages(spark):
     with pytest.raises(InvalidInputError, match="^column ts holds null .key 'a'.: timestamps must not be null$"), \
             errors():
         sketch_table(late, "k", "ts", reduce=True, u=Distinct("d", 10)).collect()
+    # a time's sum past int64: refused, key named, in either ANSI mode (a
+    # plain sum wraps around without it, into a sketch of wrong values)
+    big = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 1], "b": [2**62, 2**62], "d": [1, 2]}))
+    for ansi in ("true", "false"):
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+        try:
+            with pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), \
+                    errors():
+                sketch_table(big, "k", "ts", reduce=True, s=Sum("b", 10)).collect()
+        finally:
+            spark.conf.unset("spark.sql.ansi.enabled")
 
 
 @pytest.mark.spark

@@ -173,12 +173,12 @@ class Frequencies(_Weighted):
     def native(self, columns, inside, key_text):
         """The window's total from Spark's aggregates (rows, or the sum of
         the values, of the rows with an item)."""
-        from .native import nonnegative
+        from .native import checked_sum, nonnegative
 
         if self.value is None:
             return f"count(CASE WHEN {inside} THEN 1 END)"
         checked = nonnegative(self.value, columns["value"], self.who, key_text)
-        return f"coalesce(sum(CASE WHEN {inside} THEN {checked} END), 0L)"
+        return checked_sum(f"CASE WHEN {inside} THEN {checked} ELSE 0L END", key_text)
 
     def native_frame_by(self, columns):
         return (columns["column"],)

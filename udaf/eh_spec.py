@@ -176,7 +176,7 @@ class Count(_Histogram):
     def native(self, columns, inside, key_text):
         return f"count(CASE WHEN {inside} THEN 1 END)"
 
-    def reduction(self, schema):
+    def reduction(self, schema, key_text):
         # rows per timestamp: a histogram of those counts is the histogram of the rows
         return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
 
@@ -211,16 +211,20 @@ class Sum(_Histogram):
         return nonnegative(self.column, v, self.who, key_text)
 
     def native(self, columns, inside, key_text):
-        return f"coalesce(sum(CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END), 0L)"
+        from .native import checked_sum
 
-    def reduction(self, schema):
+        return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} ELSE 0L END", key_text)
+
+    def reduction(self, schema, key_text):
         # each timestamp's sum of non-null values (null when it has none),
         # or its smallest value when that is negative: the reduced column
-        # keeps the column's name, so a bad value gets the same message
-        from .native import quote
+        # keeps the column's name, so a bad value gets the same message;
+        # a sum past int64 is refused (a plain sum wraps without ANSI mode)
+        from .native import overflow_error, quote
 
         v = quote(self.column)
-        return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) ELSE sum({v}) END"}, self
+        return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) WHEN count({v}) = 0 THEN NULL "
+                                        f"ELSE coalesce(try_sum({v}), {overflow_error(key_text)}) END"}, self
 
     def native_frame(self, columns, upto, before, key_text, schema):
         from .native import frame_sum

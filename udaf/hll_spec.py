@@ -64,7 +64,7 @@ class _Items(Spec):
     def native(self, columns, inside, key_text):
         return f"count(DISTINCT CASE WHEN {inside} THEN {columns['column']} END)"
 
-    def reduction(self, schema):
+    def reduction(self, schema, key_text):
         # each item's latest time: the older rows of an item change no
         # register (a null time stays null, to be reported with its key)
         return (self.column,), {"__ts": "CASE WHEN count(__ts) < count(1) THEN NULL ELSE max(__ts) END"}, self

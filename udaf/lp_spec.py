@@ -120,6 +120,8 @@ class LpNorm(Spec):
         return self._exact_items
 
     def _exact_items(self, columns, key_text):
+        from .native import checked_sum
+
         item = columns["column"]
         if self.value is None:
             weight = f"CASE WHEN {item} IS NULL THEN NULL ELSE 1L END"
@@ -127,7 +129,8 @@ class LpNorm(Spec):
             v = columns["value"]
             weight = f"CASE {self._negative(v, key_text)}WHEN {item} IS NULL THEN NULL ELSE CAST({v} AS BIGINT) END"
         f = "CAST(__n AS DOUBLE)"
-        final = "CAST(sum(abs(__n)) AS DOUBLE)" if self.p == 1.0 else \
+        # an L_1 norm past int64 is Sum's OverflowError (as per row)
+        final = f"CAST({checked_sum('__n', key_text)} AS DOUBLE)" if self.p == 1.0 else \
             f"sqrt(sum({f} * {f}))" if self.p == 2.0 else f"pow(sum(pow(abs({f}), {self.p!r}D)), {1 / self.p!r}D)"
         return item, weight, final
 
@@ -165,7 +168,7 @@ class LpNorm(Spec):
         return self._exact_rows
 
     def _exact_rows(self, df, keys, t, name, window, key_text, hidden):
-        from .native import quote
+        from .native import overflow_error, quote
 
         def h(part):
             return quote(hidden + part)
@@ -185,7 +188,7 @@ class LpNorm(Spec):
         # one shuffle by key serves both windows (by (key, item), by key)
         events = rows.unionByName(leave, allowMissingColumns=True).repartition(*[quote(k) for k in keys])
         per_item = f"PARTITION BY {by}, {item} ORDER BY {h('at')}"
-        overflow = f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+        overflow = overflow_error(key_text)
         events = events.selectExpr(
             "*", f"coalesce(try_sum({h('d')}) OVER ({per_item} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), "
                  f"{overflow}) AS {h('f')}",
@@ -249,7 +252,7 @@ class LpNorm(Spec):
         return frame_lp_norms(self.p, rows_for(self.p, self.eps, self.delta), self.seed, data.arrays["item"],
                               values, sub_lo, sub_hi)
 
-    def reduction(self, schema):
+    def reduction(self, schema, key_text):
         # each (time, index)'s sum of values, or its count of rows without a
         # value column: a timestamp's sketch depends on those sums alone
         # (SlidingLpNorm._atoms), exact in float64 for integers below 2**53.
@@ -260,12 +263,12 @@ class LpNorm(Spec):
         from .eh_spec import Count, Sum
 
         if self.value is None:
-            _, aggregates, counts = Count(self.window).reduction(schema)
+            _, aggregates, counts = Count(self.window).reduction(schema, key_text)
             return ("__ts", self.column), aggregates, replace(self, value=counts.column)
         if schema[self.value].dataType.simpleString() not in INTEGRAL:
             return None
         # the same aggregate as Sum's (negative values keep their message)
-        return ("__ts", self.column), Sum(self.value, self.window).reduction(schema)[1], self
+        return ("__ts", self.column), Sum(self.value, self.window).reduction(schema, key_text)[1], self
 
     def words(self, data):
         out = np.zeros((data.present.size, 2), dtype=np.int64)

@@ -190,11 +190,13 @@ class Spec:
             blobs.append(self.update(sketch, t[a:b][present[a:b]], data.take(rows)).to_bytes())
         return blobs, None
 
-    def reduction(self, schema):
+    def reduction(self, schema, key_text: str):
         """How Spark's own aggregation may reduce the rows before any enters
         Python: a tuple ``(grouping, aggregates, spec)``, or None (the
         default: the rows go to Python as they are).  ``schema``: the
-        rows' ``StructType`` (the input columns and ``__ts``).
+        rows' ``StructType`` (the input columns and ``__ts``); ``key_text``:
+        SQL of the key as messages print it, for a ``raise_error``
+        (:func:`udaf.native.overflow_error`: a sum past int64).
 
         ``grouping``: the columns besides the key that a reduced row is
         unique on (``"__ts"``: the time in int64 units, or an input

@@ -37,6 +37,7 @@ from .fm_spec import DistinctFM
 from .hll_spec import Distinct
 from .inputs import TIME, TIME_NEEDS, check_spark_type
 from .lp_spec import LpNorm
+from .native import key_text
 from .spec import Spec
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial",
@@ -446,7 +447,9 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     column, each spec reading its own group's rows.
     """
     check_reduce(reduce)
-    plans = {name: (spec.reduction(prepared.schema) if reduce is not False else None) for name, spec in specs.items()}
+    named = key_text(keys, prepared.schema)
+    plans = {name: (spec.reduction(prepared.schema, named) if reduce is not False else None)
+             for name, spec in specs.items()}
     groupings = list(dict.fromkeys(p[0] for p in plans.values() if p is not None))
     if reduce is None and groupings:
         # all or nothing: rows of some specs and reduced rows of others in
