@@ -164,6 +164,12 @@ def test_native_lp_norms_are_exact_past_int64_squares(spark, p):
     window = 15
     df = spark.createDataFrame(pd.DataFrame({"k": 1, "ts": ts, "i": items, "b": values}))
     got = sliding_over(df, "k", "ts", l=LpNorm("i", window=window, value="b", p=p)).toPandas()
+    spark.conf.set("spark.sql.ansi.enabled", "false")  # where bigint arithmetic wraps around
+    try:
+        wrapped = sliding_over(df, "k", "ts", l=LpNorm("i", window=window, value="b", p=p)).toPandas()
+        assert sorted(wrapped.itertuples(index=False)) == sorted(got.itertuples(index=False))
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
     for row in got.itertuples():
         f = {}
         for t, i, v in zip(ts, items, values):
@@ -296,6 +302,13 @@ def test_bad_values_name_column_and_key(spark, strategy):
     big = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [2**62, 2**62]}))
     with pytest.raises(OverflowError, match="the sum of a key's values exceeds int64"), errors():
         sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
+    if strategy == "native":  # not Spark's wrapped-around sum without ANSI mode either
+        spark.conf.set("spark.sql.ansi.enabled", "false")
+        try:
+            with pytest.raises(OverflowError, match=r"the sum of a key's values exceeds int64 \(key 'a'\)"), errors():
+                sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
+        finally:
+            spark.conf.unset("spark.sql.ansi.enabled")
 
 
 def test_strategy_is_checked(sdf):
