@@ -55,3 +55,20 @@ def test_window_start_below_int64_min_is_clipped():
     run = np.array([0, 0])
     # now - window is below INT64_MIN: every earlier timestamp is inside
     assert in_window(t, run, np.array([-10]), window=2**63 - 1).tolist() == [True, True]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2**63 - 1), st.booleans()), min_size=1, max_size=40))
+def test_per_key_sums_are_exact_or_refused_past_int64(rows):
+    """int64 addition wraps around silently: a key's sum past int64 is the
+    OverflowError of the per-row pass, never a wrapped value."""
+    run = np.array(sorted(r for r, _, _ in rows))
+    values = np.array([v for _, v, _ in rows], dtype=np.int64)
+    mask = np.array([m for _, _, m in rows])
+    keys = int(run.max()) + 1
+    want = [sum(int(v) for v, m, r in zip(values, mask, run) if m and r == k) for k in range(keys)]
+    if max(want) > 2**63 - 1:
+        with pytest.raises(OverflowError, match="the sum of a key's values exceeds int64"):
+            per_key_sums(values, mask, run, keys)
+    else:
+        assert per_key_sums(values, mask, run, keys).tolist() == want

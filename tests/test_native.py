@@ -225,7 +225,6 @@ def test_sums_past_int64_are_refused_in_either_ansi_mode(spark, ansi):
     raises ``ARITHMETIC_OVERFLOW`` without the key.  The rows sit in two
     partitions, so partial aggregation runs; a total of exactly 2**63 - 1
     is an answer, not an overflow."""
-    from ehist.errors import InvalidInputError  # noqa: F401 (errors() may raise it)
     from udaf import Frequencies, HeavyHitters, errors
 
     big = 2**62

@@ -41,9 +41,27 @@ def in_window(t: np.ndarray, run: np.ndarray, now: np.ndarray, window: int) -> n
 
 
 def per_key_sums(values: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: int) -> np.ndarray:
-    """Exact int64 sum of ``values`` over the ``mask``ed rows of each key."""
+    """Exact int64 sum of the non-negative ``values`` over the ``mask``ed
+    rows of each key; OverflowError (as the per-row pass's) where one
+    passes int64, which int64 addition would wrap around silently.
+
+    >>> per_key_sums(np.array([2**62, 2**62 - 1, 5]), np.ones(3, bool), np.array([0, 0, 1]), 2).tolist()
+    [9223372036854775807, 5]
+    >>> per_key_sums(np.array([2**62, 2**62]), np.ones(2, bool), np.array([0, 0]), 1)
+    Traceback (most recent call last):
+    ...
+    OverflowError: the sum of a key's values exceeds int64
+    """
     out = np.zeros(keys, dtype=np.int64)
-    np.add.at(out, run[mask], values[mask].astype(np.int64))
+    v, r = values[mask].astype(np.int64), run[mask]
+    np.add.at(out, r, v)
+    # a float sum of n terms is within a relative n * 2**-53 of the exact
+    # one, so a key past 2**63 has a float sum past 2**62 (n < 2**52): only
+    # those keys are summed again, in Python's integers
+    approx = np.bincount(r, weights=v.astype(np.float64), minlength=keys)
+    for k in np.flatnonzero(approx >= 2.0**62).tolist():
+        if sum(v[r == k].tolist()) > np.iinfo(np.int64).max:
+            raise OverflowError("the sum of a key's values exceeds int64")
     return out
 
 
