@@ -10,6 +10,7 @@ conftest.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -52,3 +53,15 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@contextlib.contextmanager
+def ansi_mode(spark, enabled: bool):
+    """``spark.sql.ansi.enabled`` set for the block, then back to the
+    default (Spark 4: on): without it Spark's integer arithmetic and
+    ``sum`` wrap around silently, the case the native plans must refuse."""
+    spark.conf.set("spark.sql.ansi.enabled", "true" if enabled else "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")

@@ -16,6 +16,7 @@ pytest.importorskip("pyspark")
 from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
+from tests.conftest import ansi_mode  # noqa: E402
 from udaf import Count, Distinct, DistinctFM, LpNorm, Sum, aggregate  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -217,14 +218,16 @@ def test_native_raises_the_project_messages(spark):
         aggregate(ok, "k", "ts", strategy="shuffle", s=Sum("v", 10)).collect()
 
 
-@pytest.mark.parametrize("ansi", ["true", "false"])
+@pytest.mark.parametrize("ansi", [True, False])
 def test_sums_past_int64_are_refused_in_either_ansi_mode(spark, ansi):
-    """Every sum of the native plan is exact or refused with the Python
-    pass's OverflowError, key named: without ANSI mode Spark's ``sum``
-    wraps around silently (2**62 three times came out as -2**62), with it
-    raises ``ARITHMETIC_OVERFLOW`` without the key.  The rows sit in two
-    partitions, so partial aggregation runs; a total of exactly 2**63 - 1
-    is an answer, not an overflow."""
+    """Every sum of the native plan is exact or refused: with ANSI mode by
+    Spark's ``ARITHMETIC_OVERFLOW`` (the plain ``sum`` of the hand-written
+    query), without it, where that ``sum`` wraps around silently (2**62
+    three times came out as -2**62), by the Python pass's OverflowError,
+    key named.  The rows sit in two partitions, so partial aggregation
+    runs; a total of exactly 2**63 - 1 is an answer, not an overflow."""
+    from pyspark.errors import ArithmeticException
+
     from udaf import Frequencies, HeavyHitters, errors
 
     big = 2**62
@@ -237,12 +240,12 @@ def test_sums_past_int64_are_refused_in_either_ansi_mode(spark, ansi):
              "L_2 with a count": dict(n=Count(10), s=LpNorm("i", 10, value="v")),
              "heavy hitters": dict(s=HeavyHitters("i", 10, phi=0.5, value="v")),
              "heavy hitters with a count": dict(n=Count(10), s=HeavyHitters("i", 10, phi=0.5, value="v"))}
-    spark.conf.set("spark.sql.ansi.enabled", ansi)
-    try:
+    with ansi_mode(spark, ansi):
         for j, (what, spec) in enumerate(specs.items()):
             now = (None, 3)[j % 2]  # each key's newest row, or a given time: the same sums
-            with pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), \
-                    errors():
+            refused = pytest.raises(ArithmeticException, match="ARITHMETIC_OVERFLOW") if ansi else \
+                pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$")
+            with refused, errors():
                 aggregate(over, "k", "ts", strategy="native", now=now, **spec).collect()
         # every family's sum in one call (the plans' joins: a count with
         # a norm or a list); Frequencies answers the window's total
@@ -253,5 +256,3 @@ def test_sums_past_int64_are_refused_in_either_ansi_mode(spark, ansi):
             got = aggregate(fits, "k", "ts", strategy="native", now=now, **every).collect()[0]
             assert [got.n, got.s, got.f, got.l1, got.l2] == [2.0] + [float(2**63 - 1)] * 4, now
             assert [h.upper for h in got.top] == [2**63 - 1], now
-    finally:
-        spark.conf.unset("spark.sql.ansi.enabled")

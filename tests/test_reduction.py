@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from distinct import SlidingFM, SlidingHyperLogLog
 from ehist import ExponentialHistogram
 from lp_norms import SlidingLpNorm
-from tests.conftest import examples
+from tests.conftest import ansi_mode, examples
 
 streams = st.tuples(st.integers(1, 400), st.integers(1, 60), st.integers(0, 2**31), st.integers(1, 300))
 
@@ -185,14 +185,10 @@ def test_reduced_rows_keep_the_messages(spark):
     # a time's sum past int64: refused, key named, in either ANSI mode (a
     # plain sum wraps around without it, into a sketch of wrong values)
     big = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 1], "b": [2**62, 2**62], "d": [1, 2]}))
-    for ansi in ("true", "false"):
-        spark.conf.set("spark.sql.ansi.enabled", ansi)
-        try:
-            with pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), \
-                    errors():
-                sketch_table(big, "k", "ts", reduce=True, s=Sum("b", 10)).collect()
-        finally:
-            spark.conf.unset("spark.sql.ansi.enabled")
+    for ansi in (True, False):
+        with ansi_mode(spark, ansi), \
+                pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), errors():
+            sketch_table(big, "k", "ts", reduce=True, s=Sum("b", 10)).collect()
 
 
 @pytest.mark.spark

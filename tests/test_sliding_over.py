@@ -16,6 +16,7 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from lp_norms import rows_for  # noqa: E402
 from ehist.errors import InvalidInputError  # noqa: E402
+from tests.conftest import ansi_mode  # noqa: E402
 from udaf import Count, Distinct, LpNorm, Sum, errors, sliding_over  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -164,12 +165,9 @@ def test_native_lp_norms_are_exact_past_int64_squares(spark, p):
     window = 15
     df = spark.createDataFrame(pd.DataFrame({"k": 1, "ts": ts, "i": items, "b": values}))
     got = sliding_over(df, "k", "ts", l=LpNorm("i", window=window, value="b", p=p)).toPandas()
-    spark.conf.set("spark.sql.ansi.enabled", "false")  # where bigint arithmetic wraps around
-    try:
+    with ansi_mode(spark, False):  # where bigint arithmetic wraps around
         wrapped = sliding_over(df, "k", "ts", l=LpNorm("i", window=window, value="b", p=p)).toPandas()
-        assert sorted(wrapped.itertuples(index=False)) == sorted(got.itertuples(index=False))
-    finally:
-        spark.conf.unset("spark.sql.ansi.enabled")
+    assert sorted(wrapped.itertuples(index=False)) == sorted(got.itertuples(index=False))
     for row in got.itertuples():
         f = {}
         for t, i, v in zip(ts, items, values):
@@ -303,12 +301,9 @@ def test_bad_values_name_column_and_key(spark, strategy):
     with pytest.raises(OverflowError, match="the sum of a key's values exceeds int64"), errors():
         sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
     if strategy == "native":  # not Spark's wrapped-around sum without ANSI mode either
-        spark.conf.set("spark.sql.ansi.enabled", "false")
-        try:
-            with pytest.raises(OverflowError, match=r"the sum of a key's values exceeds int64 \(key 'a'\)"), errors():
-                sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
-        finally:
-            spark.conf.unset("spark.sql.ansi.enabled")
+        with ansi_mode(spark, False), \
+                pytest.raises(OverflowError, match=r"the sum of a key's values exceeds int64 \(key 'a'\)"), errors():
+            sliding_over(big, "k", "ts", s=Sum("b", window=5), strategy=strategy).collect()
 
 
 def test_strategy_is_checked(sdf):
@@ -371,13 +366,10 @@ def test_native_plan_at_the_ends_of_int64(spark):
         assert got.n.tolist() == want, window
         with pytest.raises(ArithmeticException, match="ARITHMETIC_OVERFLOW"):
             sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
-        spark.conf.set("spark.sql.ansi.enabled", "false")
-        try:
-            with pytest.raises(InvalidInputError, match=f"^column ts holds {bottom} .key 1.: the native per-row "
-                               f"plan takes times from {bottom + window} on"), errors():
-                sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
-        finally:
-            spark.conf.unset("spark.sql.ansi.enabled")
+        with ansi_mode(spark, False), pytest.raises(InvalidInputError, match=f"^column ts holds {bottom} .key 1.: "
+                                                    f"the native per-row plan takes times from {bottom + window} on"), \
+                errors():
+            sliding_over(df, "k", "ts", strategy="native", n=Count(window=window)).collect()
     high = df.where(F.col("ts") >= -5)
     for window in (10, 2**62):
         want = [sum(t - window < u <= t for u in ts[3:]) for t in ts[3:]]
