@@ -178,7 +178,7 @@ class Frequencies(_Weighted):
         if self.value is None:
             return f"count(CASE WHEN {inside} THEN 1 END)"
         checked = nonnegative(self.value, columns["value"], self.who, key_text)
-        return checked_sum(f"CASE WHEN {inside} THEN {checked} ELSE 0L END", key_text)
+        return checked_sum(f"CASE WHEN {inside} THEN {checked} END", key_text)
 
     def native_frame_by(self, columns):
         return (columns["column"],)

@@ -213,7 +213,7 @@ class Sum(_Histogram):
     def native(self, columns, inside, key_text):
         from .native import checked_sum
 
-        return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} ELSE 0L END", key_text)
+        return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END", key_text)
 
     def reduction(self, schema, key_text):
         # each timestamp's sum of non-null values (null when it has none),
