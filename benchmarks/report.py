@@ -457,6 +457,15 @@ def _remeasured(data: dict) -> str:
             f"the rest was measured {first}")
 
 
+def _stored_tables(r: dict) -> tuple[dict, dict]:
+    """The stored benchmark's bytes per key by (data, table) and seconds
+    by (data, window, table): what :func:`_stored` and :func:`_targets`
+    take their ratios from."""
+    size = {(v["data"], v["table"]): v["bytes_per_key"] for k, v in r.items() if k.startswith("stored bytes")}
+    secs = {(v["data"], v["window"], v["table"]): v["seconds"] for k, v in r.items() if k.startswith("stored window")}
+    return size, secs
+
+
 def _stored(r: dict) -> list[str]:
     """Stored data: sizes, answers per window, and the issue's two ratios
     (per-second rollup bytes over sketch bytes; raw-row rescan seconds
@@ -481,8 +490,7 @@ def _stored(r: dict) -> list[str]:
            "| --- | --- | --- | --- | --- | --- | --- |"]
     md += [f"| {v['data']} | {v['window']} | {v['table']} | {v['seconds']:.2f} | {v['max_err_count']:.2%} | "
            f"{v['max_err_sum']:.2%} | {v['max_err_distinct']:.2%} |" for v in windows]
-    size = {(v["data"], v["table"]): v["bytes_per_key"] for v in sizes}
-    secs = {(v["data"], v["window"], v["table"]): v["seconds"] for v in windows}
+    size, secs = _stored_tables(r)
     md += ["", "The targets (30-day windows, eps 0.01): the sketch table at least 20x smaller than the per-second "
            "rollup, and a window answered from stored sketches at least 10x faster than rescanning the rows.", "",
            "| data | per-second rollup / sketch table, bytes | rescan / sketch table, 30-day window | "
@@ -586,14 +594,11 @@ def _targets(r: dict) -> list[str]:
                      "frequency of ~3e9 per item and window with ANSI mode, answers NaN without it)",
                      f"{_span(bigint)}: the range's cost", held(min(bigint) >= 1.0)
                      + ("" if min(bigint) >= 1.0 else " (a different question)")))
-    size = {(k.split(" | ")[1], k.split(" | ")[2]): v["bytes_per_key"] for k, v in r.items()
-            if k.startswith("stored bytes per key | ")}
-    secs = {(k.split(" | ")[1], k.split(" | ")[3]): v["seconds"] for k, v in r.items()
-            if k.startswith("stored window | ") and k.split(" | ")[2] == "30 days"}
+    size, secs = _stored_tables(r)
     for data in dict.fromkeys(d for d, _ in size):
-        if (data, "ehist") in size and (data, "second") in size and (data, "ehist") in secs:
+        if (data, "ehist") in size and (data, "second") in size and (data, "30 days", "ehist") in secs:
             smaller = size[(data, "second")] / size[(data, "ehist")]
-            faster = secs[(data, "events")] / secs[(data, "ehist")]
+            faster = secs[(data, "30 days", "events")] / secs[(data, "30 days", "ehist")]
             rows.append((f"stored, {data} keys, 30-day window at second resolution, eps 0.01: sketch table >= 20x "
                          "smaller than the per-second rollup, >= 10x faster than rescanning the rows"
                          + ("" if data == "dense" else " (where sketches win: not on sparse keys, shown for scale)"),
