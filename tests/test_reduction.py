@@ -189,6 +189,13 @@ def test_reduced_rows_keep_the_messages(spark):
         with ansi_mode(spark, ansi), \
                 pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64 \(key 'a'\)$"), errors():
             sketch_table(big, "k", "ts", reduce=True, s=Sum("b", 10)).collect()
+    # a key's total past int64 over several times, reduced or not: the
+    # histogram would hold it, so it is refused as the other Python passes
+    # refuse it (the core's ValueError before)
+    spread = spark.createDataFrame(pd.DataFrame({"k": ["a", "a"], "ts": [1, 2], "b": [2**62, 2**62], "d": [1, 2]}))
+    for reduce in (True, False):
+        with pytest.raises(OverflowError, match=r"^the sum of a key's values exceeds int64$"), errors():
+            sketch_table(spread, "k", "ts", reduce=reduce, s=Sum("b", 10)).collect()
 
 
 @pytest.mark.spark

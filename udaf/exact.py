@@ -55,14 +55,29 @@ def per_key_sums(values: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: in
     out = np.zeros(keys, dtype=np.int64)
     v, r = values[mask].astype(np.int64), run[mask]
     np.add.at(out, r, v)
-    # a float sum of n terms is within a relative n * 2**-53 of the exact
-    # one, so a key past 2**63 has a float sum past 2**62 (n < 2**52): only
-    # those keys are summed again, in Python's integers
-    approx = np.bincount(r, weights=v.astype(np.float64), minlength=keys)
-    for k in np.flatnonzero(approx >= 2.0**62).tolist():
-        if sum(v[r == k].tolist()) > np.iinfo(np.int64).max:
-            raise OverflowError("the sum of a key's values exceeds int64")
+    refuse_sums_past_int64(v, r, keys)
     return out
+
+
+def refuse_sums_past_int64(values: np.ndarray, run: np.ndarray, keys: int) -> None:
+    """OverflowError (the per-row pass's, the native plans' without the
+    key) where a key's sum of the non-negative int64 ``values`` (``run``:
+    each value's key number) passes int64.
+
+    A float sum of n terms is within a relative n * 2**-53 of the exact
+    one, so a key past 2**63 has a float sum past 2**62 (n < 2**52): only
+    those keys are summed again, in Python's integers.
+
+    >>> refuse_sums_past_int64(np.array([2**62, 2**62 - 1, 2**62]), np.array([0, 0, 1]), 2)
+    >>> refuse_sums_past_int64(np.array([2**62, 2**62, 1]), np.array([0, 0, 1]), 2)
+    Traceback (most recent call last):
+    ...
+    OverflowError: the sum of a key's values exceeds int64
+    """
+    approx = np.bincount(run, weights=values.astype(np.float64), minlength=keys)
+    for k in np.flatnonzero(approx >= 2.0**62).tolist():
+        if sum(values[run == k].tolist()) > np.iinfo(np.int64).max:
+            raise OverflowError("the sum of a key's values exceeds int64")
 
 
 def per_key_distinct(codes: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: int) -> np.ndarray:
