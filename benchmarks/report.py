@@ -654,15 +654,16 @@ def _per_row_table(r: dict, frames: list) -> list[str]:
 
 
 def _per_row_tie(r: dict) -> list[str]:
-    """sliding_over against the exact query in 9 alternating rounds with
+    """sliding_over against the exact query in alternating rounds with
     an A/A control (the question 'never slower than the best exact query'
     needs more than the frame-length table's best of a few rounds)."""
     tie = [v for k, v in r.items() if k.startswith("tie: ")]
     if not tie:
         return []
     load = tie[-1].get("load")
+    rounds = " and ".join(f"{n} times at {rows:,} rows" for rows, n in sorted({(v["rows"], v["rounds"]) for v in tie}))
     out = [f"Counts and sums, `sliding_over` against the exact query written by hand, run in alternation "
-           f"{tie[0]['rounds']} times after two warm-up rounds"
+           f"{rounds} after two warm-up rounds"
            + (f", load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end" if load else "")
            + f" (frame {tie[0]['frame']:,}; the sum's exact query "
            "also returns null for a frame without a value where the column may hold nulls, as `sum` over a "
