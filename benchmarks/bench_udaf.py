@@ -61,8 +61,12 @@ WINDOW = ROWS // 4
 NOW = ROWS - 1  # the newest timestamp: "as of now"
 
 
+# the UI serves shuffle bytes; it keeps 1,000 stages by default, and a
+# total over fewer stages than before made one path's bytes negative
+# (-173,154,371 in the 10:04 run of 2026-11-25, after the alternating ties)
 spark = spark_fixture("ehist-bench-udaf", **{"spark.sql.shuffle.partitions": "8", "spark.ui.enabled": "true",
-                                             "spark.driver.memory": "6g"})  # the UI serves shuffle bytes
+                                             "spark.ui.retainedStages": "1000000", "spark.ui.retainedJobs": "1000000",
+                                             "spark.driver.memory": "6g"})
 
 
 def shuffle_bytes(spark) -> int:
