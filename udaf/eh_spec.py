@@ -20,7 +20,7 @@ from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.exponential_histogram import PARAMETERS
 from ehist.serialization import parameter_bytes
 
-from .exact import in_window, per_key_sums, refuse_sums_past_int64
+from .exact import in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL, integers
 from .spec import Answers, Data, Spec, key_now
@@ -55,7 +55,7 @@ class _Histogram(Spec):
             t = t[present]
             runs = np.concatenate([[0], np.cumsum(present)])[starts]
         ends = np.append(runs[1:], t.size)
-        if values is not None:  # a histogram holds its key's whole total: refused as the other passes refuse it
+        if values is not None and may_pass_int64(values):  # a histogram holds its key's whole total
             refuse_sums_past_int64(values, np.repeat(np.arange(runs.size), ends - runs), runs.size)
         if now is None:
             now = np.where(ends > runs, t[np.maximum(ends - 1, 0)] if t.size else 0, np.iinfo(np.int64).min + 1)

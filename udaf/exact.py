@@ -59,6 +59,17 @@ def per_key_sums(values: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: in
     return out
 
 
+def may_pass_int64(values: np.ndarray) -> bool:
+    """Whether some key's sum of the non-negative ``values`` might pass
+    int64: their float total reaches 2**62 (one pass, no allocation; the
+    screen before :func:`refuse_sums_past_int64`'s per-key sums).
+
+    >>> may_pass_int64(np.array([2**61, 2**61])), may_pass_int64(np.array([5, 7]))
+    (True, False)
+    """
+    return bool(values.size) and float(values.sum(dtype=np.float64)) >= 2.0**62
+
+
 def refuse_sums_past_int64(values: np.ndarray, run: np.ndarray, keys: int) -> None:
     """OverflowError (the per-row pass's, the native plans' without the
     key) where a key's sum of the non-negative int64 ``values`` (``run``:
@@ -74,6 +85,8 @@ def refuse_sums_past_int64(values: np.ndarray, run: np.ndarray, keys: int) -> No
     ...
     OverflowError: the sum of a key's values exceeds int64
     """
+    if not may_pass_int64(values):
+        return
     approx = np.bincount(run, weights=values.astype(np.float64), minlength=keys)
     for k in np.flatnonzero(approx >= 2.0**62).tolist():
         if sum(values[run == k].tolist()) > np.iinfo(np.int64).max:
