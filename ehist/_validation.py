@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import InvalidInputError, LateDataError
+from .errors import InvalidInputError, LateDataError, SumOverflowError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -161,12 +161,12 @@ def sort_batch(ts: np.ndarray, v: np.ndarray | None, newest: int | None):
 def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray | None, int]:
     """Cumulative sums of the values (None when all ones) and the new total.
 
-    Raises ValueError when ``base + sum(v)`` would not fit in int64.
+    Raises SumOverflowError when ``base + sum(v)`` would not fit in int64.
     """
     if v is None:
         total = base + n
         if total > INT64_MAX:
-            raise ValueError("the sum of values would overflow int64")
+            raise SumOverflowError("the sum of values would overflow int64")
         return None, total
     if n == 0:
         return np.zeros(0, dtype=np.int64), base
@@ -185,13 +185,13 @@ def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray |
                 np.sum(v & 0xFFFFFFFF, dtype=np.int64)
             )
             if base + exact > INT64_MAX:
-                raise ValueError(
+                raise SumOverflowError(
                     f"the sum of values would overflow int64 ({base + exact} > 2**63 - 1)"
                 )
         cum = np.cumsum(v, dtype=np.int64)
     total = base + int(cum[-1])
     if total > INT64_MAX:
-        raise ValueError(f"the sum of values would overflow int64 ({total} > 2**63 - 1)")
+        raise SumOverflowError(f"the sum of values would overflow int64 ({total} > 2**63 - 1)")
     return cum, total
 
 

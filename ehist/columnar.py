@@ -52,7 +52,7 @@ import numpy as np
 from . import eh_layout as L
 from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
-from .errors import IncompatibleSketchError
+from .errors import IncompatibleSketchError, SumOverflowError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, encode_varints_sized,
                             varint_lengths)
@@ -271,6 +271,8 @@ class HistogramColumn:
         :meth:`~ExponentialHistogram.merge_all` of the group would bracket,
         without merging.  The parts' errors add up, so the midpoint is
         within ``eps`` of the exact union (every part is within budget).
+        A group whose upper bound passes int64 raises
+        :class:`~ehist.errors.SumOverflowError`, as its merge would.
         """
         starts = _check_starts(group_starts, len(self))
         owner = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(self))))
@@ -282,6 +284,12 @@ class HistogramColumn:
         else:
             per_hist = np.broadcast_to(coerce_times(now, "now"), starts.shape)[owner]
         lower, upper = self._bucket_bounds(self._cutoffs(per_hist, window))
+        if upper.size and float(upper.sum(dtype=np.float64)) >= 2.0**62:  # a group's sum may pass int64
+            approx = np.bincount(owner, weights=upper.astype(np.float64), minlength=starts.size)
+            for g in np.flatnonzero(approx >= 2.0**62).tolist():
+                total = sum(upper[owner == g].tolist())
+                if total > INT64_MAX:
+                    raise SumOverflowError(f"the union's total would overflow int64 ({total} > 2**63 - 1)")
         bounds = np.concatenate([[0], np.append(starts, len(self))[1:]]).astype(np.int64)
         return _segment_sums(lower, bounds), _segment_sums(upper, bounds)
 

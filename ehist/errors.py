@@ -12,6 +12,7 @@ __all__ = [
     "CorruptSketchError",
     "IncompatibleSketchError",
     "InvalidInputError",
+    "SumOverflowError",
     "require_same",
 ]
 
@@ -65,6 +66,21 @@ class InvalidInputError(EhistError):
     Raised by the core for arrays and by :mod:`udaf` for columns; there the
     message names the column, the offending value and, where known, the
     key, and is the same in every entry point (``udaf.inputs``).
+    """
+
+
+class SumOverflowError(EhistError, OverflowError):
+    """A sum that int64 cannot hold: a batch or a merge whose window total
+    (of values, or of counts) would pass ``2**63 - 1``.  The synopsis is
+    left unchanged.  Also an :class:`OverflowError`, what the Spark layer
+    raises for a key's sum past int64 (:mod:`udaf`), so one ``except``
+    catches the mistake from every entry point.
+
+    >>> from ehist import ExponentialHistogram
+    >>> ExponentialHistogram(10).update([1, 2], [2**62, 2**62])
+    Traceback (most recent call last):
+    ...
+    ehist.errors.SumOverflowError: the sum of values would overflow int64 (9223372036854775808 > 2**63 - 1)
     """
 
 

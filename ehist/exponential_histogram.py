@@ -26,7 +26,7 @@ from ._validation import (
     sort_batch,
 )
 from .canonical import canonical_exponents
-from .errors import CorruptSketchError, IncompatibleSketchError
+from .errors import CorruptSketchError, IncompatibleSketchError, SumOverflowError
 from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
 
 from .eh_layout import BITS as _BITS
@@ -286,8 +286,9 @@ class ExponentialHistogram:
         Raises
         ------
         ValueError
-            Negative, NaN or non-integer values, lengths that differ, a sum
-            that would overflow int64.
+            Negative, NaN or non-integer values, lengths that differ.
+        SumOverflowError
+            A sum that would overflow int64 (also an OverflowError).
         LateDataError
             A timestamp older than :attr:`newest`.
         """
@@ -587,7 +588,7 @@ class ExponentialHistogram:
             int(np.sum(np.left_shift(np.int64(1), p[0].astype(np.int64)))) for p in parts
         )
         if total > INT64_MAX:
-            raise ValueError(f"merged total would overflow int64 ({total} > 2**63 - 1)")
+            raise SumOverflowError(f"merged total would overflow int64 ({total} > 2**63 - 1)")
         if len(parts) == 1:
             self._exps, self._hi, self._lo = exps.copy(), hi.copy(), lo.copy()
             self._total, self._merged = total, parts[0][3]

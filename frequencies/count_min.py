@@ -26,7 +26,7 @@ from ehist._validation import (
 from ehist.columnar import HistogramColumn
 from ehist.counters import (apply_keyed, dense, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
                             settled_total, write_counters)
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError, SumOverflowError, require_same
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, check_newest, open_synopsis
 
@@ -398,7 +398,12 @@ class SlidingCountMin:
         return estimate, max(0.0, lower_rows - self._eps * totals), upper
 
     def total_from_bounds(self, lower: np.ndarray, upper: np.ndarray) -> tuple[int, int]:
-        """:meth:`bounds` from every counter's bounds."""
+        """:meth:`bounds` from every counter's bounds (a union's, whose
+        rows may sum past int64: :class:`~ehist.errors.SumOverflowError`)."""
+        if float(self._rows(upper).sum(axis=1, dtype=np.float64).min()) >= 2.0**62:
+            total = min(sum(row) for row in self._rows(upper).tolist())
+            if total > INT64_MAX:
+                raise SumOverflowError(f"the union's window total would overflow int64 ({total} > 2**63 - 1)")
         return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
 
     @classmethod
@@ -408,7 +413,9 @@ class SlidingCountMin:
         cutoff, as of ``now`` (default: the newest of them).  Each part's
         bounds bracket its counter, so the sums bracket the union's, with
         the parts' errors adding up (each within ``eh_eps`` of its part):
-        the guarantees of a merged sketch, for the price of a query.
+        the guarantees of a merged sketch, for the price of a query.  A
+        counter whose sum passes int64 raises
+        :class:`~ehist.errors.SumOverflowError`, as the merge does.
 
         >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
         >>> b = SlidingCountMin(10).update([2, 3], ["x", "x"])
@@ -425,10 +432,19 @@ class SlidingCountMin:
             now = max(stamps)
         lower = np.zeros(sk[0].counters, dtype=np.int64)
         upper = np.zeros(sk[0].counters, dtype=np.int64)
+        wide = np.zeros(sk[0].counters, dtype=np.float64)  # the sums again in float: int64 ones wrap silently
         for s in sk:
             lo, up = s._counter_bounds(now, window)
             lower += lo
             upper += up
+            wide += up
+        if wide.size and wide.max() >= 2.0**62:
+            flagged = np.flatnonzero(wide >= 2.0**62)
+            exact = [0] * flagged.size
+            for s in sk:
+                exact = [e + u for e, u in zip(exact, s._counter_bounds(now, window)[1][flagged].tolist())]
+            if max(exact) > INT64_MAX:
+                raise SumOverflowError(f"the union's counter would overflow int64 ({max(exact)} > 2**63 - 1)")
         return lower, upper
 
     def frequency(self, item, now: int | None = None, window: int | None = None) -> float:
@@ -484,7 +500,7 @@ class SlidingCountMin:
             totals = [settled_total(settle(s._col, out._window, newest), int(np.searchsorted(s._keys, out._width)))
                       for s in live]
             if sum(totals) > INT64_MAX:
-                raise ValueError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
+                raise SumOverflowError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
         out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
         out._newest = newest
         return out

@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.counters import (apply_keyed, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
                             settled_total, write_counters)
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError, SumOverflowError, require_same
 from ehist.serialization import Writer, check_newest, open_synopsis
 
 from .mapping import LogMapping, check_accuracy
@@ -378,7 +378,7 @@ class SlidingQuantiles:
         out = SlidingQuantiles(*sk[0]._params())
         newest = max(s._newest for s in live)
         if sum(settled_total(settle(s._col, s._window, newest), s._keys.size) for s in live) > INT64_MAX:
-            raise ValueError("merged window count would overflow int64")
+            raise SumOverflowError("merged window count would overflow int64")
         out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
         out._newest = newest
         return out

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ehist import EhistError, ExponentialHistogram, LateDataError
+from ehist.errors import SumOverflowError
 
 
 @pytest.fixture
@@ -40,9 +41,15 @@ def test_bad_values(h, values, match):
 
 
 def test_sum_overflow(h):
+    """A sum past int64 is a SumOverflowError: a ValueError as every bad
+    input, and an OverflowError, what the Spark layer raises for it."""
     big = np.array([2**62, 2**62], dtype=np.int64)
-    unchanged(h, lambda: h.update([60, 61], big), ValueError, "overflow int64")
+    unchanged(h, lambda: h.update([60, 61], big), SumOverflowError, "overflow int64")
     unchanged(h, lambda: h.update([60, 61], [2**62, 2**62]), ValueError, "overflow int64")
+    unchanged(h, lambda: h.update([60, 61], [2**62, 2**62]), OverflowError, "overflow int64")
+    full = ExponentialHistogram(100, 0.1).update([1], [2**62])
+    unchanged(full, lambda: full.merge(ExponentialHistogram(100, 0.1).update([2], [2**62])), SumOverflowError,
+              "merged total would overflow int64")
 
 
 def test_late_data(h):
@@ -150,3 +157,16 @@ def test_accepted_input_kinds():
     assert ExponentialHistogram(100, 0.1).update([], []) == ExponentialHistogram(100, 0.1)
     one = ExponentialHistogram(100, 0.1).add(1).add(2, 0).add(3, np.int64(1))
     assert one == ref
+
+
+def test_union_bounds_past_int64_are_refused():
+    """Parts that each fit, a union that does not: the summed bounds would
+    wrap around (two-phase aggregation of a key split across partitions
+    answered -4.6e18), so they raise as the merge does."""
+    from ehist.columnar import HistogramColumn
+
+    parts = [ExponentialHistogram(100, 0.1).update([t], [2**62]).to_bytes() for t in (1, 2)]
+    column = HistogramColumn.from_bytes(parts)
+    assert column.union_bounds([0, 1])[1].tolist() == [2**62, 2**62]  # apart: each fits
+    with pytest.raises(SumOverflowError, match="the union's total would overflow int64"):
+        column.union_bounds([0])

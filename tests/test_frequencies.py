@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError, LateDataError
+from ehist.errors import SumOverflowError
 from ehist.hashing import hash64
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.count_min import counter_ids
@@ -269,6 +270,14 @@ def test_merged_total_beyond_int64_is_refused():
     b = SlidingCountMin(100).update([1], ["b"], [2**62])
     with pytest.raises(ValueError, match="overflow int64"):
         a.merge(b)
+    # the union's bounds (two-phase aggregation's, without merging) too,
+    # where int64 sums wrapped silently: a counter, and a window total
+    with pytest.raises(SumOverflowError, match="the union's counter would overflow int64"):
+        SlidingCountMin.union_bounds([a, SlidingCountMin(100).update([2], ["a"], [2**62])])
+    with pytest.raises(SumOverflowError, match="the union's window total would overflow int64"):
+        a.total_from_bounds(*SlidingCountMin.union_bounds([a, b]))
+    fits = SlidingCountMin(100).update([2], ["a"], [2**62 - 1])
+    assert a.total_from_bounds(*SlidingCountMin.union_bounds([a, fits])) == (2**63 - 1, 2**63 - 1)
 
 
 def test_64_bit_ids_and_uint64_items():

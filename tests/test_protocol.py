@@ -16,6 +16,7 @@ from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from ehist import ExponentialHistogram  # noqa: E402
+from tests.conftest import ansi_mode  # noqa: E402
 from udaf import Count, Distinct, LpNorm, Sum, aggregate, register, sketch_table, sliding_over  # noqa: E402
 from udaf import functions as U  # noqa: E402
 
@@ -107,7 +108,7 @@ def final_line(exc) -> str:
     """The project's error line of an exception (a PythonException's last
     ``ehist.errors...`` or ``TypeError`` line), class name included."""
     text = str(exc)
-    raised = re.search(r"\[USER_RAISED_EXCEPTION\] (InvalidInputError: .*?)(?: SQLSTATE: \w+)?$", text, re.M)
+    raised = re.search(r"\[USER_RAISED_EXCEPTION\] (\w+Error: .*?)(?: SQLSTATE: \w+)?$", text, re.M)
     if raised:  # the native plan: Spark's raise_error carries the project's message
         return raised.group(1)
     lines = [ln for ln in text.splitlines() if re.match(r"^(ehist\.errors\.\w+|TypeError|ValueError): ", ln)]
@@ -145,18 +146,36 @@ def stream_of(spark, sdf, tmp_path):
     return spark.readStream.schema(sdf.schema).parquet(str(tmp_path))
 
 
-@pytest.mark.parametrize("case", ["negative", "nan", "null time", "double value", "string time", "bool value"])
+@pytest.mark.parametrize("case", ["negative", "nan", "null time", "double value", "string time", "bool value",
+                                  "sum past int64"])
 def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     """The bad-input table: each mistake through every entry point gives
     the same exception class and message (the key where it is known: the
     column functions see one group's rows, not its key; SQL hands Python
     no column names, so its messages name the argument: ``column value``).
     The streaming state checks types on the driver here; its bad values
-    (null time, negative) are in tests/test_streaming_pack.py."""
+    (null time, negative) are in tests/test_streaming_pack.py, its sum
+    past int64 in tests/test_streaming.py.  A sum past int64 runs without
+    ANSI mode, where Spark's own ``sum`` would wrap around (with it, the
+    native plans stop with Spark's ``ARITHMETIC_OVERFLOW``:
+    tests/test_native.py); the Python passes hold a key's rows, not its
+    key, so only the native plans name it."""
     register(spark)
     rows = [("a", 1, 5, 1.0, "x", True), ("a", 2, -5, float("nan"), "y", False), ("b", 3, 7, 2.0, "z", True)]
+    if case == "sum past int64":
+        rows = [("a", t, 2**62, 1.0, "x", True) for t in (1, 2, 3)] + [("b", 3, 7, 2.0, "z", True)]
     sdf = spark.createDataFrame(rows, "k string, ts long, v long, f double, s string, flag boolean")
     column = None
+    if case == "sum past int64":
+        spec, fn, sql = Sum("v", 10), U.sliding_sum("ts", "v", 10), "sliding_sum(ts, v, 10)"
+        want = "SumOverflowError: the sum of a key's values exceeds int64 (key 'a')"
+        with ansi_mode(spark, False):
+            got = run_all(spark, sdf, spec, "out", fn, sql)
+        assert got.pop("sql") == got.pop("column function") == unkeyed(want)
+        for label in ("aggregate auto", "sliding_over"):  # the native plans
+            assert got.pop(label) == want, label
+        assert all(message == unkeyed(want) for message in got.values()), got
+        return
     if case == "negative":
         spec, fn, sql, column, want = Sum("v", 10), U.sliding_sum("ts", "v", 10), "sliding_sum(ts, v, 10)", "v", \
             "InvalidInputError: column v holds -5 (key 'a'): Sum needs non-negative integers"

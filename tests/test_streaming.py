@@ -204,6 +204,17 @@ def test_late_events_raise(sspark, tmp_path):
         run_stream(sspark, src, str(tmp_path / "ck"), late="raise")
 
 
+def test_sum_past_int64_is_the_spark_layers_error(sspark, tmp_path):
+    """A key's sum past int64 stops the stream with the error every other
+    entry point raises (tests/test_protocol.py), across micro-batches."""
+    src = str(tmp_path / "in")
+    write_batch(src, [{"k": "a", "ts": 1, "b": 2**62, "dst": 1}, {"k": "a", "ts": 2, "b": 2**61, "dst": 2},
+                      {"k": "b", "ts": 1, "b": 1, "dst": 1}])  # fits: the next batch passes int64
+    write_batch(src, [{"k": "a", "ts": 3, "b": 2**62, "dst": 3}])
+    with pytest.raises(StreamingQueryException, match="SumOverflowError: the sum of a key's values exceeds int64"):
+        run_stream(sspark, src, str(tmp_path / "ck"), value="b")
+
+
 def test_watermark_sets_the_allowed_lateness(sspark, tmp_path):
     """Events out of order across micro-batches but within the watermark
     delay wait in the state and are folded in order: none is late."""

@@ -29,10 +29,11 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ehist.errors import SumOverflowError
 from ehist.hashing import hash64
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 
-from .exact import in_window, per_key_sums
+from .exact import in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
 from .spec import Answers, Data, Estimator, Spec, key_now
 
@@ -147,7 +148,10 @@ class Frequencies(_Weighted):
         return data.arrays["hash"]
 
     def update(self, sketch, t, data):
-        return sketch.update_hashes(t, self._hashes(data), self._values(data))
+        try:
+            return sketch.update_hashes(t, self._hashes(data), self._values(data))
+        except SumOverflowError as exc:  # the Spark layer's error (udaf.exact.sum_past_int64)
+            raise sum_past_int64() from exc
 
     @classmethod
     def answer(cls, sketch, now, window):
@@ -161,7 +165,10 @@ class Frequencies(_Weighted):
         lower, upper = [], []
         for a, b in zip(starts.tolist(), ends):
             parts = [SlidingCountMin.from_bytes(x) for x in blobs[a:b] if x is not None]
-            lo, up = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at))
+            try:
+                lo, up = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at))
+            except SumOverflowError as exc:  # parts that fit, a union that does not
+                raise sum_past_int64() from exc
             lower.append(lo)
             upper.append(up)
         lower, upper = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
@@ -208,7 +215,7 @@ class Frequencies(_Weighted):
         sorted_key = codes[order].astype(np.int64) * (int(lo.size) + 1) + pos[order]
         prefix = np.concatenate([[0], np.cumsum(values[order])])
         if np.any(prefix[1:] < prefix[:-1]):  # non-negative terms: a wrap shows as a decrease
-            raise OverflowError("the sum of a key's values exceeds int64")
+            raise sum_past_int64()
         out = np.zeros(lo.size, dtype=np.int64)
         own = codes.astype(np.int64) * (int(lo.size) + 1)
         start = np.searchsorted(sorted_key, own + lo[pos])
@@ -323,7 +330,10 @@ class HeavyHitters(_Weighted):
         return present, kept.view(np.uint64)
 
     def update(self, sketch, t, data):
-        return sketch.update(t, data.arrays["item"], self._values(data))
+        try:
+            return sketch.update(t, data.arrays["item"], self._values(data))
+        except SumOverflowError as exc:  # the Spark layer's error (udaf.exact.sum_past_int64)
+            raise sum_past_int64() from exc
 
     def native_top(self, columns, key_text):
         """The exact list from Spark's aggregates: rows (or values) per

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ehist.errors import SumOverflowError
+
 __all__ = ["in_window", "per_key_sums", "per_key_distinct", "per_key_lp_norms", "ExactAnswers"]
 
 
@@ -42,21 +44,37 @@ def in_window(t: np.ndarray, run: np.ndarray, now: np.ndarray, window: int) -> n
 
 def per_key_sums(values: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: int) -> np.ndarray:
     """Exact int64 sum of the non-negative ``values`` over the ``mask``ed
-    rows of each key; OverflowError (as the per-row pass's) where one
-    passes int64, which int64 addition would wrap around silently.
+    rows of each key; :func:`sum_past_int64` (as the per-row pass's) where
+    one passes int64, which int64 addition would wrap around silently.
 
     >>> per_key_sums(np.array([2**62, 2**62 - 1, 5]), np.ones(3, bool), np.array([0, 0, 1]), 2).tolist()
     [9223372036854775807, 5]
     >>> per_key_sums(np.array([2**62, 2**62]), np.ones(2, bool), np.array([0, 0]), 1)
     Traceback (most recent call last):
     ...
-    OverflowError: the sum of a key's values exceeds int64
+    ehist.errors.SumOverflowError: the sum of a key's values exceeds int64
     """
     out = np.zeros(keys, dtype=np.int64)
     v, r = values[mask].astype(np.int64), run[mask]
     np.add.at(out, r, v)
     refuse_sums_past_int64(v, r, keys)
     return out
+
+
+def sum_past_int64() -> SumOverflowError:
+    """The error of a key's sum past int64, the same from every Spark entry
+    point: the Python passes raise it, the core's (a batch or a merge past
+    int64, :class:`~ehist.errors.SumOverflowError` with its own message)
+    is raised again as it, and the native plans' ``raise_error`` says it
+    with the key (:func:`udaf.native.overflow_error`).  An
+    :class:`OverflowError` and a :class:`ValueError`.
+
+    >>> raise sum_past_int64()
+    Traceback (most recent call last):
+    ...
+    ehist.errors.SumOverflowError: the sum of a key's values exceeds int64
+    """
+    return SumOverflowError("the sum of a key's values exceeds int64")
 
 
 def may_pass_int64(values: np.ndarray) -> bool:
@@ -71,7 +89,7 @@ def may_pass_int64(values: np.ndarray) -> bool:
 
 
 def refuse_sums_past_int64(values: np.ndarray, run: np.ndarray, keys: int) -> None:
-    """OverflowError (the per-row pass's, the native plans' without the
+    """:func:`sum_past_int64` (the per-row pass's, the native plans' without the
     key) where a key's sum of the non-negative int64 ``values`` (``run``:
     each value's key number) passes int64.
 
@@ -83,14 +101,14 @@ def refuse_sums_past_int64(values: np.ndarray, run: np.ndarray, keys: int) -> No
     >>> refuse_sums_past_int64(np.array([2**62, 2**62, 1]), np.array([0, 0, 1]), 2)
     Traceback (most recent call last):
     ...
-    OverflowError: the sum of a key's values exceeds int64
+    ehist.errors.SumOverflowError: the sum of a key's values exceeds int64
     """
     if not may_pass_int64(values):
         return
     approx = np.bincount(run, weights=values.astype(np.float64), minlength=keys)
     for k in np.flatnonzero(approx >= 2.0**62).tolist():
         if sum(values[run == k].tolist()) > np.iinfo(np.int64).max:
-            raise OverflowError("the sum of a key's values exceeds int64")
+            raise sum_past_int64()
 
 
 def per_key_distinct(codes: np.ndarray, mask: np.ndarray, run: np.ndarray, keys: int) -> np.ndarray:

@@ -37,6 +37,8 @@ from ehist._validation import check_window
 from lp_norms.stable import check_p, median_abs_stable, stable_variates
 from lp_norms.stable_sketch import index_hashes
 
+from .exact import sum_past_int64
+
 __all__ = ["frame_bounds", "frame_bounds_runs", "frame_counts", "frame_sums", "frame_distinct", "frame_lp_norms"]
 
 # rows of p-stable contributions generated at once (x sketch rows, float64)
@@ -116,7 +118,7 @@ def frame_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     prefix = np.zeros(v.size + 1, dtype=np.int64)
     np.cumsum(v, out=prefix[1:])
     if np.any(prefix[1:] < prefix[:-1]):  # non-negative terms: a wrap shows as a decrease
-        raise OverflowError("the sum of a key's values exceeds int64")
+        raise sum_past_int64()
     return prefix[hi] - prefix[lo]
 
 

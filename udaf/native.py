@@ -32,8 +32,8 @@ Spark (``raise_error``) with the project's message (``InvalidInputError: column 
 non-negative integers``), which a ``SparkRuntimeException`` carries; the
 native plan checks the rows it reads (those in a window), not the rest.
 Every sum is :func:`checked_sum`: exact or refused past int64, by Spark's
-``ARITHMETIC_OVERFLOW`` in ANSI mode, by the Python pass's
-``OverflowError`` with the key without it (where Spark's ``sum`` wraps
+``ARITHMETIC_OVERFLOW`` in ANSI mode, by the Python passes'
+``SumOverflowError`` with the key without it (where Spark's ``sum`` wraps
 around silently).
 """
 
@@ -137,9 +137,10 @@ def time_sql(df: DataFrame, ts: str) -> str:
 
 
 def overflow_error(key_text: str) -> str:
-    """SQL raising the Python pass's OverflowError for a sum past int64,
+    """SQL raising the Python passes' error for a sum past int64
+    (:func:`udaf.exact.sum_past_int64`),
     key named (``key_text``: SQL of the key as messages print it)."""
-    return f"raise_error(concat('OverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
+    return f"raise_error(concat('SumOverflowError: the sum of a key\\'s values exceeds int64 (key ', {key_text}, ')'))"
 
 
 class KeyText(str):
@@ -232,7 +233,7 @@ def frame_sum(column: str, v: str, who: str, upto: Frame, before: Frame, key_tex
     0.91x against 0.91x in 15 more, so not taken: it costs a projection
     more to build).  The benchmark's ``exact_sums(checked=True)`` writes
     these checks by hand: this plan ties it.  A running total beyond int64
-    (``try_sum`` null) is the Python path's OverflowError, key named,
+    (``try_sum`` null) is the Python path's SumOverflowError, key named,
     raised by ``coalesce``; a plain ``sum``, which under ANSI mode raises
     Spark's ``ARITHMETIC_OVERFLOW`` without the key, would save 1-3%
     (31 rounds at 100k rows).  The rows before the frame are in the upto
