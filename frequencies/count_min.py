@@ -400,10 +400,12 @@ class SlidingCountMin:
     def total_from_bounds(self, lower: np.ndarray, upper: np.ndarray) -> tuple[int, int]:
         """:meth:`bounds` from every counter's bounds (a union's, whose
         rows may sum past int64: :class:`~ehist.errors.SumOverflowError`)."""
-        if float(self._rows(upper).sum(axis=1, dtype=np.float64).min()) >= 2.0**62:
+        if float(self._rows(upper).sum(axis=1, dtype=np.float64).max()) >= 2.0**62:  # a row's int64 sum may wrap
+            low = max(sum(row) for row in self._rows(lower).tolist())
             total = min(sum(row) for row in self._rows(upper).tolist())
             if total > INT64_MAX:
                 raise SumOverflowError(f"the union's window total would overflow int64 ({total} > 2**63 - 1)")
+            return low, total
         return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
 
     @classmethod
