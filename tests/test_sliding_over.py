@@ -113,16 +113,23 @@ def test_lp_norm_per_row_within_eps(sdf, rows):
 
 
 def _brute_lp(pdf, keys, window, p, value):
-    """Each row's L_p norm of item -> sum(value) over its frame, by pandas."""
+    """Each row's L_p norm of item -> sum(value) over its frame: for every
+    row, the rows of its key (a null key its own) in ``(ts - window, ts]``
+    with an item (and a value), summed per item (numpy per row: pandas per
+    row took 5 s of each test's 10-14 s)."""
+    group = pdf[keys].astype(object).where(pdf[keys].notna(), "<null>")
+    gid = pd.factorize(group.apply(tuple, axis=1))[0]
+    ts = pdf.ts.to_numpy()
+    keep = pdf.dst.notna().to_numpy()
+    if value is not None:
+        keep &= pdf[value].notna().to_numpy()
+    item = pd.factorize(pdf.dst)[0]  # -1 for a null item: never kept
+    v = np.ones(len(pdf)) if value is None else pdf[value].fillna(0).to_numpy(dtype=np.float64)  # ints < 2^53
     out = np.zeros(len(pdf))
-    for i, r in enumerate(pdf.itertuples(index=False)):
-        same = np.ones(len(pdf), dtype=bool)
-        for k in keys:
-            v = getattr(r, k)
-            same &= pdf[k].isna().to_numpy() if pd.isna(v) else (pdf[k] == v).fillna(False).to_numpy()
-        g = pdf[same & (pdf.ts > r.ts - window).to_numpy() & (pdf.ts <= r.ts).to_numpy()].dropna(subset=["dst"])
-        f = g.groupby("dst").size() if value is None else g.dropna(subset=[value]).groupby("dst")[value].sum()
-        out[i] = float((f.astype(float).abs() ** p).sum() ** (1 / p))
+    for i in range(len(pdf)):
+        m = keep & (gid == gid[i]) & (ts > ts[i] - window) & (ts <= ts[i])
+        f = np.bincount(item[m], weights=v[m])
+        out[i] = float((np.abs(f) ** p).sum() ** (1 / p))
     return out
 
 
