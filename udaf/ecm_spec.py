@@ -29,11 +29,10 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ehist.errors import SumOverflowError
 from ehist.hashing import hash64
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 
-from .exact import in_window, per_key_sums, sum_past_int64
+from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
 from .spec import Answers, Data, Estimator, Spec, key_now
 
@@ -148,10 +147,8 @@ class Frequencies(_Weighted):
         return data.arrays["hash"]
 
     def update(self, sketch, t, data):
-        try:
+        with as_key_sum_overflow():
             return sketch.update_hashes(t, self._hashes(data), self._values(data))
-        except SumOverflowError as exc:  # the Spark layer's error (udaf.exact.sum_past_int64)
-            raise sum_past_int64() from exc
 
     @classmethod
     def answer(cls, sketch, now, window):
@@ -165,10 +162,8 @@ class Frequencies(_Weighted):
         lower, upper = [], []
         for a, b in zip(starts.tolist(), ends):
             parts = [SlidingCountMin.from_bytes(x) for x in blobs[a:b] if x is not None]
-            try:
+            with as_key_sum_overflow():  # parts that fit, a union that does not
                 lo, up = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at))
-            except SumOverflowError as exc:  # parts that fit, a union that does not
-                raise sum_past_int64() from exc
             lower.append(lo)
             upper.append(up)
         lower, upper = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
@@ -330,10 +325,8 @@ class HeavyHitters(_Weighted):
         return present, kept.view(np.uint64)
 
     def update(self, sketch, t, data):
-        try:
+        with as_key_sum_overflow():
             return sketch.update(t, data.arrays["item"], self._values(data))
-        except SumOverflowError as exc:  # the Spark layer's error (udaf.exact.sum_past_int64)
-            raise sum_past_int64() from exc
 
     def native_top(self, columns, key_text):
         """The exact list from Spark's aggregates: rows (or values) per

@@ -17,11 +17,10 @@ import pandas as pd
 from ehist import ExponentialHistogram
 from ehist._validation import check_eps
 from ehist.columnar import HistogramColumn, histogram_bytes
-from ehist.errors import SumOverflowError
 from ehist.exponential_histogram import PARAMETERS
 from ehist.serialization import parameter_bytes
 
-from .exact import in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64, sum_past_int64
+from .exact import in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64, as_key_sum_overflow
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL, integers
 from .spec import Answers, Data, Spec, key_now
@@ -47,10 +46,8 @@ class _Histogram(Spec):
         return data.arrays.get("value")
 
     def update(self, sketch, t, data):
-        try:
+        with as_key_sum_overflow():  # the column functions' and the streaming state's
             return sketch.update(t, self._values(data))
-        except SumOverflowError as exc:  # the column functions' and the streaming state's: the Spark layer's error
-            raise sum_past_int64() from exc
 
     def partials(self, t, starts, data, window, now=None):
         present = data.present
@@ -109,10 +106,8 @@ class _Histogram(Spec):
         if nows is not None:
             nows = np.asarray(nows, dtype=np.int64)
             _check_now(column, np.repeat(nows, np.diff(np.append(starts, len(raw)))))
-        try:
+        with as_key_sum_overflow():
             lower, upper = column.union_bounds(starts, now=nows, window=window)
-        except SumOverflowError as exc:
-            raise sum_past_int64() from exc
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
@@ -120,20 +115,16 @@ class _Histogram(Spec):
         blobs = sorted(bytes(b) for b in blobs)
         if not blobs:
             return None
-        try:
+        with as_key_sum_overflow():
             return ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(b) for b in blobs]).to_bytes()
-        except SumOverflowError as exc:
-            raise sum_past_int64() from exc
 
     def union(self, blobs, starts, at=None):
         """A key's bounds are the sums of its partials' bounds as of the
         key's newest timestamp: the midpoint is within eps of the exact
         union without merging (each partial is within eps of its share)."""
         column = HistogramColumn.from_bytes(blobs)
-        try:
+        with as_key_sum_overflow():  # parts that fit, a union that does not (keys split across partitions)
             lower, upper = column.union_bounds(starts, now=at)
-        except SumOverflowError as exc:  # parts that fit, a union that does not (keys split across partitions)
-            raise sum_past_int64() from exc
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     def exact(self, t, run, keys, data, window, at=None):

@@ -26,6 +26,8 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ehist.errors import SumOverflowError
@@ -75,6 +77,26 @@ def sum_past_int64() -> SumOverflowError:
     ehist.errors.SumOverflowError: the sum of a key's values exceeds int64
     """
     return SumOverflowError("the sum of a key's values exceeds int64")
+
+
+@contextlib.contextmanager
+def as_key_sum_overflow():
+    """Raise the core's :class:`~ehist.errors.SumOverflowError` (a batch,
+    a merge or a union whose window total passes int64, with the core's
+    message) again as :func:`sum_past_int64`, the message every Spark entry
+    point gives for that mistake.
+
+    >>> from ehist import ExponentialHistogram
+    >>> with as_key_sum_overflow():
+    ...     ExponentialHistogram(10).update([1, 2], [2**62, 2**62])
+    Traceback (most recent call last):
+    ...
+    ehist.errors.SumOverflowError: the sum of a key's values exceeds int64
+    """
+    try:
+        yield
+    except SumOverflowError as exc:
+        raise sum_past_int64() from exc
 
 
 def may_pass_int64(values: np.ndarray) -> bool:

@@ -44,11 +44,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from ehist.errors import SumOverflowError
 from ehist.serialization import family_of
 
 from ._convert import Window
-from .exact import sum_past_int64
+from .exact import as_key_sum_overflow
 
 __all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "key_now"]
 
@@ -286,11 +285,9 @@ class Spec:
         if not blobs:
             return None
         out = cls.sketch_type.from_bytes(blobs[0])
-        try:
+        with as_key_sum_overflow():  # a merged window total past int64
             for b in blobs[1:]:
                 out = out.merge(cls.sketch_type.from_bytes(b))
-        except SumOverflowError as exc:  # a merged window total past int64: the Spark layer's error
-            raise sum_past_int64() from exc
         return out.to_bytes()
 
     def union(self, blobs: list, starts: np.ndarray, at=None) -> Answers:
