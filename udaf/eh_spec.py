@@ -20,7 +20,7 @@ from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.exponential_histogram import PARAMETERS
 from ehist.serialization import parameter_bytes
 
-from .exact import in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64, as_key_sum_overflow
+from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL, integers
 from .spec import Answers, Data, Spec, key_now
