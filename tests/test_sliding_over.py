@@ -428,7 +428,7 @@ def test_benchmark_baselines_are_exact(sdf):
     against sliding_over give sliding_over's answers (an honest baseline)."""
     bench = pytest.importorskip("benchmarks.bench_per_row")
     df = sdf.withColumnRenamed("dst", "item").fillna({"item": -1})
-    for window in (1, 500, 5_000):
+    for window in (1, 5_000):  # peers only; frames of ~250 rows (times span 30,000 over 4 keys)
         ours = sliding_over(df, "k", "ts", n=Count(window=window), d=Distinct("item", window=window)) \
             .select("rid", "n", "d").toPandas().sort_values("rid").reset_index(drop=True)
         counts = bench.exact_counts(df, window).select("rid", "n").toPandas().sort_values("rid")
