@@ -31,6 +31,14 @@ def spark():
     Spark's Python workers must run this interpreter (or they will not find
     pandas and the project), so PYSPARK_PYTHON is set before the JVM starts.
     Skips when pyspark is not installed: the core packages test without it.
+
+    Settings for a short-lived JVM on small data, none of which changes an
+    answer: two shuffle partitions and two default slices, one per core of
+    a CI machine (on small data every task is overhead; two still split
+    keys across partitions, so every merge path runs); the JIT's first tier
+    only and the serial collector, which spend less CPU than C2 and G1 do
+    in a run this short (the README's ``-n 2`` runs two such JVMs on two
+    cores; with C2, tests/test_native.py took 40% more CPU).
     """
     pytest.importorskip("pyspark")
     pytest.importorskip("pandas")
@@ -41,13 +49,14 @@ def spark():
     session = (
         SparkSession.builder.master("local[2]")
         .appName("ehist-tests")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -58,12 +58,16 @@ def results(spark, tmp_path_factory, request):
                           text=True, timeout=600, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
     assert done.returncode == 0, done.stderr[-4000:]
     remote = json.loads(out.read_text())
-    provider = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(provider, None)
+    # the classic run with the client's shuffle partitions; the settings the
+    # job changes are put back after it
+    keys = ("spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key, None) for key in keys}
+    spark.conf.set("spark.sql.shuffle.partitions", str(connect_job.SHUFFLE_PARTITIONS))
     try:
         local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"), full)))
     finally:
-        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
     return remote, local
 
 
