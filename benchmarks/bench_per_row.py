@@ -46,7 +46,7 @@ import time
 
 import pytest
 
-from benchmarks.conftest import RESULTS, alternating, note_load, spark_fixture
+from benchmarks.conftest import RESULTS, alternating, median_interval, note_load, spark_fixture
 
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
@@ -290,9 +290,11 @@ def test_sliding_over_against_the_exact_query(spark, rows):
     alike), for a time column that may hold nulls (``cast``) and one the
     schema says never does.  Each time is the whole call: building the
     query and running it.  Reported: each method's median and minimum, the
-    median of the per-round ratios, and the same for the exact query
-    against itself (run twice per round): the A/A ratio, how far apart
-    two runs of one query land on this machine.  Sums also run the exact
+    median of the per-round ratios with its 95% distribution-free interval
+    (:func:`benchmarks.conftest.median_interval`: how precisely the rounds
+    pin the median down), and the same for the exact query against itself
+    (run twice per round): the A/A ratio, how far apart two runs of one
+    query land on this machine.  Sums also run the exact
     query with the checks ``sliding_over`` makes (``exact_sums(checked=
     True)``): the same question, so the plans compare like for like, and
     the unchecked query against it is what the checks cost."""
@@ -352,24 +354,30 @@ def test_sliding_over_against_the_exact_query(spark, rows):
                 "rows": rows, "frame": frame, "kind": kind, "time": nulls, "rounds": rounds,
                 "exact_median": statistics.median(exact), "ours_median": statistics.median(ours),
                 "ratio_median": statistics.median(e / o for e, o in zip(exact, ours)),
+                "ratio_interval": median_interval([e / o for e, o in zip(exact, ours)]),
                 "exact_min": min(exact), "ours_min": min(ours),
                 "aa_ratio_median": statistics.median(e / a for e, a in zip(exact, again)),
+                "aa_ratio_interval": median_interval([e / a for e, a in zip(exact, again)]),
                 "load": note_load("bench_per_row")}
             text = seconds.get((kind, "exact query, SQL text"))
             if text:
                 row.update(sql_median=statistics.median(text), sql_min=min(text),
-                           sql_ratio_median=statistics.median(q / o for q, o in zip(text, ours)))
+                           sql_ratio_median=statistics.median(q / o for q, o in zip(text, ours)),
+                           sql_ratio_interval=median_interval([q / o for q, o in zip(text, ours)]))
             checked = seconds.get((kind, "exact query, same checks"))
             if checked:
                 unchecked = text if kind == "count" else exact  # the count's checked query is SQL text
                 row.update(checked_median=statistics.median(checked), checked_min=min(checked),
                            checked_ratio_median=statistics.median(c / o for c, o in zip(checked, ours)),
+                           checked_ratio_interval=median_interval([c / o for c, o in zip(checked, ours)]),
                            check_cost_median=statistics.median(e / c for e, c in zip(unchecked, checked)))
             print(f"\n  {kind}, {rows:,} rows, {nulls}: exact {row['exact_median']:.3f} s, sliding_over "
                   f"{row['ours_median']:.3f} s (medians of {rounds}); minima {min(exact):.3f} s, "
                   f"{min(ours):.3f} s; exact against itself: {row['aa_ratio_median']:.2f}"
                   + (f"; with the same checks {row['checked_median']:.3f} s, its / sliding_over "
-                     f"{row['checked_ratio_median']:.2f}" if checked else ""), flush=True)
+                     f"{row['checked_ratio_median']:.2f} (95% interval of the median "
+                     f"{row['checked_ratio_interval'][0]:.2f}-{row['checked_ratio_interval'][1]:.2f})"
+                     if checked else ""), flush=True)
         df.unpersist()
 
 

@@ -557,6 +557,17 @@ def _targets(r: dict) -> list[str]:
     # with a nullable time, against the one that checks it as sliding_over does
     unchecked = {id(v): min(v["ratio_median"], v.get("sql_ratio_median", float("inf"))) for v in tie}
     counts = [v.get("checked_ratio_median", unchecked[id(v)]) for v in tie if v["kind"] == "count"]
+
+    def decisive_interval(v):
+        """The 95% interval of the median ``counts`` takes from ``v`` (None
+        for runs before intervals were recorded)."""
+        if "checked_ratio_median" in v:
+            return v.get("checked_ratio_interval")
+        sql = v.get("sql_ratio_median", float("inf")) < v["ratio_median"]
+        return v.get("sql_ratio_interval" if sql else "ratio_interval")
+
+    count_intervals = [decisive_interval(v) for v in tie if v["kind"] == "count"]
+    intervals = ", ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in count_intervals) if all(count_intervals) else ""
     wider = [unchecked[id(v)] for v in tie if v["kind"] == "count" and "checked_ratio_median" in v]
     same = [v["checked_ratio_median"] for v in tie if v["kind"] == "sum" and "checked_ratio_median" in v]
     bare = [v["ratio_median"] for v in tie if v["kind"] == "sum"]
@@ -565,7 +576,9 @@ def _targets(r: dict) -> list[str]:
         rows.append(("`sliding_over` never slower than the best exact query: counts, against the faster of its "
                      "Column and SQL-text forms, with a nullable time the SQL text with the null check "
                      f"`sliding_over` makes (a tie: medians of the rounds' speed ratios >= {TIE})",
-                     f"exact / sliding_over {_span(counts)} (A/A {_span(aa)})", held(min(counts) >= TIE)))
+                     f"exact / sliding_over {_span(counts)} (A/A {_span(aa)})"
+                     + (f"; 95% intervals of those medians {intervals}" if intervals else ""),
+                     held(min(counts) >= TIE)))
     if wider:
         rows.append(("... counts with a nullable time, against the exact query without the null check (a wider "
                      "question: it answers rows with a null time)", f"{_span(wider)}: the check's cost",

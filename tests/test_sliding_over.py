@@ -254,6 +254,37 @@ def test_native_plan_checks_nulls_only_where_the_schema_allows_them(spark):
     assert plan(sliding_over(valued, "k", "ts", s=Sum("b", window=2))).count("count(") == 0
 
 
+@pytest.mark.parametrize("nullable", [True, False])
+def test_native_counts_run_the_hand_written_plan(spark, nullable):
+    """Counts per row: the physical plan ``sliding_over`` runs is the one
+    of the exact two-frame query written by hand as SQL text (with the
+    null check a nullable time needs), operator for operator, up to
+    expression ids and the error's text.  So the two cannot differ in
+    what the job does, only in building the query (a few ms, timed in
+    benchmarks/bench_per_row.py, where they tie within the machine's
+    noise)."""
+    import re
+
+    def plan(df):
+        text = df._jdf.queryExecution().executedPlan().toString()
+        text = re.sub(r"raise_error\(USER_RAISED_EXCEPTION, .*?, NullType\)", "raise_error(...)", text)
+        return re.sub(r"(#\d+L?|plan_id=\d+)", "", text)
+
+    df = spark.range(100).select((F.col("id") % 2).alias("k"), F.shiftright("id", 1).alias("ts"))
+    if nullable:
+        df = df.withColumn("ts", F.when(F.col("ts") >= 0, F.col("ts")))
+    assert df.schema["ts"].nullable == nullable
+    order = "PARTITION BY k ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND"
+    n = f"count(1) OVER ({order} CURRENT ROW) - count(1) OVER ({order} 700 PRECEDING)"
+    if nullable:
+        n = f"CASE WHEN ts IS NULL THEN raise_error('a null time') ELSE {n} END"
+    by_hand = df.selectExpr("*", f"{n} AS n")
+    ours = sliding_over(df, "k", "ts", n=Count(window=700))
+    assert plan(ours) == plan(by_hand)
+    assert ("raise_error" in plan(ours)) == nullable
+    assert sorted(ours.collect()) == sorted(by_hand.collect())
+
+
 
 def test_native_plan_computes_each_frame_aggregate_once(spark, sdf):
     """Spark does not merge equal window expressions: the native plan names
