@@ -683,9 +683,10 @@ def _per_row_tie(r: dict) -> list[str]:
     if not tie:
         return []
     load = tie[-1].get("load")
-    rounds = " and ".join(f"{n} times at {rows:,} rows" for rows, n in sorted({(v["rows"], v["rounds"]) for v in tie}))
+    rounds = ", ".join(f"{kind}s {n} times at {rows:,} rows"
+                       for rows, kind, n in sorted({(v["rows"], v["kind"], v["rounds"]) for v in tie}))
     out = [f"Counts and sums, `sliding_over` against the exact query written by hand, run in alternation "
-           f"{rounds} after two warm-up rounds"
+           f"({rounds}) after two warm-up rounds"
            + (f", load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end" if load else "")
            + f" (frame {tie[0]['frame']:,}; the sum's exact query "
            "also returns null for a frame without a value where the column may hold nulls, as `sum` over a "
