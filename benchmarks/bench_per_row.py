@@ -278,8 +278,8 @@ def test_per_row_many_keys(spark):
 #: query against itself 0.89-1.04x in 9 rounds, 0.96-1.10x at 1M rows) and
 #: 18 more rounds of them cost about 20 s.
 TIE_ROUNDS = int(os.environ.get("EHIST_BENCH_PER_ROW_ROUNDS", "9"))
-#: Counts run this many times as many rounds again, the count queries alone
-#: after the shared rounds: their tie is a tie by construction (the same
+#: Counts run this many times the rounds of sums (the count queries alone
+#: after the rounds they share with sums): their tie is a tie by construction (the same
 #: physical plan, tests/test_sliding_over.py), so only precision decides it,
 #: and on a noisy 2-core VM one round's log-ratio spread with a standard
 #: deviation of 0.17-0.22 (2026-11-26): a median of 27 rounds known to about
