@@ -56,6 +56,8 @@ def median_interval(values, level: float = 0.95) -> tuple:
 
     x = sorted(values)
     n = len(x)
+    if n == 0:
+        raise ValueError("median_interval: no values")
     j = 0  # coverage of (x[j], x[n - 1 - j]): 1 - 2 P(Binomial(n, 1/2) <= j)
     while j + 1 < n - j - 1 and 1 - 2 * sum(math.comb(n, i) for i in range(j + 2)) / 2 ** n >= level:
         j += 1

@@ -556,17 +556,17 @@ def _targets(r: dict) -> list[str]:
     # against the faster of the two exact formulations (Column API, SQL text);
     # with a nullable time, against the one that checks it as sliding_over does
     unchecked = {id(v): min(v["ratio_median"], v.get("sql_ratio_median", float("inf"))) for v in tie}
-    counts = [v.get("checked_ratio_median", unchecked[id(v)]) for v in tie if v["kind"] == "count"]
 
-    def decisive_interval(v):
-        """The 95% interval of the median ``counts`` takes from ``v`` (None
-        for runs before intervals were recorded)."""
-        if "checked_ratio_median" in v:
-            return v.get("checked_ratio_interval")
-        sql = v.get("sql_ratio_median", float("inf")) < v["ratio_median"]
-        return v.get("sql_ratio_interval" if sql else "ratio_interval")
+    def decisive(v):
+        """The count row's deciding ratio: the checked query's, else the
+        faster exact form's; its median and 95% interval (None for runs
+        before intervals were recorded)."""
+        form = "checked_ratio" if "checked_ratio_median" in v else (
+            "sql_ratio" if v.get("sql_ratio_median", float("inf")) < v["ratio_median"] else "ratio")
+        return v[f"{form}_median"], v.get(f"{form}_interval")
 
-    count_intervals = [decisive_interval(v) for v in tie if v["kind"] == "count"]
+    deciding = [decisive(v) for v in tie if v["kind"] == "count"]
+    counts, count_intervals = [m for m, _ in deciding], [i for _, i in deciding]
     intervals = ", ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in count_intervals) if all(count_intervals) else ""
     wider = [unchecked[id(v)] for v in tie if v["kind"] == "count" and "checked_ratio_median" in v]
     same = [v["checked_ratio_median"] for v in tie if v["kind"] == "sum" and "checked_ratio_median" in v]

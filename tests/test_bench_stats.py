@@ -40,3 +40,8 @@ def test_interval_holds_the_sample_median(values):
     lo, hi = bench.median_interval(values)
     assert lo in values and hi in values
     assert lo <= statistics.median(values) <= hi
+
+
+def test_no_values_is_an_error():
+    with pytest.raises(ValueError, match="no values"):
+        bench.median_interval([])
