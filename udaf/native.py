@@ -118,7 +118,15 @@ def key_text(keys: list, schema: T.StructType) -> str:
 
 def raise_bad_value(column: str, value: str, need: str, key: str) -> str:
     """SQL text of Spark's ``raise_error`` with :func:`udaf.inputs.bad_value`'s
-    message (``value`` and ``key``: SQL text)."""
+    message (``value`` and ``key``: SQL text; ``value`` ``NULL`` is written
+    into the message's text, one expression fewer for Spark to analyze).
+
+    >>> print(raise_bad_value("ts", "NULL", "timestamps must not be null", "`k`"))
+    raise_error(concat('InvalidInputError: column ts holds null (key ', `k`, '): timestamps must not be null'))
+    """
+    if value == "NULL":
+        return (f"raise_error(concat({string(f'InvalidInputError: column {column} holds null (key ')}, "
+                f"{key}, {string(f'): {need}')}))")
     return (f"raise_error(concat({string(f'InvalidInputError: column {column} holds ')}, "
             f"coalesce(CAST({value} AS STRING), 'null'), ' (key ', {key}, {string(f'): {need}')}))")
 
@@ -133,6 +141,8 @@ def time_sql(df: DataFrame, ts: str) -> str:
         return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {c})"
     if isinstance(dtype, T.DateType):
         return f"CAST(unix_date({c}) AS BIGINT)"
+    if isinstance(dtype, T.LongType):
+        return c
     return f"CAST({c} AS BIGINT)"
 
 
