@@ -6,7 +6,9 @@
 
 Every figure and table comes from the measured run (results/latest.json,
 written by the benchmarks' conftest); the report states the machine, the
-library versions and each benchmark's parameters.  Progress: the pytest
+library versions and each benchmark's parameters.  The README's measured
+blocks are rewritten from the same run (benchmarks/readme.py), except
+after ``--quick``.  Progress: the pytest
 output of the benchmarks streams to the terminal as they run.
 """
 
@@ -71,10 +73,11 @@ def render(quick: bool | None = None) -> Path:
     FIGS.mkdir(exist_ok=True)
     when = datetime.fromtimestamp(RESULTS.stat().st_mtime, tz=timezone.utc)
     v = versions()
+    stamp = min(data.get("measured", {}).values(), default=f"{when:%Y-%m-%d %H:%M} UTC")
     md = [
         "# ehist benchmark report",
         "",
-        f"Measured {min(data.get('measured', {}).values(), default=f'{when:%Y-%m-%d %H:%M} UTC')} by "
+        f"Measured {stamp} by "
         "`python -m benchmarks.report`; every number and figure below "
         "comes from that run (`benchmarks/results/latest.json`)" + _remeasured(data) + ".",
         "",
@@ -279,6 +282,10 @@ def render(quick: bool | None = None) -> Path:
         md.append("")
     out = HERE / "REPORT.md"
     out.write_text("\n".join(md) + "\n")
+    if not quick:  # the README quotes full-size runs only
+        from benchmarks import readme
+
+        readme.write(r, stamp)
     return out
 
 
@@ -458,7 +465,7 @@ def _remeasured(data: dict) -> str:
             f"the rest was measured {first}")
 
 
-def _stored_tables(r: dict) -> tuple[dict, dict]:
+def stored_tables(r: dict) -> tuple[dict, dict]:
     """The stored benchmark's bytes per key by (data, table) and seconds
     by (data, window, table): what :func:`_stored` and :func:`_targets`
     take their ratios from."""
@@ -491,7 +498,7 @@ def _stored(r: dict) -> list[str]:
            "| --- | --- | --- | --- | --- | --- | --- |"]
     md += [f"| {v['data']} | {v['window']} | {v['table']} | {v['seconds']:.2f} | {v['max_err_count']:.2%} | "
            f"{v['max_err_sum']:.2%} | {v['max_err_distinct']:.2%} |" for v in windows]
-    size, secs = _stored_tables(r)
+    size, secs = stored_tables(r)
     md += ["", "The targets (30-day windows, eps 0.01): the sketch table at least 20x smaller than the per-second "
            "rollup, and a window answered from stored sketches at least 10x faster than rescanning the rows.", "",
            "| data | per-second rollup / sketch table, bytes | rescan / sketch table, 30-day window | "
@@ -537,16 +544,45 @@ def not_measurably_slower(median: float, interval) -> bool:
     return (median if interval is None else interval[1]) >= TIE
 
 
+def decisive(v: dict) -> tuple:
+    """A per-row count tie row's deciding ratio: the checked query's, else
+    the faster exact form's; its median and 95% interval (None for runs
+    before intervals were recorded)."""
+    form = "checked_ratio" if "checked_ratio_median" in v else (
+        "sql_ratio" if v.get("sql_ratio_median", float("inf")) < v["ratio_median"] else "ratio")
+    return v[f"{form}_median"], v.get(f"{form}_interval")
+
+
 def _targets(r: dict) -> list[str]:
     """Issue 17's targets against plain Spark, each computed from this
-    run's results and marked held or not, like for like: every ratio is of
-    paths measured side by side in one benchmark."""
+    run's results and marked held or not (:func:`target_rows`), under the
+    report's heading."""
+    rows = target_rows(r)
+    if not rows:
+        return []
+    return (["## Against plain Spark: the targets", "",
+             "Each target of issue 17, computed from this run (ratios of paths measured side by side in one "
+             "benchmark; > 1 means ehist faster or smaller, except `auto / native`, a ratio of times). Where a "
+             "hand-written query answers a different question than the package's call (a wider or narrower range "
+             "of inputs), both comparisons are shown: the like-for-like one decides.", ""]
+            + target_table(rows) + [""])
+
+
+def target_table(rows: list) -> list[str]:
+    """The targets as a markdown table."""
+    return ["| target | measured | held |", "| --- | --- | --- |"] + [f"| {t} | {m} | {h} |" for t, m, h in rows]
+
+
+def target_rows(r: dict) -> list[tuple]:
+    """Issue 17's targets against plain Spark as (target, measured, held)
+    rows, each computed from this run's results, like for like: every
+    ratio is of paths measured side by side in one benchmark."""
     rows = []
 
     def held(ok: bool) -> str:
         return "yes" if ok else "**no**"
 
-    ties = _one_shot_ties(r)
+    ties = one_shot_ties(r)
     if ties:  # the medians of alternating rounds (bench_udaf.tie) decide
         auto = [v["ratio_median"] for v in ties]
         rows.append(("`aggregate(strategy=\"auto\")` within 1.2x of the native query, 10M rows, 1k and 100k keys, "
@@ -575,14 +611,6 @@ def _targets(r: dict) -> list[str]:
     # against the faster of the two exact formulations (Column API, SQL text);
     # with a nullable time, against the one that checks it as sliding_over does
     unchecked = {id(v): min(v["ratio_median"], v.get("sql_ratio_median", float("inf"))) for v in tie}
-
-    def decisive(v):
-        """The count row's deciding ratio: the checked query's, else the
-        faster exact form's; its median and 95% interval (None for runs
-        before intervals were recorded)."""
-        form = "checked_ratio" if "checked_ratio_median" in v else (
-            "sql_ratio" if v.get("sql_ratio_median", float("inf")) < v["ratio_median"] else "ratio")
-        return v[f"{form}_median"], v.get(f"{form}_interval")
 
     deciding = [decisive(v) for v in tie if v["kind"] == "count"]
     counts, count_intervals = [m for m, _ in deciding], [i for _, i in deciding]
@@ -636,7 +664,7 @@ def _targets(r: dict) -> list[str]:
                      "frequency of ~3e9 per item and window with ANSI mode, answers NaN without it)",
                      f"{_span(bigint)}: the range's cost", held(min(bigint) >= 1.0)
                      + ("" if min(bigint) >= 1.0 else " (a different question)")))
-    size, secs = _stored_tables(r)
+    size, secs = stored_tables(r)
     for data in dict.fromkeys(d for d, _ in size):
         if (data, "ehist") in size and (data, "second") in size and (data, "30 days", "ehist") in secs:
             smaller = size[(data, "second")] / size[(data, "ehist")]
@@ -647,18 +675,10 @@ def _targets(r: dict) -> list[str]:
                          f"{smaller:.1f}x smaller, {faster:.1f}x faster",
                          held(smaller >= 20 and faster >= 10) if data == "dense" else
                          ("yes" if smaller >= 20 and faster >= 10 else "not a case where sketches win")))
-    if not rows:
-        return []
-    return (["## Against plain Spark: the targets", "",
-             "Each target of issue 17, computed from this run (ratios of paths measured side by side in one "
-             "benchmark; > 1 means ehist faster or smaller, except `auto / native`, a ratio of times). Where a "
-             "hand-written query answers a different question than the package's call (a wider or narrower range "
-             "of inputs), both comparisons are shown: the like-for-like one decides.", "",
-             "| target | measured | held |", "| --- | --- | --- |"]
-            + [f"| {t} | {m} | {h} |" for t, m, h in rows] + [""])
+    return rows
 
 
-def _one_shot_ties(r: dict) -> list[dict]:
+def one_shot_ties(r: dict) -> list[dict]:
     """bench_udaf's ``tie`` rows: auto against the native query in
     alternating rounds, by question and key count."""
     return [v for k, v in r.items() if k.startswith("one-shot tie: ")]
@@ -667,7 +687,7 @@ def _one_shot_ties(r: dict) -> list[dict]:
 def _one_shot_tie_table(r: dict) -> list[str]:
     """auto against the native query, medians of alternating rounds with
     an A/A control: the numbers target 2 is read from."""
-    ties = _one_shot_ties(r)
+    ties = one_shot_ties(r)
     if not ties:
         return []
     load = ties[-1]["load"]
