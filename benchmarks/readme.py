@@ -147,7 +147,8 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  "`sliding_over(..., d=Distinct(x, w))`: one Python pass per key",
                  f"up to {_x(max(distinct, default=float('nan')))} faster than the RANGE frame, {_span(exact)} "
                  "faster than the exact query",
-                 (f"beat by `collect_set` on ~10-row frames over 100k keys ({_x(tiny)}); " if tiny < 1 else "")
+                 (f"{'beat by' if tiny < 0.995 else 'no faster than'} `collect_set` on ~10-row frames over 100k "
+                  f"keys ({_x(tiny)}); " if tiny < 1.05 else "")
                  + "a key must fit a Python worker"))
     lp = {(k.split(", ")[1], k.split(", ")[2]): v["seconds"] for k, v in r.items() if k.startswith("lp: bytes, ")}
     sizes = sorted({n for _, n in lp})
@@ -263,9 +264,13 @@ def summary(r: dict, stamp: str) -> list[str]:
                     f"{e['bytes'] / e['buckets']:.2f} bytes per bucket serialized")
     if "SlidingHyperLogLog (ehist)" in r and "hyperloglog.SlidingHyperLogLog" in r:
         ours, peer = r["SlidingHyperLogLog (ehist)"], r["hyperloglog.SlidingHyperLogLog"]
+        errors = r.get("distinct-error-memory", {}).get("rows", [])  # (p, ours bytes, |err|, peer bytes, |err|)
+        worse = [p for p, b, e, pb, pe in errors if e * b ** 0.5 > pe * pb ** 0.5]
         core.append(f"the sliding HyperLogLog {_x(ours['per_second'] / peer['per_second'])} the `hyperloglog` "
                     f"package's throughput, in {ours['bytes']:,} bytes against its {peer['bytes']:,} (pickle) at "
-                    "precision 12, with no worse error per byte at any precision")
+                    "precision 12"
+                    + ("" if not errors else ", with no worse error per byte (|err| x sqrt(bytes)) at any precision"
+                       if not worse else f", with more error per byte at precision {', '.join(f'{p:g}' for p in worse)}"))
     for p in (1, 2):
         if f"SlidingLpNorm p={p} query" in r and f"exact numpy p={p} query" in r:
             core.append(f"the L_{p} norm sketch answers in "
@@ -280,7 +285,8 @@ def summary(r: dict, stamp: str) -> list[str]:
                     + ", ".join(f"{b:,} at p = {q:g}" for w, q, _, b, e in sizes if w == max(x[0] for x in sizes))
                     + f" for a window of {max(x[0] for x in sizes):,} elements, against "
                     f"{max(x[4] for x in sizes):,} to keep them; smaller than the elements from windows of "
-                    + " and ".join(f"{w:,} (p = {p:g})" for p, w in smaller.items() if w) + " on")
+                    + " and ".join(f"{w:,} on (p = {' and '.join(f'{p:g}' for p, v in smaller.items() if v == w)})"
+                                   for w in sorted({v for v in smaller.values() if v})))
     if core:
         out += ["Core synopses, no Spark: " + "; ".join(core) + ".", ""]
     secondary = []
