@@ -45,8 +45,11 @@ def splice(text: str, name: str, body: list[str]) -> str:
     ValueError: README.md has no 'x' block: add the lines <!-- measured: x (written by benchmarks/readme.py) --> and <!-- /measured: x -->
     """
     pattern = re.compile(re.escape(begin(name)) + r"\n.*?" + re.escape(end(name)), re.S)
-    if len(pattern.findall(text)) != 1:
+    found = len(pattern.findall(text))
+    if found == 0:
         raise ValueError(f"README.md has no {name!r} block: add the lines {begin(name)} and {end(name)}")
+    if found > 1:
+        raise ValueError(f"README.md has {found} {name!r} blocks: keep one")
     return pattern.sub(lambda _: "\n".join([begin(name), *body, end(name)]), text)
 
 

@@ -31,7 +31,7 @@ def test_splice_refuses_a_missing_or_doubled_block():
     text = "\n".join([readme.begin("a"), "x", readme.end("a")])
     with pytest.raises(ValueError, match="no 'b' block"):
         readme.splice(text, "b", [])
-    with pytest.raises(ValueError, match="no 'a' block"):
+    with pytest.raises(ValueError, match="has 2 'a' blocks"):
         readme.splice(text + "\n" + text, "a", [])
 
 
