@@ -133,7 +133,7 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
     builtin = [_s(r, f"count, built-in frame, {f}") / _s(r, f"count, sliding_over, {f}") for f in frames]
     tie = [v for k, v in r.items() if k.startswith("tie: ")]
     counts = [report.decisive(v)[0] for v in tie if v["kind"] == "count"]
-    sums = [v["checked_ratio_median"] for v in tie if v["kind"] == "sum" and "checked_ratio_median" in v]
+    sums = [m for m, _ in report.per_row_sum_ties(r)]
     rows.append(("per row: count or sum of the last `w`", "`count(*) OVER (... RANGE ...)`; the exact two-frame query",
                  "`sliding_over(df, k, ts, n=Count(w))`: native",
                  (f"{_x(builtin[0])} ({frames[0]:,}-row frames) to {_x(builtin[-1])} ({frames[-1]:,}) faster than the "
@@ -141,9 +141,7 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  + f"the exact query's own plan: {_span(counts)} its speed for counts, {_span(sums)} for sums (medians "
                    "of alternating rounds, with the checks `sliding_over` makes)", ""))
     distinct = [_s(r, f"distinct, built-in frame, {f}") / _s(r, f"distinct, sliding_over, {f}") for f in frames]
-    exact = [_s(r, e) / _s(r, o) for e, o in
-             [(f"distinct, exact query, {f}", f"distinct, sliding_over, {f}") for f in frames]
-             + [(f"{s}: distinct, exact query", f"{s}: distinct, sliding_over") for s in ("large", "many keys")]]
+    exact = report.distinct_ratios(r)
     tiny = _s(r, "many keys: distinct, built-in frame") / _s(r, "many keys: distinct, sliding_over")
     rows.append(("per row: distinct count of the last `w`",
                  "`size(collect_set(x)) OVER (... RANGE ...)`; an exact running-sum query",
@@ -153,24 +151,15 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  (f"{'beat by' if tiny < 0.995 else 'no faster than'} `collect_set` on ~10-row frames over 100k "
                   f"keys ({_x(tiny)}); " if tiny < 1.05 else "")
                  + "a key must fit a Python worker"))
-    lp = {(k.split(", ")[1], k.split(", ")[2]): v["seconds"] for k, v in r.items() if k.startswith("lp: bytes, ")}
-    sizes = sorted({n for _, n in lp})
-    decimal = [lp.get(("exact query (decimal)", n), float("nan")) / lp.get(("sliding_over", n), float("nan"))
-               for n in sizes]
-    bigint = [lp.get(("exact query (bigint)", n), float("nan")) / lp.get(("sliding_over", n), float("nan"))
-              for n in sizes]
+    decimal, bigint = report.lp_ratios(r, "exact query (decimal)"), report.lp_ratios(r, "exact query (bigint)")
     rows.append(("per row: L_1 / L_2 norm of the last `w`", "an exact query by hand (no window function does it)",
                  "`sliding_over(..., l2=LpNorm(item, w, value=v))`: native",
                  f"its time / ours: {_span(decimal)} in `DECIMAL(38, 0)` (the same range); {_span(bigint)} in "
                  "bigint, which overflows from ~3e9 per item",
                  "other p or fractional values: estimates within eps w.p. 1 - delta"))
-    size, secs = report.stored_tables(r)
-
-    def stored(data):
-        return (size.get((data, "second"), float("nan")) / size.get((data, "ehist"), float("nan")),
-                secs.get((data, "30 days", "events"), float("nan")) / secs.get((data, "30 days", "ehist"), float("nan")))
-
-    (dense_small, dense_fast), (sparse_small, sparse_fast) = stored("dense"), stored("sparse")
+    (dense_small, dense_fast), (sparse_small, sparse_fast) = report.stored_ratios(r, "dense"), \
+        report.stored_ratios(r, "sparse")
+    _, secs = report.stored_tables(r)
     rows.append(("any window up to 30 days, later, from stored data",
                  "a per-second rollup with `hll_sketch_agg`; or rescanning the rows",
                  "`sketch_table(...)`, then `eh_sketch_estimate(sketch, now, w)`",

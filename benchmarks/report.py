@@ -616,7 +616,8 @@ def target_rows(r: dict) -> list[tuple]:
     counts, count_intervals = [m for m, _ in deciding], [i for _, i in deciding]
     intervals = ", ".join(f"{lo:.2f}-{hi:.2f}" for lo, hi in count_intervals) if all(count_intervals) else ""
     wider = [unchecked[id(v)] for v in tie if v["kind"] == "count" and "checked_ratio_median" in v]
-    same = [v["checked_ratio_median"] for v in tie if v["kind"] == "sum" and "checked_ratio_median" in v]
+    sums = per_row_sum_ties(r)
+    same = [m for m, _ in sums]
     bare = [v["ratio_median"] for v in tie if v["kind"] == "sum"]
     aa = [v["aa_ratio_median"] for v in tie if "aa_ratio_median" in v]
     if counts:
@@ -632,8 +633,6 @@ def target_rows(r: dict) -> list[tuple]:
                      "question: it answers rows with a null time)", f"{_span(wider)}: the check's cost",
                      held(min(wider) >= TIE) + ("" if min(wider) >= TIE else " (a different question)")))
     if same:
-        sums = [(v["checked_ratio_median"], v.get("checked_ratio_interval"))
-                for v in tie if v["kind"] == "sum" and "checked_ratio_median" in v]
         rows.append(("... sums, against the exact query with the checks `sliding_over` makes (negative values "
                      "refused, behind a filter too; a total past int64 refused with the key; a tie as for counts)",
                      f"{_span(same)}" + (f"; 95% intervals {', '.join(f'{i[0]:.2f}-{i[1]:.2f}' for _, i in sums)}"
@@ -643,18 +642,11 @@ def target_rows(r: dict) -> list[tuple]:
                      "values, which the sketches of the same spec refuse, and without ANSI mode it wraps around "
                      "past int64)", f"{_span(bare)}: the checks' cost", held(min(bare) >= TIE)
                      + ("" if min(bare) >= TIE else " (a different question)")))
-    pairs = [(f"distinct, exact query, {f}", f"distinct, sliding_over, {f}") for f in (100, 1_000, 10_000, 30_000)]
-    pairs += [(f"{scale}: distinct, exact query", f"{scale}: distinct, sliding_over") for scale in ("large", "many keys")]
-    ratios = [r[e]["seconds"] / r[o]["seconds"] for e, o in pairs if e in r and o in r]
+    ratios = distinct_ratios(r)
     if ratios:
         rows.append(("... ahead for distinct counts (against the best exact query; 100k and 1M rows, 2 and 100k keys)",
                      f"exact / sliding_over {_span(ratios)}", held(min(ratios) >= 1.0)))
-    lp = {(k.split(", ")[1], k.split(", ")[2]): v["seconds"] for k, v in r.items() if k.startswith("lp: bytes, ")}
-    sizes = sorted({size for _, size in lp})
-    decimal = [lp[("exact query (decimal)", n)] / lp[("sliding_over", n)] for n in sizes
-               if ("exact query (decimal)", n) in lp and ("sliding_over", n) in lp]
-    bigint = [lp[("exact query (bigint)", n)] / lp[("sliding_over", n)] for n in sizes
-              if ("exact query (bigint)", n) in lp and ("sliding_over", n) in lp]
+    decimal, bigint = lp_ratios(r, "exact query (decimal)"), lp_ratios(r, "exact query (bigint)")
     if decimal:
         rows.append(("... ahead for L_2 norms, against the exact query with the same range (`DECIMAL(38, 0)`: "
                      "exact at any int64 frequency)", f"exact / sliding_over {_span(decimal)}",
@@ -667,8 +659,7 @@ def target_rows(r: dict) -> list[tuple]:
     size, secs = stored_tables(r)
     for data in dict.fromkeys(d for d, _ in size):
         if (data, "ehist") in size and (data, "second") in size and (data, "30 days", "ehist") in secs:
-            smaller = size[(data, "second")] / size[(data, "ehist")]
-            faster = secs[(data, "30 days", "events")] / secs[(data, "30 days", "ehist")]
+            smaller, faster = stored_ratios(r, data)
             rows.append((f"stored, {data} keys, 30-day window at second resolution, eps 0.01: sketch table >= 20x "
                          "smaller than the per-second rollup, >= 10x faster than rescanning the rows"
                          + ("" if data == "dense" else " (where sketches win: not on sparse keys, shown for scale)"),
@@ -676,6 +667,40 @@ def target_rows(r: dict) -> list[tuple]:
                          held(smaller >= 20 and faster >= 10) if data == "dense" else
                          ("yes" if smaller >= 20 and faster >= 10 else "not a case where sketches win")))
     return rows
+
+
+def distinct_ratios(r: dict) -> list[float]:
+    """Distinct counts per row, the best exact query's time over
+    ``sliding_over``'s: each frame length at 100k rows, then 1M rows over
+    2 keys and over 100k keys (those measured)."""
+    pairs = [(f"distinct, exact query, {f}", f"distinct, sliding_over, {f}") for f in (100, 1_000, 10_000, 30_000)]
+    pairs += [(f"{scale}: distinct, exact query", f"{scale}: distinct, sliding_over") for scale in ("large", "many keys")]
+    return [r[e]["seconds"] / r[o]["seconds"] for e, o in pairs if e in r and o in r]
+
+
+def lp_ratios(r: dict, query: str) -> list[float]:
+    """L_2 norms of bytes per row: ``query``'s time (an exact query's
+    path name) over ``sliding_over``'s, per row count measured."""
+    lp = {(k.split(", ")[1], k.split(", ")[2]): v["seconds"] for k, v in r.items() if k.startswith("lp: bytes, ")}
+    return [lp[(query, n)] / lp[("sliding_over", n)] for n in sorted({n for _, n in lp})
+            if (query, n) in lp and ("sliding_over", n) in lp]
+
+
+def stored_ratios(r: dict, data: str) -> tuple[float, float]:
+    """Stored ``data`` (dense, sparse), 30-day window: the per-second
+    rollup's bytes over the sketch table's, and the rescan's seconds over
+    the sketch table's (NaN where not measured)."""
+    size, secs = stored_tables(r)
+    nan = float("nan")
+    return (size.get((data, "second"), nan) / size.get((data, "ehist"), nan),
+            secs.get((data, "30 days", "events"), nan) / secs.get((data, "30 days", "ehist"), nan))
+
+
+def per_row_sum_ties(r: dict) -> list[tuple]:
+    """The sum tie rows' like-for-like ratios (the query with the same
+    checks over ``sliding_over``): (median, 95% interval or None)."""
+    return [(v["checked_ratio_median"], v.get("checked_ratio_interval")) for k, v in r.items()
+            if k.startswith("tie: ") and v["kind"] == "sum" and "checked_ratio_median" in v]
 
 
 def one_shot_ties(r: dict) -> list[dict]:
