@@ -180,7 +180,7 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  "`streaming.sliding_window_state(...)`",
                  f"{_x(ours['rows_per_second'] / native['rows_per_second'])} the throughput of a 1-minute slide, "
                  f"{_x(native['memory_bytes_per_key'] / ours['memory_bytes_per_key'])} less state memory (RocksDB)"
-                 if ours and native else "not measured in this run", "event-time TTL (processing time only)"))
+                 if ours and native else "not measured in this run", "answers as of each key's newest event, not a later time"))
     hh = "heavy hitters per key, as of now | "
     rows.append(("heavy hitters of the last `w`, as of a time", "`groupBy(k, item).count()`, the key's total, filter "
                  "at `phi`", "`aggregate(..., top=HeavyHitters(item, w, phi))`: native",

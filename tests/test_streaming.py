@@ -340,3 +340,104 @@ def test_timestamp_ntz_event_time(sspark, tmp_path):
     last = max(got, key=lambda r: r["as_of"])
     assert last["as_of"] == base + dt.timedelta(minutes=119)  # naive datetime: TimestampNTZ
     assert last["count_lower"] <= 60 <= last["count_upper"]
+
+
+def state_keys(spark, checkpoint, batch_id=None) -> list:
+    """The keys holding state after micro-batch ``batch_id`` (default: the
+    last committed one), read by Spark's state data source."""
+    state = spark.read.format("statestore").option("path", checkpoint).option("stateVarName", "synopses")
+    if batch_id is not None:
+        state = state.option("batchId", batch_id)
+    state = state.load()
+    return sorted(r.key.k for r in state.collect())
+
+
+def expiry_batches(src) -> None:
+    """Key a idle from 10:09; key b moves the watermark (5 minutes) to
+    11:55 and then past a's newest event plus the window (1 hour): a's
+    state goes in the third micro-batch; a comes back in the fourth."""
+    base = dt.datetime(2026, 11, 22, 10, 0)
+
+    def at(k, m):
+        return {"k": k, "t": (base + dt.timedelta(minutes=m)).isoformat(), "v": 1}
+
+    write_batch(src, [at("a", m) for m in range(10)] + [at("b", 0)])
+    write_batch(src, [at("b", 120)])
+    write_batch(src, [at("b", 122)])
+    write_batch(src, [at("a", 123)])
+
+
+EVENT_SCHEMA = T.StructType([T.StructField("k", T.StringType()), T.StructField("t", T.TimestampType()),
+                             T.StructField("v", T.LongType())])
+
+
+def test_event_time_expiry_drops_a_key_once_the_watermark_passes_its_window(sspark, tmp_path):
+    """With a watermark, a key's state is dropped by an event-time timer
+    once the watermark passes its newest event plus the widest window (so
+    no answer changes); without one (and without ttl) it stays.  A query
+    restarted from its checkpoint after the expiry gives the rows and the
+    state of an uninterrupted run."""
+    src, parts = str(tmp_path / "in"), str(tmp_path / "parts")
+    expiry_batches(src)
+    kw = dict(schema=EVENT_SCHEMA, ts="t", window="1 hour", value="v", watermark="5 minutes")
+    whole = run_stream(sspark, src, str(tmp_path / "ck"), **kw)
+    assert state_keys(sspark, str(tmp_path / "ck"), 1) == ["a", "b"]
+    assert state_keys(sspark, str(tmp_path / "ck"), 2) == ["b"]  # 11:55 > a's 10:09 + 1 hour
+    assert state_keys(sspark, str(tmp_path / "ck"), 3) == ["a", "b"]
+    back = [r for r in whole if r["k"] == "a"][-1]
+    assert (back["count_upper"], back["sum_upper"], back["late_events"]) == (1, 1, 0)
+
+    # restarted from the checkpoint after the expiry: the same rows and state
+    files = sorted(os.listdir(src))
+    os.makedirs(parts)
+    for name in files[:3]:
+        os.link(os.path.join(src, name), os.path.join(parts, name))
+    first = run_stream(sspark, parts, str(tmp_path / "ck2"), **kw)
+    assert state_keys(sspark, str(tmp_path / "ck2"), 2) == ["b"]
+    os.link(os.path.join(src, files[3]), os.path.join(parts, files[3]))
+    second = run_stream(sspark, parts, str(tmp_path / "ck2"), **kw)
+    key = lambda r: (r["k"], r["as_of"])  # noqa: E731
+    assert sorted(first + second, key=key) == sorted(whole, key=key)
+    assert state_keys(sspark, str(tmp_path / "ck2")) == state_keys(sspark, str(tmp_path / "ck")) == ["a", "b"]
+
+    # processing-time mode, no ttl: nothing expires
+    kw.pop("watermark")
+    run_stream(sspark, src, str(tmp_path / "ck3"), **kw)
+    assert state_keys(sspark, str(tmp_path / "ck3"), 2) == ["a", "b"]
+
+
+def test_ttl_with_a_watermark_is_refused_on_the_driver(sspark, tmp_path):
+    stream = sspark.readStream.schema(EVENT_SCHEMA).json(str(tmp_path))
+    with pytest.raises(ValueError, match=r"ttl='2 hours' is processing time.*watermark='5 minutes'.*"
+                                         r"widest window \(1 hour\): drop ttl"):
+        sliding_window_state(stream, "k", "t", watermark="5 minutes", ttl="2 hours",
+                             n=Count("30 minutes"), s=Sum("v", "1 hour"))
+
+
+def test_the_readme_streaming_example_runs(sspark, tmp_path, monkeypatch):
+    """The README's streaming block as printed, on a file of flows at its
+    path and started as it says; then processed and stopped."""
+    import re
+    from pathlib import Path
+
+    import udaf.streaming
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "sliding_window_state" in b)
+    src = str(tmp_path / "flows")
+    base = dt.datetime(2026, 11, 22, 10, 0)
+    write_batch(src, [{"src": f"10.0.0.{i % 3}", "ts": (base + dt.timedelta(seconds=7 * i)).isoformat(),
+                       "bytes": 100 + i, "dst": f"10.1.0.{i % 11}"} for i in range(600)])
+    assert '.json("/data/flows")' in block
+    # local_session() on a running session would reconfigure the shared one: hand it the test's
+    monkeypatch.setattr(udaf.streaming, "local_session", lambda *a, **k: sspark)
+    ns: dict = {}
+    exec(compile(block.replace("/data/flows", src), "README.md", "exec"), ns)  # noqa: S102 - the README's code
+    query = ns["query"]
+    try:
+        query.processAllAvailable()
+        assert query.exception() is None and query.isActive
+    finally:
+        query.stop()
+    assert query.lastProgress["numInputRows"] >= 0 and query.recentProgress
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 600

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-__all__ = ["parse_interval", "Window", "key_names"]
+__all__ = ["parse_interval", "interval_text", "Window", "key_names"]
 
 _UNITS_US = {
     "microsecond": 1,
@@ -66,6 +66,24 @@ def parse_interval(text: str) -> int:
     if total <= 0:
         raise ValueError(f"window must be positive, got {text!r}")
     return total
+
+
+def interval_text(micros: int) -> str:
+    """Microseconds as the interval a reader would write (the inverse of
+    :func:`parse_interval`, largest units first, weeks left as days).
+
+    >>> interval_text(7_200_000_000), interval_text(90 * 60_000_000), interval_text(86_400_000_000 + 1_500)
+    ('2 hours', '1 hour 30 minutes', '1 day 1 millisecond 500 microseconds')
+    """
+    micros = int(micros)
+    if micros <= 0:
+        return f"{micros} microseconds"
+    terms = []
+    for unit in ("day", "hour", "minute", "second", "millisecond", "microsecond"):
+        amount, micros = divmod(micros, _UNITS_US[unit])
+        if amount:
+            terms.append(f"{amount} {unit}{'s' if amount != 1 else ''}")
+    return " ".join(terms)
 
 
 class Window:

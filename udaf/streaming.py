@@ -39,21 +39,32 @@ protobuf >= 6 (which pyspark does not declare); :func:`check_configuration`
 verifies both on the driver and :func:`local_session` builds a correctly
 configured local session.
 
-TTL is processing time (Spark's only kind) and needs Spark's
-processing-time mode, where a micro-batch runs every trigger even without
-input (that is what expires idle keys).  In PySpark 4.3 such a query never
-settles: ``processAllAvailable()`` does not return and
+Expiring state
+--------------
+With a watermark (event-time mode), a key's state is dropped by an
+event-time timer once the watermark passes the key's newest event plus the
+widest window of the specs: from then on every event the key could still
+receive answers a window that starts after everything the state holds, so
+nothing it could answer is lost (``late_events`` starts again from 0).
+
+Without a watermark, ``ttl`` expires idle keys in processing time (Spark's
+only TTL, and Spark refuses it in event-time mode, so ``ttl`` with a
+watermark is refused on the driver).  TTL needs Spark's processing-time
+mode, where a micro-batch runs every trigger even without input (that is
+what expires idle keys).  In PySpark 4.3 such a query never settles:
+``processAllAvailable()`` does not return and
 ``trigger(availableNow=True)`` does not terminate (it loops on empty
 batches).  Run it on a processing-time trigger
 (``trigger(processingTime='10 seconds')``).  Without ``ttl`` the query runs
-without a time mode and both work.
+without a time mode (or in event-time mode with a watermark) and both
+work.
 
 Examples
 --------
 >>> from udaf.streaming import local_session, sliding_window_state   # doctest: +SKIP
 >>> spark = local_session()                                          # doctest: +SKIP
 >>> events = spark.readStream.schema(schema).json("/data/flows")     # doctest: +SKIP
->>> counts = sliding_window_state(events, "src", "ts", watermark="5 minutes", ttl="2 hours",
+>>> counts = sliding_window_state(events, "src", "ts", watermark="5 minutes",
 ...                               packets=Count(window="1 hour", eps=0.05),
 ...                               bytes=Sum("bytes", window="1 hour", eps=0.05),
 ...                               dsts=Distinct("dst", window="1 hour"))  # doctest: +SKIP
@@ -75,7 +86,7 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from ehist.errors import EhistError, LateDataError
 
 from ._arrow import run_starts
-from ._convert import Window, key_names
+from ._convert import Window, interval_text, key_names
 from .eh_spec import Count, Sum
 from .hll_spec import Distinct
 from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type
@@ -155,11 +166,15 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
     watermark : str, optional
         Event-time mode: ``df.withWatermark(event_time, watermark)`` is
         applied, and events wait exactly in the state until the watermark
-        passes them (the allowed lateness; see the module notes).
+        passes them (the allowed lateness; see the module notes).  A key's
+        state is dropped once the watermark passes its newest event plus
+        the widest window.
     ttl : str or int (milliseconds), optional
-        Processing-time TTL: a key's state is evicted when it has not been
-        updated for this long, measured from the start of the micro-batch
-        that last updated it (see the module notes on triggers).
+        Processing-time TTL, without a watermark: a key's state is evicted
+        when it has not been updated for this long, measured from the start
+        of the micro-batch that last updated it (see the module notes on
+        triggers).  With a watermark, state expires by event time instead,
+        and ``ttl`` is refused.
     late : {'drop', 'raise'}
         What to do with an event older than what its key's state has
         summarized.
@@ -252,6 +267,13 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
         if unit != "us":
             raise ValueError("a watermark needs a timestamp event-time column")
         Window(watermark, "watermark")
+        if ttl_ms is not None:
+            widest = interval_text(max(windows.values()))
+            raise ValueError(
+                f"ttl={ttl!r} is processing time, which Spark refuses in event-time mode (watermark={watermark!r}); "
+                f"with a watermark a key's state is already dropped once the watermark passes its newest event "
+                f"plus the widest window ({widest}): drop ttl, or drop the watermark to expire idle keys by "
+                "processing time")
         time_mode = "EventTime"
     else:
         time_mode = "ProcessingTime" if ttl_ms is not None else "None"
@@ -331,10 +353,25 @@ class _SlidingProcessor(StatefulProcessor):
         self.keys, self.slots, self.windows, self.with_bounds = keys, slots, windows, with_bounds
         self.event_mode, self.ttl_ms, self.late = event_mode, ttl_ms, late
         self.width = sum(w for _, _, _, w in slots)
+        self.widest = max(windows.values())
         self.row_api = False
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
         self.state = handle.getValueState("synopses", _state_schema(self.slots), self.ttl_ms)
+
+    def _expiry_ms(self, newest: int) -> int:
+        """The event-time timer of a key whose newest event is ``newest``
+        (microseconds): the first watermark (milliseconds) at or past
+        ``newest`` plus the widest window."""
+        return -(-(newest + self.widest) // 1000)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        """Event-time mode: the watermark passed the key's newest event
+        plus the widest window; every later event's window starts after
+        what the state holds, so it goes (the key starts afresh)."""
+        self.state.clear()
+        return iter(())
 
     def _load(self):
         row = self.state.get()  # None when the key has no state (one round trip, not two)
@@ -362,6 +399,7 @@ class _SlidingProcessor(StatefulProcessor):
         t, words = self._arrays(rows)
         sketches, (p_ts, p_words), late_total = self._load()
         folded = max([s.newest for s in sketches if s is not None and s.newest is not None], default=None)
+        held = max([x for x in (folded, int(p_ts.max()) if p_ts.size else None) if x is not None], default=None)
         if folded is not None:
             is_late = t < folded
             n_late = int(is_late.sum())
@@ -394,6 +432,10 @@ class _SlidingProcessor(StatefulProcessor):
                       ([int(all_t[-1])] if all_t.size else []) if x is not None], default=None)
         if newest is None:
             return
+        if self.event_mode and newest != held:  # the key's expiry moves with its newest event
+            if held is not None:
+                self.handle.deleteTimer(self._expiry_ms(held))
+            self.handle.registerTimer(self._expiry_ms(newest))
         row = self._answer(key, newest, sketches, wait_t, wait_w, late_total)
         if self.row_api:
             yield Row(**row)
