@@ -32,7 +32,7 @@ import numpy as np
 __all__ = ["compress"]
 
 # Relative margin on the float comparison k * D <= 2 * L (conservative).
-_MARGIN = 1e-9
+MARGIN = 1e-9
 
 
 def _profiles(sizes, lo, hi, cuts):
@@ -95,7 +95,7 @@ def compress(exps, hi, lo, k: int, cutoff: int, recheck_all: bool = False):
     cuts = cuts_arr.tolist()
     lower = lower_arr.tolist()
     width = width_arr.tolist()
-    factor = 2.0 * (1.0 - _MARGIN)  # budget: k * width <= 2 * lower, conservatively
+    factor = 2.0 * (1.0 - MARGIN)  # budget: k * width <= 2 * lower, conservatively
 
     e_l = exps.tolist()
     hi_l = hi.tolist()

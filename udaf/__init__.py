@@ -10,10 +10,10 @@ that imports pyspark, pandas or pyarrow; ``import udaf`` itself does not,
 so the core packages stay usable without Spark.
 """
 
-__all__ = ["functions", "aggregate", "sketch_table", "sliding_over", "register", "errors",
+__all__ = ["functions", "aggregate", "sketch_table", "union_table", "sliding_over", "register", "errors",
            "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "Frequencies", "HeavyHitters", "Quantile"]
 
-_WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "sliding_over": "per_row",
+_WHERE = {"aggregate": "two_phase", "sketch_table": "two_phase", "union_table": "union", "sliding_over": "per_row",
           "register": "functions", "errors": "unwrap"}
 
 

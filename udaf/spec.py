@@ -49,7 +49,8 @@ from ehist.serialization import family_of
 from ._convert import Window
 from .exact import as_key_sum_overflow
 
-__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "key_now"]
+__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "sketch_family",
+           "key_now"]
 
 #: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
 #: filled in as the family modules are imported.
@@ -290,6 +291,16 @@ class Spec:
                 out = out.merge(cls.sketch_type.from_bytes(b))
         return out.to_bytes()
 
+    @classmethod
+    def merge_groups(cls, blobs: list, starts: np.ndarray) -> list:
+        """The union of every group of sketches (bytes, none null, no group
+        empty): group ``i`` is ``blobs[starts[i]:starts[i + 1]]``; each as
+        :meth:`merge` gives it.  Default: :meth:`merge` per group; a family
+        unites all groups in one pass where it can (exponential histograms:
+        :func:`ehist.columnar_union.union_column`)."""
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        return [cls.merge(blobs[a:z]) for a, z in zip(np.asarray(starts).tolist(), ends)]
+
     def union(self, blobs: list, starts: np.ndarray, at=None) -> Answers:
         """Answers of the union of each key's partials (``blobs[starts[i]:
         starts[i + 1]]``) as of ``at`` (default: the key's newest).
@@ -464,6 +475,33 @@ def spec_for_bytes(blob) -> type | None:
     """The spec class of a serialized synopsis (by its preamble), or None."""
     name = family_of(blob)
     return None if name is None else _BY_SKETCH.get(name)
+
+
+def sketch_family(blobs: list, column: str, caller: str) -> type | None:
+    """The one family of a column's sketches (bytes, None for null; None
+    when every one is null); bytes of no sketch, or sketches of two
+    families, are an error naming the column."""
+    from .inputs import bad_value
+
+    found = {}
+    for b in blobs:
+        if b is not None:
+            found.setdefault(family_of(b), b)
+    classes = {name: _BY_SKETCH.get(name) if name is not None else None for name in found}
+    if None in classes.values():
+        raise bad_value(column, _Shown("<bytes of no ehist sketch>"), f"{caller} needs binary sketches "
+                        "(from *_sketch_agg, sketch_table or union_table)")
+    if len({c.family for c in classes.values()}) > 1:
+        kinds = " and ".join(sorted(classes))
+        raise bad_value(column, _Shown(f"<{kinds} sketches>"), f"{caller} unites one family's sketches per column")
+    return next(iter(classes.values()), None)
+
+
+class _Shown(str):
+    """A value shown as is in a message (not quoted)."""
+
+    def __repr__(self):
+        return str(self)
 
 
 def key_now(t: np.ndarray, present: np.ndarray, run: np.ndarray, keys: int, at=None) -> np.ndarray:

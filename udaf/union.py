@@ -1,5 +1,6 @@
-"""Phase two of :func:`udaf.aggregate`: the union of each key's partial
-sketches, many keys per pass.
+"""Unions of many keys' sketches per pass: phase two of
+:func:`udaf.aggregate`, and :func:`union_table` (a stored sketch table
+rolled up to coarser keys).
 
 After phase one every key has one partial sketch per partition that held
 it.  A grouped-aggregate UDF would call Python once per key and spec
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["UnionAnswers"]
+__all__ = ["UnionAnswers", "UnionSketches", "union_table"]
 
 
 class UnionAnswers:
@@ -42,8 +43,7 @@ class UnionAnswers:
         for name, spec in self.specs.items():
             blobs = table.column(name).chunk(0).to_pylist()
             if self.sketches:  # merged sketches, and the answers read from them
-                merged = [spec.merge([b for b in blobs[a:z] if b is not None])
-                          for a, z in zip(starts.tolist(), ends)]
+                merged = _merged(type(spec), blobs, starts)
                 answers = spec.key_answers(merged, None if self.at is None else
                                            np.full(len(merged), self.at, dtype=np.int64), None)
             else:
@@ -54,3 +54,119 @@ class UnionAnswers:
             if self.sketches:
                 out[f"{name}_sketch"] = pa.array(merged, type=pa.binary())
         return pa.RecordBatch.from_pydict(out)
+
+
+def _merged(cls, blobs: list, starts: np.ndarray) -> list:
+    """Each run's union (bytes; None for a run without a sketch) by the
+    family's :meth:`~udaf.spec.Spec.merge_groups`, nulls left out."""
+    present = np.array([b is not None for b in blobs], dtype=bool)
+    out = [None] * len(starts)
+    if not present.any():
+        return out
+    run = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(blobs))))[present]
+    has = np.flatnonzero(np.bincount(run, minlength=len(starts)))
+    kept = [b for b, p in zip(blobs, present) if p]
+    united = cls.merge_groups(kept, np.searchsorted(run, has))
+    for i, b in zip(has.tolist(), united):
+        out[i] = b
+    return out
+
+
+class UnionSketches:
+    """``mapInArrow`` function over sketch rows sorted by key (runs found
+    on ``runs``): one row per key with the union of each sketch column,
+    every key of an Arrow batch at once (:meth:`~udaf.spec.Spec.merge_groups`
+    of the column's family)."""
+
+    def __init__(self, keys, runs, columns, names):
+        self.keys, self.runs, self.columns, self.names = keys, runs, columns, names
+
+    def __call__(self, batches):
+        from ._arrow import complete_runs
+
+        for table, _, starts in complete_runs(batches, self.runs, None):
+            yield self._unite(table, starts)
+
+    def _unite(self, table, starts):
+        import pyarrow as pa
+
+        from .spec import sketch_family
+
+        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
+        for c in self.columns:
+            blobs = table.column(c).chunk(0).to_pylist()
+            cls = sketch_family(blobs, self.names.get(c, c), "union_table")
+            out[c] = pa.array(_merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
+                              type=pa.binary())
+        return pa.RecordBatch.from_pydict(out)
+
+
+def union_table(df, by, *columns):
+    """A sketch table rolled up to coarser keys: one row per ``by`` key with
+    the union of each sketch column over the key's rows.
+
+    Sites to global, prefixes to /16s, hours to days: the rows of a stored
+    table (:func:`udaf.sketch_table`, ``*_sketch_agg``) that share ``by``
+    are united as ``<family>_union_agg`` unites them, byte for byte, but
+    every key of an Arrow batch at once after a shuffle by key
+    (``mapInArrow``), not a Python call per key; the result is a sketch
+    table again (read it with ``*_sketch_estimate``, unite it further).
+
+    Parameters
+    ----------
+    df : DataFrame
+        A table with binary sketch columns.
+    by : str or list of str
+        The coarser key columns (may be empty: one row for the whole table).
+    *columns : str
+        The sketch columns to unite (default: every binary column not in
+        ``by``); other columns are left out.  A column holds one family's
+        sketches; nulls are skipped, a key with none gets null.
+
+    Returns
+    -------
+    DataFrame
+        ``by`` columns, then each sketch column (binary).
+
+    Examples
+    --------
+    >>> daily = sketch_table(flows, ["site", "src"], "ts", n=Count("1 day"),
+    ...                      dsts=Distinct("dst", "1 day"))             # doctest: +SKIP
+    >>> union_table(daily, "src").select("src", U.eh_sketch_estimate("n"),
+    ...                                  U.sliding_hll_sketch_estimate("dsts")).show()  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from ._convert import key_names
+    from .two_phase import partition_count, run_columns
+
+    keys = key_names(by, "union_table", "by")
+    names = set(df.columns)
+    for c in keys + list(columns):
+        if not isinstance(c, str):
+            raise TypeError(f"union_table takes column names, got {c!r}")
+        if c not in names:
+            raise ValueError(f"column {c!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
+    if not columns:
+        columns = tuple(f.name for f in df.schema.fields
+                        if isinstance(f.dataType, T.BinaryType) and f.name not in keys)
+        if not columns:
+            raise ValueError(f"union_table found no binary sketch column besides {keys} "
+                             f"(columns: {', '.join(df.columns)})")
+    for c in columns:
+        if c in keys:
+            raise ValueError(f"column {c!r} is a key of by and a sketch column")
+        if not isinstance(df.schema[c].dataType, T.BinaryType):
+            raise TypeError(f"union_table needs binary sketch columns (from *_sketch_agg, sketch_table or "
+                            f"union_table); column {c} is {df.schema[c].dataType.simpleString()}")
+    runs, run_exprs = run_columns(df, keys)
+    prepared = df.select(*[F.col(k) for k in keys], *run_exprs, *[F.col(c) for c in columns])
+    fields = [df.schema[k] for k in keys] + [T.StructField(c, T.BinaryType()) for c in columns]
+    if not keys:  # one group: every row in one partition
+        prepared = prepared.withColumn("__all", F.lit(0))
+        runs = ["__all"]
+        return prepared.repartition(1).mapInArrow(UnionSketches(keys, runs, list(columns), {}),
+                                                  T.StructType(fields))
+    return prepared.repartition(partition_count(df), *runs).sortWithinPartitions(*runs).mapInArrow(
+        UnionSketches(keys, runs, list(columns), {}), T.StructType(fields))

@@ -1,0 +1,180 @@
+"""Unions across keys in one pass: the core's lockstep union of many
+groups of exponential histograms (ehist/columnar_union.py) byte for byte
+against ExponentialHistogram.merge_all, and union_table (udaf/union.py)
+byte for byte against each family's grouped ``<family>_union_agg``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ehist import ExponentialHistogram
+from ehist.columnar import HistogramColumn
+from ehist.columnar_union import union_column
+from ehist.errors import SumOverflowError
+
+from .conftest import examples
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@st.composite
+def histogram_groups(draw):
+    """Groups of histograms of one (window, eps): counts or sums, empty,
+    expired, already merged, near the int64 edges."""
+    window = draw(st.integers(1, 400))
+    eps = draw(st.sampled_from([0.5, 0.25, 0.1, 0.05, 0.02]))
+    sums = draw(st.booleans())
+    base = draw(st.sampled_from([0, 10**6, INT64_MIN + 1, INT64_MAX - 3000]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+    def one():
+        n = int(rng.integers(0, 80))
+        span = int(rng.integers(1, 2000))
+        ts = np.sort(rng.integers(0, span, n)) + base
+        h = ExponentialHistogram(window, eps).update(ts, rng.integers(0, 40, n) if sums else None)
+        if n and rng.random() < 0.3:  # merged inputs: wide buckets
+            other = np.sort(rng.integers(0, span, int(rng.integers(1, 40)))) + base
+            h = ExponentialHistogram.merge_all([h, ExponentialHistogram(window, eps).update(other)])
+        return h
+
+    return window, eps, [[one() for _ in range(draw(st.integers(1, 5)))] for _ in range(draw(st.integers(1, 6)))]
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(histogram_groups())
+def test_union_column_is_merge_all_byte_for_byte(case):
+    window, eps, groups = case
+    flat = [h for g in groups for h in g]
+    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+    united = union_column(HistogramColumn.from_histograms(flat, window, eps), starts)
+    assert len(united) == len(groups)
+    for i, g in enumerate(groups):
+        assert united[i].to_bytes() == ExponentialHistogram.merge_all(g).to_bytes()
+    assert united.to_bytes() == [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
+
+
+def test_union_column_of_many_keys_is_each_keys_merge_all():
+    """Many keys at once (the lockstep runs ~100 steps over thousands of
+    groups), a key's histograms of different lengths and ages."""
+    rng = np.random.default_rng(3)
+    window, keys = 10_000, 2_000
+    hists = []
+    for _ in range(keys * 3):
+        n = int(rng.poisson(rng.choice([5, 60, 400])))
+        hists.append(ExponentialHistogram(window, 0.05).update(np.sort(rng.integers(0, 30_000, n))))
+    sizes = rng.integers(1, 5, keys)
+    sizes[-1] += keys * 3 - sizes.sum() if sizes.sum() < keys * 3 else 0
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    starts = starts[starts < len(hists)]
+    united = union_column(HistogramColumn.from_histograms(hists), starts).to_bytes()
+    ends = np.append(starts[1:], len(hists))
+    for i in rng.choice(len(starts), 300, replace=False):
+        assert united[i] == ExponentialHistogram.merge_all(hists[starts[i]:ends[i]]).to_bytes()
+
+
+def test_union_column_refuses_a_total_past_int64_and_bad_groups():
+    big = ExponentialHistogram(10, 0.5).update([1], [2**62])
+    col = HistogramColumn.from_histograms([big, big, big, ExponentialHistogram(10, 0.5).update([1])])
+    with pytest.raises(SumOverflowError, match="overflow int64"):
+        union_column(col, [0, 3])
+    with pytest.raises(SumOverflowError, match="overflow int64"):
+        ExponentialHistogram.merge_all([big, big, big])  # the same refusal
+    for bad in ([1, 2], [0, 0], [0, 5], [[0]]):
+        with pytest.raises(ValueError, match="group_starts"):
+            union_column(col, bad)
+    assert len(union_column(HistogramColumn.from_histograms([], 10, 0.5), [])) == 0
+
+
+# --------------------------------------------------------------- Spark
+@pytest.fixture(scope="module")
+def sites(spark):
+    """A sketch table per (site, src) with a spec of every family."""
+    pytest.importorskip("pandas")
+    import pandas as pd
+
+    from udaf import (Count, Distinct, DistinctFM, Frequencies, HeavyHitters, LpNorm, Quantile, Sum,
+                      sketch_table)
+
+    rng = np.random.default_rng(12)
+    n = 4000
+    pdf = pd.DataFrame({"site": rng.integers(0, 4, n), "src": rng.zipf(1.4, n) % 60,
+                        "ts": rng.integers(0, 50_000, n), "b": rng.integers(0, 1500, n),
+                        "dst": rng.integers(0, 400, n)})
+    pdf.loc[rng.random(n) < 0.1, "b"] = None
+    pdf["b"] = pdf["b"].astype("Int64")
+    sdf = spark.createDataFrame(pdf).repartition(3)
+    w = 20_000
+    specs = dict(c=Count(w, eps=0.05), s=Sum("b", w, eps=0.05), d=Distinct("dst", w, precision=8),
+                 fm=DistinctFM("dst", w, num_bitmaps=16), l2=LpNorm("dst", w, p=2.0, eps=0.5, delta=0.2),
+                 f=Frequencies("dst", w, eps=0.1, delta=0.1), hh=HeavyHitters("dst", w, phi=0.2),
+                 q=Quantile("b", w, q=0.9))
+    return sketch_table(sdf, ["site", "src"], "ts", **specs).cache(), list(specs)
+
+
+UNION_AGG = {"c": "eh", "s": "eh", "d": "sliding_hll", "fm": "sliding_fm", "l2": "sliding_lp", "f": "ecm",
+             "hh": "sliding_hh", "q": "sliding_quantile"}
+
+
+def test_union_table_equals_each_familys_union_agg(sites):
+    """Every family: union_table's row per src holds the bytes that
+    ``<family>_union_agg`` gives in groupBy(src) (both sort a key's
+    sketches by their bytes before merging)."""
+    from udaf import functions as U
+    from udaf import union_table
+
+    table, names = sites
+    united = {r.src: r for r in union_table(table, "src").collect()}
+    grouped = {r.src: r for r in table.groupBy("src").agg(
+        *[getattr(U, f"{UNION_AGG[c]}_union_agg")(c).alias(c) for c in names]).collect()}
+    assert united.keys() == grouped.keys() and len(united) > 40
+    for src, row in united.items():
+        for c in names:
+            assert bytes(row[c]) == bytes(grouped[src][c]), (src, c)
+
+
+def test_union_table_chooses_columns_keys_and_nulls(spark, sites):
+    from pyspark.sql import functions as F
+
+    from udaf import functions as U
+    from udaf import union_table
+
+    table, _ = sites
+    # some columns; a key of two columns; no key at all
+    two = union_table(table, ["src", "site"], "c", "d")
+    assert two.columns == ["src", "site", "c", "d"] and two.count() == table.count()
+    everything = union_table(table.select("c", "d"), [])
+    assert everything.columns == ["c", "d"] and everything.count() == 1
+    whole = table.agg(U.eh_union_agg("c").alias("c")).collect()[0]
+    assert bytes(everything.collect()[0].c) == bytes(whole.c)
+    # null sketches are skipped; a key with none gets null
+    holes = table.withColumn("c", F.when(F.col("site") == 0, F.lit(None)).otherwise(F.col("c")))
+    holes = holes.withColumn("d", F.when(F.col("src") == 1, F.lit(None).cast("binary")).otherwise(F.col("d")))
+    got = {r.src: r for r in union_table(holes, "src", "c", "d").collect()}
+    want = {r.src: r for r in holes.groupBy("src").agg(U.eh_union_agg("c").alias("c"),
+                                                       U.sliding_hll_union_agg("d").alias("d")).collect()}
+    assert got[1].d is None and want[1].d is None
+    for src, row in got.items():
+        assert (row.c is None and want[src].c is None) or bytes(row.c) == bytes(want[src].c)
+
+
+def test_union_table_refuses_what_it_cannot_unite(spark, sites):
+    from pyspark.sql import functions as F
+
+    from ehist.errors import InvalidInputError
+    from udaf import union_table
+    from udaf.unwrap import errors
+
+    table, _ = sites
+    with pytest.raises(ValueError, match="column 'nope' is not in the DataFrame"):
+        union_table(table, "nope")
+    with pytest.raises(TypeError, match="union_table needs binary sketch columns.*column site is bigint"):
+        union_table(table, "src", "site")
+    with pytest.raises(ValueError, match="found no binary sketch column"):
+        union_table(table.select("src", "site"), "src")
+    mixed = table.withColumn("c", F.when(F.col("site") == 0, F.col("d")).otherwise(F.col("c")))
+    with pytest.raises(InvalidInputError, match="column c holds <.* sketches>: union_table unites one family"):
+        with errors():
+            union_table(mixed, "src", "c").collect()
