@@ -70,7 +70,7 @@ from . import hll_layout as L
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
-__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates"]
+__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries"]
 
 _U64 = np.uint64
 _CRC = struct.Struct("<I")
@@ -161,7 +161,15 @@ def _chunk_bytes(ts, h, starts, window: int, p: int, seed: int) -> list:
     reg = (h & _U64(m - 1)).astype(np.int64)
     rank = trailing_zeros(h >> _U64(p), 64 - p) + 1
     run, reg, rank, age = _future_maxima(run, reg, ts, rank, age, m)
+    return encode_entries(run, reg, rank, age, newest, has, window, p, seed)
 
+
+def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: int) -> list:
+    """Each run's sketch as :meth:`SlidingHyperLogLog.to_bytes` writes it,
+    from its canonical entries: ``run``, ``reg``, ``rank`` (int64) and
+    ``age`` (uint64, ``newest - t``), sorted by run, register and time;
+    ``newest`` and ``has`` (a newest timestamp) per run."""
+    runs = newest.size
     counts = np.bincount(run, minlength=runs)
     tick = _segment_gcds(age, run, runs)
     ticked = tick >= _U64(2)

@@ -1,6 +1,7 @@
 """Unions across keys in one pass: the core's lockstep union of many
-groups of exponential histograms (ehist/columnar_union.py) byte for byte
-against ExponentialHistogram.merge_all, and union_table (udaf/union.py)
+groups of exponential histograms (ehist/columnar_union.py) and the
+register-wise union of sliding HyperLogLogs (distinct/columnar_union.py),
+byte for byte against each one's merge_all, and union_table (udaf/union.py)
 byte for byte against each family's grouped ``<family>_union_agg``."""
 
 from __future__ import annotations
@@ -86,6 +87,29 @@ def test_union_column_refuses_a_total_past_int64_and_bad_groups():
         with pytest.raises(ValueError, match="group_starts"):
             union_column(col, bad)
     assert len(union_column(HistogramColumn.from_histograms([], 10, 0.5), [])) == 0
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.integers(1, 3000), st.sampled_from([4, 6, 8]), st.integers(0, 2**32 - 1))
+def test_hll_union_bytes_is_merge_all_byte_for_byte(window, precision, seed):
+    """Sliding HyperLogLogs (distinct/columnar_union.py): empty sketches,
+    groups of one, times at the int64 edges, sketches of different ages."""
+    from distinct import SlidingHyperLogLog
+    from distinct.columnar_union import union_bytes
+
+    rng = np.random.default_rng(seed)
+    groups = []
+    for _ in range(int(rng.integers(1, 6))):
+        group = []
+        for _ in range(int(rng.integers(1, 5))):
+            n = int(rng.integers(0, 60))
+            base = int(rng.choice([0, INT64_MIN + 1, 2**62]))
+            ts = np.sort(rng.integers(0, int(rng.integers(1, 5000)), n)) + base
+            group.append(SlidingHyperLogLog(window, precision, seed=3).update(ts, rng.integers(0, 300, n)))
+        groups.append(group)
+    flat = [h for g in groups for h in g]
+    out = union_bytes(flat, np.cumsum([0] + [len(g) for g in groups[:-1]]))
+    assert out == [SlidingHyperLogLog.merge_all(g).to_bytes() for g in groups]
 
 
 # --------------------------------------------------------------- Spark

@@ -17,6 +17,7 @@ import pandas as pd
 
 from distinct import SlidingHyperLogLog
 from distinct.columnar import sketches_from_bytes, sliding_hll_bytes, union_estimates
+from distinct.columnar_union import union_bytes
 from ehist.hashing import hash64
 
 from .exact import in_window, per_key_distinct
@@ -142,6 +143,22 @@ class Distinct(_Items):
         (:meth:`~distinct.SlidingHyperLogLog.merge_all`)."""
         blobs = sorted(bytes(b) for b in blobs)
         return SlidingHyperLogLog.merge_all(map(SlidingHyperLogLog.from_bytes, blobs)).to_bytes() if blobs else None
+
+    @classmethod
+    def merge_groups(cls, blobs, starts):
+        """Every group's :meth:`merge` in one pass: each group's bytes in
+        order, all decoded at once, united register-wise
+        (:func:`~distinct.columnar_union.union_bytes`), byte for byte the
+        per-group merge.  Sketches of different windows, precisions or
+        seeds: the per-group merge, which refuses them in one group."""
+        raw = [bytes(b) for b in blobs]
+        starts = np.asarray(starts, dtype=np.int64)
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(raw))))
+        order = sorted(range(len(raw)), key=lambda i: (group[i], raw[i]))  # merge's order: bytes within a group
+        sketches = sketches_from_bytes([raw[i] for i in order])
+        if len({(s.window, s.precision, s.seed) for s in sketches}) > 1:
+            return super().merge_groups(raw, starts)
+        return union_bytes(sketches, starts)
 
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all

@@ -483,6 +483,7 @@ def sketch_family(blobs: list, column: str, caller: str) -> type | None:
     families, are an error naming the column."""
     from .inputs import bad_value
 
+    load_families()  # a fresh Python worker has imported no family module yet
     found = {}
     for b in blobs:
         if b is not None:

@@ -1,0 +1,125 @@
+"""Unions of many groups of sliding HyperLogLogs at once.
+
+:meth:`SlidingHyperLogLog.merge_all` unites a group's sketches: the
+first's entries and every other's, the ones older than the group's newest
+time less the window dropped (the first's too, as soon as another sketch
+has a newest time), reduced to each register's list of future possible
+maxima.  :func:`union_bytes` does it for every group of a batch in a few
+numpy passes (entries sorted by group, register and time; one segmented
+running maximum keeps the future maxima) and writes each union's bytes
+with :func:`distinct.columnar.encode_entries`: byte for byte
+``merge_all(group).to_bytes()`` (``tests/test_union_table.py``).
+
+Examples
+--------
+>>> from distinct import SlidingHyperLogLog
+>>> parts = [SlidingHyperLogLog(100, 8).update(range(p, 90, 3), range(p, 90, 3)) for p in range(3)]
+>>> out = union_bytes(parts + parts[:1], [0, 3])
+>>> out[0] == SlidingHyperLogLog.merge_all(parts).to_bytes(), out[1] == parts[0].to_bytes()
+(True, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ehist._validation import INT64_MIN
+from ehist.errors import require_same
+
+from .columnar import encode_entries
+from .hll import SlidingHyperLogLog
+
+__all__ = ["union_bytes"]
+
+_U64 = np.uint64
+
+
+def union_bytes(sketches, group_starts) -> list:
+    """``SlidingHyperLogLog.merge_all(group).to_bytes()`` of every group.
+
+    Parameters
+    ----------
+    sketches : sequence of SlidingHyperLogLog
+        All of one window, precision and seed, each group's in the order
+        ``merge_all`` takes them.
+    group_starts : int array
+        Group ``i`` is ``sketches[group_starts[i]:group_starts[i + 1]]``;
+        ``group_starts[0] == 0`` and no group is empty.
+
+    Raises
+    ------
+    IncompatibleSketchError (a ValueError)
+        Sketches of different windows, precisions or seeds.
+    """
+    sketches = list(sketches)
+    n = len(sketches)
+    starts = np.asarray(group_starts, dtype=np.int64)
+    if starts.ndim != 1 or (n and (starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0)
+                                   or starts[-1] >= n)) or (not n and starts.size):
+        raise ValueError(f"group_starts must start at 0 and increase strictly below {n}, got {starts!r}")
+    if not n:
+        return []
+    first = sketches[0]
+    for s in sketches:
+        if not isinstance(s, SlidingHyperLogLog):
+            raise TypeError(f"can only merge with a SlidingHyperLogLog, got {type(s).__name__}")
+        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
+                                            ("precisions", first.precision, s.precision),
+                                            ("seeds", first.seed, s.seed)))
+    window, p, seed = first.window, first.precision, first.seed
+    groups = starts.size
+    owner = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))  # each sketch's group
+    is_first = np.zeros(n, dtype=bool)
+    is_first[starts] = True
+    has = np.array([s.newest is not None for s in sketches], dtype=bool)
+    stamp = np.array([s.newest if s.newest is not None else INT64_MIN for s in sketches], dtype=np.int64)
+    # merge_all leaves the first as it is unless another sketch has a newest time
+    others = np.bincount(owner[has & ~is_first], minlength=groups) > 0
+    newest = np.full(groups, INT64_MIN, dtype=np.int64)
+    np.maximum.at(newest, owner[has], stamp[has])
+    g_has = has[starts] | others
+
+    sizes = np.array([len(s) for s in sketches], dtype=np.int64)
+    group = np.repeat(owner, sizes)
+    reg = np.concatenate([s._reg for s in sketches]).astype(np.int64)
+    ts = np.concatenate([s._ts for s in sketches]).astype(np.int64)
+    rank = np.concatenate([s._rank for s in sketches]).astype(np.int64)
+    age = newest[group].view(_U64) - ts.view(_U64)  # exact: t <= the group's newest
+    alive = ~others[group] | (age < _U64(window))
+    group, reg, ts, rank, age = group[alive], reg[alive], ts[alive], rank[alive], age[alive]
+    group, reg, rank, age = _future_maxima(group, reg, rank, age, p)
+    return encode_entries(group, reg, rank, age, np.where(g_has, newest, 0), g_has, window, p, seed)
+
+
+def _future_maxima(group, reg, rank, age, p: int):
+    """The entries no entry of their group and register with a later or
+    equal time matches or beats in rank, sorted by group, register and
+    time (``age`` decreasing), as ``(group, register, rank, age)``."""
+    if group.size == 0:
+        return group, reg, rank, age
+    top_age = int(age.max())
+    age_bits = top_age.bit_length()
+    if p + age_bits + 7 <= 63:
+        # register, time (as the age below the largest) and rank in one key; then the group, stably
+        key = (reg << (age_bits + 7)) | ((top_age - age.astype(np.int64)) << 7) | rank
+        order = np.argsort(key, kind="stable")
+        order = order[np.argsort(group[order], kind="stable")]
+    else:
+        order = np.lexsort((rank, ~age, reg, group))  # ~age: later times first... as ascending time
+    group, reg, rank, age = group[order], reg[order], rank[order], age[order]
+    # blocks of equal (group, register, time): only a block's largest rank can
+    # survive (the last, ranks ascending), and it does iff it beats every later block
+    new_list = np.r_[True, (group[1:] != group[:-1]) | (reg[1:] != reg[:-1])]
+    block = np.flatnonzero(new_list | np.r_[True, age[1:] != age[:-1]])
+    top = np.maximum.reduceat(rank, block)
+    lists = np.cumsum(new_list[block]) - 1
+    # reversed, "later" becomes "earlier"; each list offset above the one
+    # before it so a running maximum never carries across lists (rank < 128)
+    key = (lists[-1] - lists[::-1]) * 128 + top[::-1]
+    running = np.maximum.accumulate(key)
+    keep = np.empty(key.size, dtype=bool)
+    keep[0] = True
+    keep[1:] = key[1:] > running[:-1]
+    kept = keep[::-1]
+    at = block[kept]
+    return group[at], reg[at], top[kept], age[at]
