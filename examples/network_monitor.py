@@ -1,5 +1,5 @@
-"""Network monitoring on Spark: per-source sliding counts, bytes and distinct
-destinations over the last hour, with bounds.
+"""Network monitoring on Spark: a sketch table of per-source packets, bytes
+and distinct destinations, built once and answered at several windows.
 
 The trace is generated but shaped like real flow records (the settings of
 the Gigascope and DataDepot papers): six hours of flows whose sources are
@@ -8,26 +8,29 @@ arrivals (each source alternates quiet and busy spells), heavy-tailed
 bytes per flow, and one incident: a port scan (one quiet source probing
 thousands of destinations for twenty minutes in the last hour).
 
-For every source, as of the end of the trace, the job answers
+The job builds one row per source (``udaf.sketch_table``): exponential
+histograms of packets and bytes (eps = 0.02, with deterministic bounds)
+and a sliding HyperLogLog of destinations, for windows up to an hour.
+That table is what a monitoring job keeps; the flows can go.  From it
+alone it answers
 
-* packets in the last hour        (sliding sum, exponential histogram, bounds)
-* bytes in the last hour          (sliding sum, exponential histogram, bounds)
-* distinct destinations, last hour (sliding HyperLogLog)
+* the last hour as of the trace's end,
+* the last 5 minutes as of the end,
+* the last hour twenty minutes later (the window slides on with no new
+  flows: a dashboard refreshing after the feed stopped),
 
-from sketches built in two phases (``udaf.aggregate``: partial sketches
-per partition, only sketches shuffled), prints the top sources
-with the exact values beside the estimates (computed by brute force for
-comparison), and writes a plot: per-source bytes with their bounds, and the
-per-flow sliding distinct destinations of the scanner and of the busiest
-source (``udaf.sliding_over``).
+with ``eh_sketch_estimate`` / ``eh_sketch_bounds`` /
+``sliding_hll_sketch_estimate``, prints the top sources with the exact
+values beside the estimates (computed from the flows by Spark, for
+comparison only), asserts on every source that the bounds bracket the
+exact bytes within eps, and writes a plot: every source's bytes error in
+each window, and the per-flow sliding distinct destinations of the
+scanner and of the busiest source (``udaf.sliding_over``).
 
 Run (local Spark, embedded):   python examples/network_monitor.py
 On a cluster:                  see "Run it on a cluster" in the README
-Options: --rows N (default 600000), --out PATH (default network_monitor.png),
-         --strategy two_phase|auto|native|shuffle (default two_phase: the
-         sketches.  ``auto``, aggregate's default, runs Spark's own
-         aggregates here and answers exactly: the rows are at hand and the
-         question is one window as of one time)
+Options: --rows N (default 100000), --top N (default 5),
+         --out PATH (default network_monitor.png)
 """
 
 from __future__ import annotations
@@ -93,24 +96,33 @@ def session():
     builder = SparkSession.builder.appName("ehist-network-monitor")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
         builder = (builder.master("local[*]").config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false"))
+                   .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false")
+                   .config("spark.ui.showConsoleProgress", "false"))
     spark = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "8") \
         .getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+#: The questions asked of the one sketch table: (label, minutes after the
+#: trace's end, window).  The later ``now`` is a dashboard refreshing after
+#: the feed stopped: the hour slides on, and the sketches still answer.
+QUERIES = [("last hour", 0, "1 hour"), ("last 5 minutes", 0, "5 minutes"), ("last hour, 20 min later", 20, "1 hour")]
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=600_000)
+    ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--out", default="network_monitor.png")
-    ap.add_argument("--top", type=int, default=12)
-    ap.add_argument("--strategy", default="two_phase", choices=["two_phase", "auto", "native", "shuffle"])
+    ap.add_argument("--top", type=int, default=5)
     args = ap.parse_args(argv)
+
+    import datetime as dt
 
     from pyspark.sql import functions as F
 
-    from udaf import Distinct, Sum, aggregate, sliding_over
+    from udaf import Distinct, Sum, sketch_table, sliding_over
+    from udaf import functions as U
 
     spark = session()
     t0 = time.perf_counter()
@@ -118,70 +130,86 @@ def main(argv=None) -> None:
     n = flows.count()
     end = flows.agg(F.max("ts")).first()[0]
     print(f"{n:,} flows from {flows.select('src').distinct().count():,} sources, "
-          f"{flows.agg(F.min('ts')).first()[0]:%H:%M} to {end:%H:%M} UTC, master {spark.sparkContext.master}")
+          f"{flows.agg(F.min('ts')).first()[0]:%H:%M} to {end:%H:%M} UTC")
 
-    # Per source, as of the end of the trace: sketches per partition, only
-    # sketches shuffled, estimates with bounds from their union.
-    answers = aggregate(
-        flows, "src", "ts", now=end, bounds=True, strategy=args.strategy,
-        packets=Sum("packets", window="1 hour", eps=0.02),
-        bytes=Sum("bytes", window="1 hour", eps=0.02),
-        dsts=Distinct("dst", window="1 hour", precision=12),
-    ).cache()
-    # the exact answers, for comparison only (a monitoring job would not compute them)
-    cutoff = F.lit(end) - F.expr("INTERVAL 1 HOUR")
-    exact = flows.where(F.col("ts") > cutoff).groupBy("src").agg(
-        F.sum("packets").alias("packets_exact"), F.sum("bytes").alias("bytes_exact"),
-        F.countDistinct("dst").alias("dsts_exact"))
-    both = answers.join(exact, "src").cache()
-    table = both.orderBy(F.desc("bytes")).limit(args.top).toPandas()
-    scan = both.orderBy(F.desc("dsts")).limit(3).toPandas()
-    elapsed = time.perf_counter() - t0
+    # One row per source, built once: each column a sketch of the source's
+    # flows that answers any window up to an hour, as of any later time.
+    # This table is what a monitoring job keeps (in Parquet, say): the rows
+    # can go.
+    table = sketch_table(flows, "src", "ts",
+                         packets=Sum("packets", window="1 hour", eps=0.02),
+                         bytes=Sum("bytes", window="1 hour", eps=0.02),
+                         dsts=Distinct("dst", window="1 hour", precision=12)).cache()
+    stored = table.select(sum(F.length(c) for c in ("packets", "bytes", "dsts")).alias("b")).agg(F.sum("b")).first()[0]
+    print(f"sketch table: {table.count():,} rows (one per source), {stored / 1e6:.1f} MB of sketches "
+          f"for {n:,} flows; windows up to 1 hour, eps 0.02 for sums")
+    print("estimates [lower, upper] come from the sketches; 'exact' is computed from the flows, for comparison;\n"
+          "a bound of width 0 is exact: no flow of the source falls in the sketch's uncertain edge of the window")
 
-    print(f"\nTop {args.top} sources by bytes in the last hour (as of {end:%H:%M}); eps = 0.02 for sums")
-    print(f"{'source':>14s} {'packets [lower, upper]':>30s} {'exact':>9s} "
-          f"{'bytes estimate':>15s} {'exact':>13s} {'err':>6s} {'dsts':>6s} {'exact':>6s}")
-    for r in table.itertuples():
-        print(f"{r.src:>14s} {r.packets:10,.0f} [{r.packets_lower:8,d}, {r.packets_upper:8,d}] "
-              f"{r.packets_exact:9,d} {r.bytes:15,.0f} {r.bytes_exact:13,d} "
-              f"{r.bytes / r.bytes_exact - 1:+6.1%} {r.dsts:6,.0f} {r.dsts_exact:6,d}")
-        # the guarantee, checked on every printed row
-        assert r.packets_lower <= r.packets_exact <= r.packets_upper
-        assert r.bytes_lower <= r.bytes_exact <= r.bytes_upper
+    scans, answered = None, {}
+    for label, later, window in QUERIES:
+        now = end + dt.timedelta(minutes=later)
+        at = F.lit(now)
+        answers = table.select(
+            "src",
+            U.eh_sketch_estimate("packets", at, window).alias("packets"),
+            U.eh_sketch_bounds("bytes", at, window).alias("b"),
+            U.eh_sketch_estimate("bytes", at, window).alias("bytes"),
+            U.sliding_hll_sketch_estimate("dsts", at, window).alias("dsts"))
+        # the exact answers from the rows, only to show the errors (the job would not keep the rows)
+        start = now - pd.Timedelta(window).to_pytimedelta()
+        exact = flows.where((F.col("ts") > F.lit(start)) & (F.col("ts") <= at)).groupBy("src").agg(
+            F.sum("packets").alias("packets_exact"), F.sum("bytes").alias("bytes_exact"),
+            F.countDistinct("dst").alias("dsts_exact"))
+        both = answers.join(exact, "src").select("*", "b.lower", "b.upper").drop("b").toPandas()
+        # the guarantees, on every source: bounds bracket the exact bytes, within eps
+        assert (both.lower <= both.bytes_exact).all() and (both.bytes_exact <= both.upper).all()
+        worst = float((both.bytes / both.bytes_exact - 1).abs().max())
+        assert worst <= 0.02
+        top = both.sort_values(["bytes", "src"], ascending=[False, True]).head(args.top)
+        print(f"\n{label} ({window} to {now:%H:%M}): {len(both):,} active sources, largest bytes error "
+              f"{worst:.2%} (bound 2%), every exact value within its bounds")
+        print(f"{'source':>14s} {'bytes estimate [lower, upper]':>42s} {'exact':>12s} {'err':>6s} "
+              f"{'packets':>8s} {'dsts':>5s} {'exact':>5s}")
+        for r in top.itertuples():
+            print(f"{r.src:>14s} {r.bytes:12,.0f} [{r.lower:12,d}, {r.upper:12,d}] {r.bytes_exact:12,d} "
+                  f"{r.bytes / r.bytes_exact - 1:+6.2%} {r.packets:8,.0f} {r.dsts:5,.0f} {r.dsts_exact:5,d}")
+        answered[label] = both
+        if scans is None:
+            scans = both.sort_values(["dsts", "src"], ascending=[False, True]).head(3)
+            table_top = top
     print("\nMost distinct destinations in the last hour (a scan shows here):")
-    for r in scan.itertuples():
+    for r in scans.itertuples():
         print(f"{r.src:>14s} {r.dsts:8,.0f} estimated, {r.dsts_exact:8,d} exact, {r.packets_exact:8,d} packets")
-    print(f"\n(sketch job and exact comparison: {elapsed:.1f} s)")
+    print(f"\n(sketch table, {len(QUERIES)} windows and the exact comparison: {time.perf_counter() - t0:.1f} s)")
 
     # Per flow: distinct destinations of its source over the previous 10 minutes.
-    watch = [scan.src.iloc[0], table.src.iloc[0]]
+    watch = [scans.src.iloc[0], table_top.src.iloc[0]]
     per_flow = sliding_over(flows.where(F.col("src").isin(watch)), "src", "ts",
                             dsts_10m=Distinct("dst", window="10 minutes")).select("src", "ts", "dsts_10m")
-    plot(table, per_flow.toPandas(), watch, args.out)
+    plot(answered, per_flow.toPandas(), watch, args.out)
     print(f"plot written to {args.out}")
     spark.stop()
 
 
-def plot(table: pd.DataFrame, per_flow: pd.DataFrame, watch, out: str) -> None:
+def plot(answered: dict, per_flow: pd.DataFrame, watch, out: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.8))
-    x = np.arange(len(table))
-    exact = table.bytes_exact.to_numpy(dtype=float)
-    rel = lambda v: (np.asarray(v, dtype=float) / exact - 1) * 100  # noqa: E731
-    est, lower, upper = rel(table.bytes), rel(table.bytes_lower), rel(table.bytes_upper)
-    a.errorbar(x, est, yerr=[est - lower, upper - est], fmt="o", capsize=4,
-               label="estimate, with [lower, upper]")
-    a.axhline(0, color="black", lw=1, label="exact")
+    for label, both in answered.items():
+        exact = both.bytes_exact.to_numpy(dtype=float)
+        a.scatter(exact, (both.bytes.to_numpy(dtype=float) / exact - 1) * 100, s=6, alpha=0.5, label=label)
     for y in (-2, 2):
         a.axhline(y, color="grey", ls="--", lw=1)
-    a.set_xticks(x, table.src, rotation=60, ha="right", fontsize=8)
-    a.set_ylabel("relative to exact (%)")
-    a.set_title("Bytes in the last hour, top sources: EH eps = 2% (dashed)")
-    a.legend(loc="lower right")
+    a.axhline(0, color="black", lw=1)
+    a.set_xscale("log")
+    a.set_xlabel("exact bytes of the source in the window")
+    a.set_ylabel("estimate relative to exact (%)")
+    a.set_title("Every source, three windows from one sketch table: eps = 2% (dashed)")
+    a.legend(loc="lower right", markerscale=3)
     for src in watch:
         g = per_flow[per_flow.src == src].sort_values("ts")
         b.plot(g.ts, g.dsts_10m, label=src, lw=1, drawstyle="steps-post")
