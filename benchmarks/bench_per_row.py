@@ -405,7 +405,7 @@ def exact_sums(df, frame, key="k", ts="ts", value="bytes", checked=False):
 
     ``checked``: with the checks ``sliding_over`` makes, written by hand
     the way a careful engineer would (and the cheapest found, see
-    :func:`udaf.native.frame_sum`): a negative value stops the job at its
+    :func:`udaf.sql_text.frame_sum`): a negative value stops the job at its
     row and every later row of its key, through the smallest value up to
     the row, so no filter after the query hides a sum it made wrong; a
     running total beyond int64 stops it through ``try_sum``."""

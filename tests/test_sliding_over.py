@@ -288,7 +288,7 @@ def test_native_counts_run_the_hand_written_plan(spark, nullable):
 
 def test_native_plan_computes_each_frame_aggregate_once(spark, sdf):
     """Spark does not merge equal window expressions: the native plan names
-    each aggregate over a frame once (udaf.native.Frame), however often a
+    each aggregate over a frame once (udaf.sql_text.Frame), however often a
     family's answer uses it: in place where each is named once (one
     projection, as a hand-written query), else in a projection of its own
     under the answers'; the rows' columns come out as they went in, names

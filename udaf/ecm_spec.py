@@ -35,6 +35,7 @@ from frequencies import SlidingCountMin, SlidingHeavyHitters
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
 from .spec import Answers, Data, Estimator, Spec, key_now
+from .sql_text import checked_sum, frame_sum, nonnegative, raise_bad_value
 
 __all__ = ["Frequencies", "HeavyHitters"]
 
@@ -175,7 +176,6 @@ class Frequencies(_Weighted):
     def native(self, columns, inside, key_text):
         """The window's total from Spark's aggregates (rows, or the sum of
         the values, of the rows with an item)."""
-        from .native import checked_sum, nonnegative
 
         if self.value is None:
             return f"count(CASE WHEN {inside} THEN 1 END)"
@@ -188,7 +188,6 @@ class Frequencies(_Weighted):
     def native_frame(self, columns, upto, before, key_text, schema):
         """Each row's own item's frequency over its frame, within (key,
         item): rows (or values) up to the row less those a window earlier."""
-        from .native import frame_sum
 
         item = columns["column"]
         if self.value is None:
@@ -331,7 +330,6 @@ class HeavyHitters(_Weighted):
     def native_top(self, columns, key_text):
         """The exact list from Spark's aggregates: rows (or values) per
         (key, id), the ids at or above ``phi`` of the key's total."""
-        from .native import raise_bad_value
 
         item = columns["column"]
         if self.bits < 64:

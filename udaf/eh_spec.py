@@ -25,6 +25,7 @@ from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums,
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL, integers
 from .spec import Answers, Data, Spec, key_now
+from .sql_text import ROWS_PER_TIME, checked_sum, frame_sum, nonnegative, sum_per_time
 
 __all__ = ["Count", "Sum"]
 
@@ -202,7 +203,8 @@ class Count(_Histogram):
 
     def reduction(self, schema, key_text):
         # rows per timestamp: a histogram of those counts is the histogram of the rows
-        return ("__ts",), {"__rows": "count(1)"}, Sum("__rows", self.window, self.eps)
+        (rows,) = ROWS_PER_TIME
+        return ("__ts",), dict(ROWS_PER_TIME), Sum(rows, self.window, self.eps)
 
     def native_frame(self, columns, upto, before, key_text, schema):
         return f"{upto('count(1)')} - {before('count(1)')}"
@@ -230,29 +232,17 @@ class Sum(_Histogram):
         return Data(present, {"value": values[present]})
 
     def _checked(self, v, key_text):
-        from .native import nonnegative
-
         return nonnegative(self.column, v, self.who, key_text)
 
     def native(self, columns, inside, key_text):
-        from .native import checked_sum
-
         return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END", key_text)
 
     def reduction(self, schema, key_text):
-        # each timestamp's sum of non-null values (null when it has none),
-        # or its smallest value when that is negative: the reduced column
-        # keeps the column's name, so a bad value gets the same message;
-        # a sum past int64 is refused (a plain sum wraps without ANSI mode)
-        from .native import overflow_error, quote
-
-        v = quote(self.column)
-        return ("__ts",), {self.column: f"CASE WHEN min({v}) < 0 THEN min({v}) WHEN count({v}) = 0 THEN NULL "
-                                        f"ELSE coalesce(try_sum({v}), {overflow_error(key_text)}) END"}, self
+        # each timestamp's sum (the reduced column keeps the column's name,
+        # so a bad value gets the same message): sql_text.sum_per_time
+        return ("__ts",), {self.column: sum_per_time(self.column, key_text)}, self
 
     def native_frame(self, columns, upto, before, key_text, schema):
-        from .native import frame_sum
-
         v = columns["column"]
         # null for a frame without a value, unless the schema says the
         # column has none: the row's own value is in its frame (two windows fewer)

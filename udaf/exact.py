@@ -4,8 +4,9 @@ When every row of a key is shuffled to one place anyway (the ``shuffle``
 strategy of :func:`udaf.aggregate`), a synopsis saves nothing: the count,
 sum, distinct count and L_p norm over the key's window are computed
 exactly, for all keys of an Arrow batch at once (``mapInArrow`` after
-``repartition`` and a sort by key and time in the JVM), instead of one
-grouped-aggregate UDF call per key and spec.  Exact answers lie within
+``repartition`` and a sort by key and time in the JVM, the driver
+:class:`udaf.exact_answers.ExactAnswers`), instead of one grouped-aggregate
+UDF call per key and spec.  Exact answers lie within
 every bound the synopses promise; ``<name>_lower`` and ``<name>_upper``
 both equal them.
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from ehist.errors import SumOverflowError
 
-__all__ = ["in_window", "per_key_sums", "per_key_distinct", "per_key_lp_norms", "ExactAnswers"]
+__all__ = ["in_window", "per_key_sums", "per_key_distinct", "per_key_lp_norms"]
 
 
 def in_window(t: np.ndarray, run: np.ndarray, now: np.ndarray, window: int) -> np.ndarray:
@@ -68,7 +69,7 @@ def sum_past_int64() -> SumOverflowError:
     point: the Python passes raise it, the core's (a batch or a merge past
     int64, :class:`~ehist.errors.SumOverflowError` with its own message)
     is raised again as it, and the native plans' ``raise_error`` says it
-    with the key (:func:`udaf.native.overflow_error`).  An
+    with the key (:func:`udaf.sql_text.overflow_error`).  An
     :class:`OverflowError` and a :class:`ValueError`.
 
     >>> raise sum_past_int64()
@@ -148,41 +149,3 @@ def per_key_lp_norms(p: float, codes: np.ndarray, values: np.ndarray, mask: np.n
     sums = np.bincount(inverse.ravel(), weights=values[mask].astype(np.float64), minlength=pair.shape[1])
     powered = np.bincount(pair[0], weights=np.abs(sums) ** p, minlength=keys)
     return powered ** (1.0 / p)
-
-
-class ExactAnswers:
-    """``mapInArrow`` function over rows sorted by key (runs found on
-    ``runs``) and time: one row per key with each spec's exact answer
-    (:meth:`~udaf.spec.Spec.exact`; double, with bounds also ``_lower`` /
-    ``_upper``, bigint)."""
-
-    def __init__(self, keys, runs, ts, specs, windows, at, with_bounds):
-        self.keys, self.runs, self.ts, self.specs, self.windows = keys, runs, ts, specs, windows
-        self.at, self.with_bounds = at, with_bounds
-
-    def __call__(self, batches):
-        from ._arrow import complete_runs
-
-        for table, t, starts in complete_runs(batches, self.runs, self.ts):
-            yield self._answer(table, t, starts)
-
-    def _answer(self, table, t, starts):
-        import pyarrow as pa
-
-        from .two_phase import read_spec
-
-        n = table.num_rows
-        keys = starts.size
-        run = np.repeat(np.arange(keys), np.diff(np.append(starts, n)))
-        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
-
-        def key_of(row):
-            return tuple(table.column(k)[int(row)].as_py() for k in self.keys)
-
-        for name, spec in self.specs.items():
-            exact = spec.exact(t, run, keys, read_spec(spec, table, key_of), self.windows[name], self.at)
-            out[name] = type(spec).answer_array(exact)
-            if name in self.with_bounds:
-                out[f"{name}_lower"] = pa.array(exact.astype(np.int64))
-                out[f"{name}_upper"] = pa.array(exact.astype(np.int64))
-        return pa.RecordBatch.from_pydict(out)

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from distinct import SlidingFM
 
-from .hll_spec import _Items
+from .hashed_items import HashedItems
 
 __all__ = ["DistinctFM"]
 
 
 @dataclass(frozen=True)
-class DistinctFM(_Items):
+class DistinctFM(HashedItems):
     """Sliding distinct count of a column with Flajolet-Martin bitmaps.
 
     >>> DistinctFM("dst", window=3600, num_bitmaps=256)

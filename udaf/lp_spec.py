@@ -23,6 +23,7 @@ from .exact import in_window, per_key_lp_norms
 from .frames import frame_lp_norms
 from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
 from .spec import Answers, Data, Spec, key_now
+from .sql_text import ROWS_PER_TIME, checked_sum, overflow_error, quote, raise_bad_value, sum_per_time
 
 __all__ = ["LpNorm"]
 
@@ -120,8 +121,6 @@ class LpNorm(Spec):
         return self._exact_items
 
     def _exact_items(self, columns, key_text):
-        from .native import checked_sum
-
         item = columns["column"]
         if self.value is None:
             weight = f"CASE WHEN {item} IS NULL THEN NULL ELSE 1L END"
@@ -140,7 +139,6 @@ class LpNorm(Spec):
         from -1e16 down in Spark's float format).  The per-row plan checks
         every row, as the Python pass reads the whole column; the one-shot
         plan the rows it counts, as Sum's does."""
-        from .native import raise_bad_value
 
         shown = f"CASE WHEN {v} > -10000000000000000 THEN concat(CAST({v} AS STRING), '.0') " \
                 f"ELSE CAST(CAST({v} AS DOUBLE) AS STRING) END"
@@ -168,8 +166,6 @@ class LpNorm(Spec):
         return self._exact_rows
 
     def _exact_rows(self, df, keys, t, name, window, key_text, hidden):
-        from .native import overflow_error, quote
-
         def h(part):
             return quote(hidden + part)
 
@@ -260,15 +256,13 @@ class LpNorm(Spec):
         # order than the rows path, so the bytes could differ in the last bit.
         from dataclasses import replace
 
-        from .eh_spec import Count, Sum
-
         if self.value is None:
-            _, aggregates, counts = Count(self.window).reduction(schema, key_text)
-            return ("__ts", self.column), aggregates, replace(self, value=counts.column)
+            (rows,) = ROWS_PER_TIME
+            return ("__ts", self.column), dict(ROWS_PER_TIME), replace(self, value=rows)
         if schema[self.value].dataType.simpleString() not in INTEGRAL:
             return None
         # the same aggregate as Sum's (negative values keep their message)
-        return ("__ts", self.column), Sum(self.value, self.window).reduction(schema, key_text)[1], self
+        return ("__ts", self.column), {self.value: sum_per_time(self.value, key_text)}, self
 
     def words(self, data):
         out = np.zeros((data.present.size, 2), dtype=np.int64)

@@ -31,7 +31,9 @@ from pyspark.sql import types as T
 from ._arrow import complete_runs
 from ._convert import key_names
 from .frames import frame_bounds_runs
-from .two_phase import check_specs, partition_count, read_spec, run_columns
+from .spec import read_spec
+from .keys import partition_count, run_columns
+from .two_phase import check_specs
 
 __all__ = ["sliding_over"]
 

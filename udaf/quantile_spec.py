@@ -36,6 +36,7 @@ from quantiles import SlidingQuantiles, quantile_bounds_from_bounds, quantiles_f
 from .exact import in_window
 from .inputs import NUMERIC, reals
 from .spec import Answers, Data, Estimator, Spec, key_now
+from .sql_text import raise_bad_value
 
 __all__ = ["Quantile"]
 
@@ -153,7 +154,6 @@ class Quantile(Spec):
         """Spark's exact ``percentile_disc``: the first value whose
         cumulative share reaches ``q``, the definition of :meth:`exact`
         (NaN and infinities refused as everywhere)."""
-        from .native import raise_bad_value
 
         v = columns["column"]
         need = f"{self.who} needs finite numbers (NaN is never skipped: filter or fill it)"

@@ -50,7 +50,7 @@ from ._convert import Window
 from .exact import as_key_sum_overflow
 
 __all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "sketch_family",
-           "key_now"]
+           "read_spec", "key_now"]
 
 #: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
 #: filled in as the family modules are imported.
@@ -198,7 +198,7 @@ class Spec:
         default: the rows go to Python as they are).  ``schema``: the
         rows' ``StructType`` (the input columns and ``__ts``); ``key_text``:
         SQL of the key as messages print it, for a ``raise_error``
-        (:func:`udaf.native.overflow_error`: a sum past int64).
+        (:func:`udaf.sql_text.overflow_error`: a sum past int64).
 
         ``grouping``: the columns besides the key that a reduced row is
         unique on (``"__ts"``: the time in int64 units, or an input
@@ -336,7 +336,7 @@ class Spec:
         (:mod:`udaf.native`): a numeric aggregate, or None when the family
         has none (the default; ``auto`` then builds synopses).
         ``columns``: input role -> quoted column.  Bad values are raised
-        with :func:`udaf.native.raise_bad_value` (``key_text``: SQL of the
+        with :func:`udaf.sql_text.raise_bad_value` (``key_text``: SQL of the
         key as text, for the message every entry point gives).  SQL text,
         not Columns: the plan is parsed once in the JVM (a Column costs a
         py4j call per operation)."""
@@ -346,7 +346,7 @@ class Spec:
         """For families answering each key with its top items (heavy
         hitters): ``(item, weight, phi)``, SQL of the item and of its
         weight per row (bad values raised with
-        :func:`udaf.native.raise_bad_value`) and the fraction of the key's
+        :func:`udaf.sql_text.raise_bad_value`) and the fraction of the key's
         total an item must reach; the native plan of :func:`udaf.aggregate`
         then lists them exactly (:func:`udaf.native.native_answers`).  None
         by default (a family overrides this or :meth:`native`)."""
@@ -358,7 +358,7 @@ class Spec:
         ``schema``: a function ``(columns, key_text)`` returning ``(item,
         weight, final)``, SQL of the item, of its weight per row (null
         where the item is null; bad values raised with
-        :func:`udaf.native.raise_bad_value`) and of an aggregate over
+        :func:`udaf.sql_text.raise_bad_value`) and of an aggregate over
         ``__n``, each item's summed weight in the window, giving the key's
         answer; :func:`udaf.native.native_answers` then aggregates by (key,
         item) and by key.  None (the default) when there is none for these
@@ -371,7 +371,7 @@ class Spec:
         family has none (the default; rows then go through :meth:`frames`).
         ``schema``: the rows' ``StructType`` (a column it says is never
         null needs no null handling).
-        ``upto`` and ``before`` (:class:`udaf.native.Frame`) are window
+        ``upto`` and ``before`` (:class:`udaf.sql_text.Frame`) are window
         specifications over the row's key ordered by time: ``upto`` frames
         the rows up to the row (its peers included), ``before`` those at
         least ``window`` earlier, so the row's frame is their difference
@@ -503,6 +503,13 @@ class _Shown(str):
 
     def __repr__(self):
         return str(self)
+
+
+def read_spec(spec, table, key_of=None) -> Data:
+    """A spec's :class:`Data` from an Arrow table's columns (one chunk
+    each, or none)."""
+    return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
+                      for role, c in spec.inputs().items()}, table.num_rows, key_of)
 
 
 def key_now(t: np.ndarray, present: np.ndarray, run: np.ndarray, keys: int, at=None) -> np.ndarray:

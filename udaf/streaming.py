@@ -525,7 +525,7 @@ class _Packer:
         import pyarrow.compute as pc
 
         from .inputs import times
-        from .two_phase import read_spec
+        from .spec import read_spec
 
         n = table.num_rows
         try:

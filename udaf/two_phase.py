@@ -38,7 +38,8 @@ from .hll_spec import Distinct
 from .inputs import TIME, TIME_NEEDS, check_spark_type
 from .lp_spec import LpNorm
 from .native import key_text
-from .spec import Spec
+from .keys import partition_count, run_columns
+from .spec import Spec, load_families, read_spec
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial",
            "reduce_rows", "REDUCE_TWO_PHASE", "REDUCE_SKETCH_TABLE"]
@@ -87,7 +88,7 @@ def time_range(df: DataFrame, ts: str, unit: str, lo: int | None, hi: int):
     source (Parquet row groups outside it are not read); rows with a null
     time pass, to be reported.  One SQL expression: built from Column
     calls it cost about 5 ms more of plan building (a JVM call each)."""
-    from .native import quote
+    from .sql_text import quote
 
     ntz = unit == "us" and isinstance(df.schema[ts].dataType, T.TimestampNTZType)
     literal = ("timestampadd(MICROSECOND, {}L, TIMESTAMP_NTZ '1970-01-01 00:00:00')" if ntz else  # micros_to_ntz
@@ -136,46 +137,7 @@ def check_specs(df: DataFrame, keys: list, ts: str, specs: dict, caller: str, ap
 
 def all_specs() -> list:
     """Every registered spec class."""
-    from .spec import load_families
-
     return [c for classes in load_families().values() for c in classes]
-
-
-# Key types whose runs pyarrow finds exactly (equality kernels; Spark's sort
-# puts equal keys together).  Other keys (floating point, nested) are
-# shuffled, sorted and split into runs on stand-in columns (run_columns).
-RUN_KEY_TYPES = (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
-                 T.LongType, T.DateType, T.TimestampType, T.TimestampNTZType, T.DecimalType)
-
-
-def run_columns(df: DataFrame, keys: list) -> tuple[list, list]:
-    """(names, expressions) of the columns that key runs are found on: a
-    key of a run type is its own; a floating-point key becomes a NaN flag
-    and its value with NaN and -0.0 as 0.0 (Spark groups NaN with NaN and
-    -0.0 with 0.0, Arrow's equality does not); a nested key its JSON text.
-    Shuffling and sorting on these puts each Spark group in one run."""
-    names, exprs = [], []
-    for i, k in enumerate(keys):
-        dtype = df.schema[k].dataType
-        if isinstance(dtype, RUN_KEY_TYPES):
-            names.append(k)
-            continue
-        c = F.col(k)
-        if isinstance(dtype, (T.DoubleType, T.FloatType)):
-            odd = F.isnan(c) | (c == 0)
-            names += [f"__run{i}_nan", f"__run{i}"]
-            exprs += [F.isnan(c).alias(f"__run{i}_nan"), F.when(odd, F.lit(0.0)).otherwise(c).alias(f"__run{i}")]
-        else:
-            names.append(f"__run{i}")
-            exprs.append(F.to_json(F.struct(c)).alias(f"__run{i}"))
-    return names, exprs
-
-
-def partition_count(df: DataFrame) -> int:
-    """The shuffle partition count of the session (set explicitly:
-    adaptive execution would otherwise coalesce small shuffles into fewer
-    tasks than cores)."""
-    return int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
 
 def min_rows_per_partial(specs: dict) -> int:
@@ -307,7 +269,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         if sketches:
             fields.append(T.StructField(f"{name}_sketch", T.BinaryType()))
     parts = partition_count(df)
-    from .exact import ExactAnswers
+    from .exact_answers import ExactAnswers
     from .union import UnionAnswers
 
     if strategy == "shuffle":
@@ -487,12 +449,6 @@ def reduce_rows(prepared: DataFrame, keys: list, carried: list, specs: dict, red
     for part in parts[1:]:
         rows = rows.unionByName(part, allowMissingColumns=True)
     return rows, {name: builds[name] for name in specs}, groups
-
-
-def read_spec(spec, table, key_of=None):
-    """A spec's :class:`~udaf.spec.Data` from an Arrow table's columns."""
-    return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
-                      for role, c in spec.inputs().items()}, table.num_rows, key_of)
 
 
 def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, reduce: bool | None = None,

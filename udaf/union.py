@@ -39,7 +39,6 @@ class UnionAnswers:
         import pyarrow as pa
 
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
-        ends = np.append(starts[1:], table.num_rows).tolist()
         for name, spec in self.specs.items():
             blobs = table.column(name).chunk(0).to_pylist()
             if self.sketches:  # merged sketches, and the answers read from them
@@ -139,7 +138,7 @@ def union_table(df, by, *columns):
     from pyspark.sql import types as T
 
     from ._convert import key_names
-    from .two_phase import partition_count, run_columns
+    from .keys import partition_count, run_columns
 
     keys = key_names(by, "union_table", "by")
     names = set(df.columns)

@@ -1,0 +1,174 @@
+"""The package's layers, read from the source: no import cycle anywhere
+(imports inside functions included), nothing imports upward, and the core
+packages never import the Spark layer.
+
+Floors of ``udaf/`` (STYLE.md): leaves (SQL text, Arrow helpers, inputs,
+units, numpy engines) -> the protocol (``spec``) -> the family specs and
+shared family modules -> the drivers -> the generated functions.  A
+family spec module imports no other family's spec module (shared code
+lives in a named shared module).  A new module must be given a floor here:
+the test fails on a module it does not know.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ["ehist", "lp_norms", "distinct", "frequencies", "quantiles"]
+PACKAGES = CORE + ["udaf"]
+
+FLOORS = {
+    0: {"_convert", "inputs", "_arrow", "exact", "frames", "sql_text", "unwrap"},
+    1: {"spec"},
+    2: {"hashed_items"},  # and every *_spec module
+    3: {"keys", "native", "two_phase", "union", "exact_answers", "per_row", "streaming"},
+    4: {"functions", "__init__"},
+}
+#: Modules below the drivers: no pyspark import at module level.
+NO_SPARK_BELOW = 3
+
+
+def floor(name: str) -> int:
+    if name.endswith("_spec"):
+        return 2
+    for level, names in FLOORS.items():
+        if name in names:
+            return level
+    raise AssertionError(f"udaf/{name}.py has no floor in tests/test_layers.py: give it one")
+
+
+def modules() -> dict:
+    """``package.module`` -> its source path, for every module of the packages."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return out
+
+
+def imports(path: Path, package: str) -> list:
+    """(imported module or package, at module level, line) of a source file."""
+    out = []
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = (package if node.module is None else f"{package}.{node.module}") if node.level else node.module
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out += [(n, id(node) in top, node.lineno) for n in names]
+    return out
+
+
+def edges() -> dict:
+    """Module -> {imported project module: (at module level, line)}: a name
+    imported from a package counts as its submodule where one exists, else
+    as the package."""
+    known = modules()
+    out = {}
+    for name, path in known.items():
+        package = name.split(".")[0]
+        deps = {}
+        for target, at_top, line in imports(path, package):
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.split(".")[0] in PACKAGES:
+                deps.setdefault(target, (at_top, line))
+        out[name] = deps
+    return out
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def without_packages(graph: dict) -> dict:
+    """Imports of a package's ``__init__`` (which re-exports its modules)
+    left out, inside the package: a module importing its own package's
+    public names is not a cycle of modules."""
+    return {m: {d for d in deps if not (d == m.split(".")[0] and m != d)} for m, deps in graph.items()}
+
+
+def test_no_import_cycle_anywhere():
+    assert cycles(without_packages(edges())) == []
+
+
+def test_udaf_imports_point_down_its_floors():
+    wrong = []
+    for name, deps in edges().items():
+        if not name.startswith("udaf"):
+            continue
+        mine = floor(name.partition(".")[2] or "__init__")
+        for dep, (_, line) in deps.items():
+            if dep.startswith("udaf."):
+                theirs = floor(dep.partition(".")[2])
+                if theirs > mine:
+                    wrong.append(f"{name}:{line} imports {dep} (floor {theirs} above {mine})")
+    assert wrong == []
+
+
+def test_a_family_spec_imports_no_other_family():
+    wrong = [f"{name}:{line} imports {dep}" for name, deps in edges().items() if name.endswith("_spec")
+             for dep, (_, line) in deps.items() if dep.endswith("_spec")]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("package", CORE)
+def test_the_core_never_imports_the_spark_layer(package):
+    for name, path in modules().items():
+        if name.split(".")[0] != package:
+            continue
+        for target, _, line in imports(path, package):
+            assert not target.startswith(("udaf", "pyspark", "pandas", "pyarrow")), f"{name}:{line} imports {target}"
+            if package == "ehist":  # the base of every family imports no other family
+                assert target.split(".")[0] not in PACKAGES or target.startswith("ehist"), f"{name}:{line}"
+
+
+def test_below_the_drivers_no_pyspark_at_import():
+    for name, path in modules().items():
+        if name.startswith("udaf.") and floor(name.partition(".")[2]) < NO_SPARK_BELOW:
+            for target, at_top, line in imports(path, "udaf"):
+                assert not (at_top and target.startswith("pyspark")), f"{name}:{line} imports {target}"
+
+
+def test_the_checks_catch_what_they_should():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert floor("eh_spec") == 2 and floor("two_phase") == 3
+    with pytest.raises(AssertionError, match="has no floor"):
+        floor("new_module")
