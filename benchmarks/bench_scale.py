@@ -1,0 +1,183 @@
+"""Sketch tables at many keys: unite four sites and answer, against Spark's rollups.
+
+Run:  python -m pytest benchmarks/bench_scale.py -s
+      (EHIST_BENCH_SCALE: data sets as name:keys:events per key and site,
+      default "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5
+      alternating rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0
+      leaves out the sums' union, minutes at 100k keys)
+
+The setting of issue 40: network sources seen at 4 sites, tens of events
+per source and site in a day.  What a data engineer keeps per site is a
+per-minute rollup (``count(*)``, ``sum(bytes)``, Spark's own
+``hll_sketch_agg(dst)`` per source and minute); what ehist keeps is one row
+per source and site (``sketch_table``: Count and Sum at eps 0.01, Distinct
+at precision 12, windows up to a day).  Measured side by side, medians of
+alternating rounds (each round in the reverse order of the last), each
+ehist path as a ratio to the native one in the same round:
+
+* *unite 4 sites, then answer the last hour*: native ``where(slot in
+  window).groupBy(src).agg(sum(n), hll_sketch_estimate(hll_union_agg(h)))``;
+  ehist ``union_table(sites, "src")`` then ``eh_sketch_estimate`` /
+  ``sliding_hll_sketch_estimate`` (the united table is a sketch table again,
+  to store or unite further);
+* *answer the union without building it*: ``*_sketch_estimate`` of each
+  source's ``collect_list`` of sketches;
+* *answer one site's table*: the estimates per row, against the rollup's
+  query on that site.
+
+Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
+holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
+more than the flows themselves, so sums of sparse keys are where sketches
+cost most.  Each ehist answer is checked against the exact one on a sample
+of sources before timing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import statistics
+import time
+
+import numpy as np
+import pytest
+
+from benchmarks.conftest import RESULTS, median_interval, note_load, spark_fixture
+
+pytest.importorskip("pyspark")
+
+DATA_SETS = [(name, int(keys), int(per)) for name, keys, per in
+             (item.split(":") for item in os.environ.get("EHIST_BENCH_SCALE", "sparse:100000:25").split(","))]
+ROUNDS = int(os.environ.get("EHIST_BENCH_SCALE_ROUNDS", "5"))
+SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
+SITES = 4
+START = dt.datetime(2026, 1, 1)
+NOW = START + dt.timedelta(days=1, seconds=43)  # after every event, mid-minute
+HOUR = dt.timedelta(hours=1)
+
+spark = spark_fixture("ehist-bench-scale", **{"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"})
+
+
+@pytest.fixture(scope="module", params=DATA_SETS, ids=[d[0] for d in DATA_SETS])
+def tables(spark, request, tmp_path_factory):
+    """Per-minute rollups and sketch tables of 4 sites, in Parquet."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from udaf import Count, Distinct, Sum, sketch_table
+
+    name, keys, per = request.param
+    base = tmp_path_factory.mktemp(f"scale-{name}")
+    rng = np.random.default_rng(40)
+    for site in range(SITES):
+        n = keys * per
+        pdf = pd.DataFrame({"src": rng.integers(0, keys, n),
+                            "ts": pd.Timestamp(START) + pd.to_timedelta(rng.integers(0, 86_400 * 10**6, n), unit="us"),
+                            "bytes": rng.integers(40, 1500, n), "dst": rng.integers(0, 5000, n)})
+        spark.createDataFrame(pdf).write.parquet(str(base / "events" / f"site={site}"))
+    events = spark.read.parquet(str(base / "events"))
+    t = time.perf_counter()
+    events.groupBy("site", "src", F.date_trunc("minute", "ts").alias("slot")).agg(
+        F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h")) \
+        .write.parquet(str(base / "rollup"))
+    native_build = time.perf_counter() - t
+    t = time.perf_counter()
+    sketch_table(events, ["site", "src"], "ts", n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01),
+                 d=Distinct("dst", "1 day")).write.parquet(str(base / "sketches"))
+    ehist_build = time.perf_counter() - t
+    size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet")) for t in ("rollup", "sketches")}
+    RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES,
+                                        "native_seconds": native_build, "ehist_seconds": ehist_build,
+                                        "rollup_bytes": size["rollup"], "sketch_bytes": size["sketches"]}
+    return name, keys, per, events, spark.read.parquet(str(base / "rollup")), spark.read.parquet(str(base / "sketches"))
+
+
+def _noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def _paths(roll, sketches, sums: bool) -> dict:
+    """(question -> {path -> action}); ``native`` first in each."""
+    from pyspark.sql import functions as F
+
+    from udaf import functions as U
+    from udaf import union_table
+
+    now, start = F.lit(NOW), F.lit(NOW - HOUR)
+    columns = ["b"] if sums else ["n", "d"]
+
+    def answers(df):
+        est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate}
+        return df.select("src", *[est[c](c, now, "1 hour").alias(c) for c in columns])
+
+    def native(rows):
+        aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
+                "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d")}
+        return rows.where(F.col("slot") > start).groupBy("src").agg(*[aggs[c] for c in columns])
+
+    site = F.col("site") == 0
+    return {
+        "unite 4 sites, then answer": {
+            "native": lambda: _noop(native(roll)),
+            "union_table, then estimates": lambda: _noop(answers(union_table(sketches, "src", *columns))),
+        },
+        "answer the union without building it": {
+            "native": lambda: _noop(native(roll)),
+            "estimates of collect_list": lambda: _noop(answers(
+                sketches.groupBy("src").agg(*[F.collect_list(c).alias(c) for c in columns]))),
+        },
+        "answer one site's table": {
+            "native": lambda: _noop(native(roll.where(site))),
+            "estimates": lambda: _noop(answers(sketches.where(site))),
+        },
+    }
+
+
+def _check(events, sketches, keys: int) -> None:
+    """The answers bracket the exact ones on a sample of sources (bounds of
+    the counts and sums, the distinct counts within 5 standard errors)."""
+    from pyspark.sql import functions as F
+
+    from udaf import functions as U
+    from udaf import union_table
+
+    sample = [int(k) for k in np.random.default_rng(1).choice(keys, 50, replace=False)]
+    now = F.lit(NOW)
+    got = union_table(sketches.where(F.col("src").isin(sample)), "src").select(
+        "src", U.eh_sketch_bounds("n", now, "1 hour").alias("n"), U.eh_sketch_bounds("b", now, "1 hour").alias("b"),
+        U.sliding_hll_sketch_estimate("d", now, "1 hour").alias("d")).collect()
+    exact = {r.src: r for r in events.where(F.col("src").isin(sample) & (F.col("ts") > F.lit(NOW - HOUR))).groupBy(
+        "src").agg(F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d")).collect()}
+    for r in got:
+        e = exact.get(r.src)
+        if e is None:
+            continue
+        assert r.n.lower <= e.n <= r.n.upper and r.b.lower <= e.b <= r.b.upper
+        assert abs(r.d - e.d) <= max(2.0, 5 * 1.04 / 64 * e.d)
+
+
+def test_scale(tables):
+    name, keys, per, events, roll, sketches = tables
+    _check(events, sketches, keys)
+    kinds = [("count + distinct", False)] + ([("sums", True)] if SUMS else [])
+    for kind, sums in kinds:
+        for question, paths in _paths(roll, sketches, sums).items():
+            rounds = ROUNDS if not (sums and question.startswith("unite")) else 1
+            seconds = {p: [] for p in paths}
+            for round_ in range(1 + rounds):  # one warm-up round, not counted
+                for p in (list(paths) if round_ % 2 == 0 else list(paths)[::-1]):
+                    t = time.perf_counter()
+                    paths[p]()
+                    if round_:
+                        seconds[p].append(time.perf_counter() - t)
+            ours = next(p for p in paths if p != "native")
+            ratios = [x / y for x, y in zip(seconds[ours], seconds["native"])]
+            row = {"data": name, "keys": keys, "per_key_and_site": per, "kind": kind, "question": question,
+                   "path": ours, "rounds": rounds, "native_median": statistics.median(seconds["native"]),
+                   "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
+                   "ratio_interval": list(median_interval(ratios))}
+            RESULTS[f"scale | {name} | {kind} | {question}"] = row
+            print(f"\n  {name} {keys:,} keys, {kind}: {question}: native {row['native_median']:.2f} s, {ours} "
+                  f"{row['ehist_median']:.2f} s (medians of {rounds}); ratio {row['ratio_median']:.2f}", flush=True)
+    note_load(f"scale {name}")
+
