@@ -70,7 +70,7 @@ from . import hll_layout as L
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
-__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries"]
+__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks"]
 
 _U64 = np.uint64
 _CRC = struct.Struct("<I")
@@ -221,22 +221,30 @@ def _future_maxima(run, reg, ts, rank, age, m: int):
     order = np.argsort(reg.astype(np.uint16 if m <= 1 << 16 else np.uint32), kind="stable")
     order = order[np.argsort(run[order].astype(np.uint16), kind="stable")]
     run, reg, ts, rank, age = run[order], reg[order], ts[order], rank[order], age[order]
-    # blocks of equal (run, register, time): only a block's largest rank
-    # can survive, and it does iff it beats every later block of its group
-    new_group = np.r_[True, (run[1:] != run[:-1]) | (reg[1:] != reg[:-1])]
-    block = np.flatnonzero(new_group | np.r_[True, ts[1:] != ts[:-1]])
+    at, top = future_maxima_blocks(np.r_[True, (run[1:] != run[:-1]) | (reg[1:] != reg[:-1])],
+                                   np.r_[True, ts[1:] != ts[:-1]], rank)
+    return run[at], reg[at], top, age[at]
+
+
+def future_maxima_blocks(new_list: np.ndarray, new_time: np.ndarray, rank: np.ndarray):
+    """The lists of future possible maxima of entries sorted by list (a
+    run's or group's register) and time: ``new_list`` / ``new_time`` mark
+    the entries that start a list / a time within it.  Of each block of
+    equal time only its largest rank can survive, and it does iff it beats
+    every later block of its list.  Returns the surviving blocks' first
+    entries and their ranks (below 128)."""
+    block = np.flatnonzero(new_list | new_time)
     top = np.maximum.reduceat(rank, block)
-    group = np.cumsum(new_group[block]) - 1
-    # reversed, "later" becomes "earlier"; each group offset above the one
-    # before it so a running maximum never carries across groups (rank < 128)
-    key = (group[-1] - group[::-1]) * 128 + top[::-1]
+    lists = np.cumsum(new_list[block]) - 1
+    # reversed, "later" becomes "earlier"; each list offset above the one
+    # before it so a running maximum never carries across lists
+    key = (lists[-1] - lists[::-1]) * 128 + top[::-1]
     running = np.maximum.accumulate(key)
     keep = np.empty(key.size, dtype=bool)
     keep[0] = True
     keep[1:] = key[1:] > running[:-1]
     kept = keep[::-1]
-    at = block[kept]
-    return run[at], reg[at], top[kept], age[at]
+    return block[kept], top[kept]
 
 
 def _byte_ranges(values: np.ndarray, per_sketch: np.ndarray):

@@ -26,7 +26,7 @@ import numpy as np
 from ehist._validation import INT64_MIN
 from ehist.errors import require_same
 
-from .columnar import encode_entries
+from .columnar import encode_entries, future_maxima_blocks
 from .hll import SlidingHyperLogLog
 
 __all__ = ["union_bytes"]
@@ -105,21 +105,8 @@ def _future_maxima(group, reg, rank, age, p: int):
         order = np.argsort(key, kind="stable")
         order = order[np.argsort(group[order], kind="stable")]
     else:
-        order = np.lexsort((rank, ~age, reg, group))  # ~age: later times first... as ascending time
+        order = np.lexsort((rank, ~age, reg, group))  # ~age ascending: time ascending
     group, reg, rank, age = group[order], reg[order], rank[order], age[order]
-    # blocks of equal (group, register, time): only a block's largest rank can
-    # survive (the last, ranks ascending), and it does iff it beats every later block
-    new_list = np.r_[True, (group[1:] != group[:-1]) | (reg[1:] != reg[:-1])]
-    block = np.flatnonzero(new_list | np.r_[True, age[1:] != age[:-1]])
-    top = np.maximum.reduceat(rank, block)
-    lists = np.cumsum(new_list[block]) - 1
-    # reversed, "later" becomes "earlier"; each list offset above the one
-    # before it so a running maximum never carries across lists (rank < 128)
-    key = (lists[-1] - lists[::-1]) * 128 + top[::-1]
-    running = np.maximum.accumulate(key)
-    keep = np.empty(key.size, dtype=bool)
-    keep[0] = True
-    keep[1:] = key[1:] > running[:-1]
-    kept = keep[::-1]
-    at = block[kept]
-    return group[at], reg[at], top[kept], age[at]
+    at, top = future_maxima_blocks(np.r_[True, (group[1:] != group[:-1]) | (reg[1:] != reg[:-1])],
+                                   np.r_[True, age[1:] != age[:-1]], rank)
+    return group[at], reg[at], top, age[at]

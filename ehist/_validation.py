@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .errors import InvalidInputError, LateDataError, SumOverflowError
+from .errors import InvalidInputError, LateDataError, QueryTimeError, SumOverflowError
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -208,9 +208,7 @@ def resolve_query(now, window, newest: int | None, max_window: int) -> tuple[int
             raise ValueError(f"window must be an integer in [1, {max_window}], got {window!r}")
         window = int(window)
         if not 1 <= window <= max_window:
-            raise ValueError(
-                f"window must be in [1, {max_window}] (the synopsis's window), got {window}"
-            )
+            raise QueryTimeError.wide(window, max_window)
     if now is None:
         now = newest
     else:
@@ -218,10 +216,7 @@ def resolve_query(now, window, newest: int | None, max_window: int) -> tuple[int
             raise ValueError(f"now must be an integer timestamp, got {now!r}")
         now = int(now)
         if newest is not None and now < newest:
-            raise ValueError(
-                f"now ({now}) is earlier than the newest timestamp "
-                f"({newest}); queries must look at now >= newest"
-            )
+            raise QueryTimeError.late(now, newest)
     return now, window
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from . import eh_layout as L
 from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
-from .errors import IncompatibleSketchError, SumOverflowError
+from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, encode_varints_sized,
                             varint_lengths)
@@ -228,10 +228,11 @@ class HistogramColumn:
     def _cutoffs(self, now, window) -> np.ndarray:
         if window is None:
             window = self.window
-        elif isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)) \
-                or not 1 <= int(window) <= self.window:
+        elif isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
             raise ValueError(f"window must be an integer in [1, {self.window}] (the synopsis's window), "
                              f"got {window!r}")
+        elif not 1 <= int(window) <= self.window:
+            raise QueryTimeError.wide(int(window), self.window)
         if now is None:
             now = self.newest
         else:
@@ -239,8 +240,7 @@ class HistogramColumn:
             late = self.has_newest & (now < self.newest)
             if late.any():
                 i = int(np.flatnonzero(late)[0])
-                raise ValueError(f"now ({int(now[i])}) is earlier than the newest timestamp "
-                                 f"({int(self.newest[i])}) of histogram {i}; queries must look at now >= newest")
+                raise QueryTimeError.late(int(now[i]), int(self.newest[i]), f" of histogram {i}")
         return np.maximum(now, np.int64(INT64_MIN + int(window))) - np.int64(window)
 
     def _bucket_bounds(self, cutoffs: np.ndarray):

@@ -13,6 +13,7 @@ __all__ = [
     "IncompatibleSketchError",
     "InvalidInputError",
     "SumOverflowError",
+    "QueryTimeError",
     "require_same",
 ]
 
@@ -48,6 +49,52 @@ class LateDataError(EhistError):
 
     def __reduce__(self):
         return (type(self), (self.timestamp, self.newest, self.context))
+
+
+class QueryTimeError(EhistError):
+    """A query that asks before a synopsis' newest timestamp, or for a
+    window outside ``[1, N]``.
+
+    The core knows no time unit: it keeps the numbers (``now``,
+    ``newest``, ``window``, ``max_window``) and :meth:`described` says them
+    again through a layer's formatters (the Spark functions print
+    timestamps as ISO-8601 times and windows as intervals).
+
+    >>> print(QueryTimeError.late(1_000, 2_000))
+    now (1000) is earlier than the newest timestamp (2000); queries must look at now >= newest
+    >>> print(QueryTimeError.wide(7200, 3600).described(str, lambda w: f"{w} s"))
+    window must be in [1 s, 3600 s] (the synopsis's window), got 7200 s
+    """
+
+    def __init__(self, message: str, now=None, newest=None, window=None, max_window=None, where: str = ""):
+        super().__init__(message)
+        self.now, self.newest, self.window, self.max_window, self.where = now, newest, window, max_window, where
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.now, self.newest, self.window, self.max_window, self.where))
+
+    @classmethod
+    def late(cls, now: int, newest: int, where: str = "") -> "QueryTimeError":
+        """``now`` earlier than the newest timestamp (``where``: which synopsis)."""
+        out = cls("", int(now), int(newest), where=where)
+        out.args = (out.described(str, str),)
+        return out
+
+    @classmethod
+    def wide(cls, window, max_window: int) -> "QueryTimeError":
+        """A window outside ``[1, max_window]``."""
+        out = cls("", window=window, max_window=int(max_window))
+        out.args = (out.described(str, str),)
+        return out
+
+    def described(self, time_text, window_text) -> str:
+        """The message with times and windows written by ``time_text`` and
+        ``window_text`` (each a function of an int)."""
+        if self.window is not None:
+            return (f"window must be in [{window_text(1)}, {window_text(self.max_window)}] (the synopsis's window), "
+                    f"got {window_text(self.window)}")
+        return (f"now ({time_text(self.now)}) is earlier than the newest timestamp ({time_text(self.newest)})"
+                f"{self.where}; queries must look at now >= newest")
 
 
 class CorruptSketchError(EhistError):

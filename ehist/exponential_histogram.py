@@ -26,7 +26,7 @@ from ._validation import (
     sort_batch,
 )
 from .canonical import canonical_exponents
-from .errors import CorruptSketchError, IncompatibleSketchError, SumOverflowError
+from .errors import CorruptSketchError, IncompatibleSketchError, QueryTimeError, SumOverflowError
 from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
 
 from .eh_layout import BITS as _BITS
@@ -474,10 +474,7 @@ class ExponentialHistogram:
         _, window = self._resolve(None, window)
         now = coerce_times(now, "now")
         if self._newest is not None and now.size and int(now.min()) < self._newest:
-            raise ValueError(
-                f"now ({int(now.min())}) is earlier than the newest timestamp "
-                f"({self._newest}); queries must look at now >= newest"
-            )
+            raise QueryTimeError.late(int(now.min()), self._newest)
         if now.size == 0:
             return np.zeros(0), np.zeros(0)
         # clip cutoffs at INT64_MIN: timestamps are > INT64_MIN, so exact

@@ -241,7 +241,7 @@ def test_now_older_than_the_data_and_foreign_sketches(spark, flows):
     _, sdf = flows
     sk = sdf.groupBy("k").agg(U.eh_sketch_agg("ts", 1000).alias("s"), U.sliding_hll_sketch_agg("ts", "dst", 1000)
                               .alias("h"))
-    with pytest.raises(PythonException, match=r"now \(5\) is earlier than the sketch's newest timestamp"):
+    with pytest.raises(PythonException, match=r"now \(5\) is earlier than the newest timestamp \(\d+\) of the sketch"):
         sk.select(U.eh_sketch_estimate("s", 5)).collect()
     with pytest.raises(PythonException, match="column h holds <a SlidingHyperLogLog sketch>: eh_union_agg needs "
                                               "ExponentialHistogram sketches"):
@@ -342,3 +342,44 @@ def test_errors_gives_back_the_project_exception(spark):
         sdf.groupBy("k").agg(U.sliding_sum("ts", "v", 10)).collect()
     with pytest.raises(ZeroDivisionError), errors():  # anything else passes through
         1 / 0
+
+
+def test_times_and_windows_in_the_columns_terms(spark):
+    """A stored timestamp sketch queried wrongly: the message prints times
+    as ISO-8601 and windows as intervals, not microseconds; a bare number
+    as the window over a timestamp column is refused in every entry point
+    with how to write it (3600 was 3600 microseconds)."""
+    import datetime as dt
+
+    from pyspark.errors import PythonException
+
+    from udaf.unwrap import errors
+
+    register(spark)
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    rows = [("a", base + dt.timedelta(minutes=m), m) for m in range(0, 120, 7)]
+    sdf = spark.createDataFrame(rows, "k string, t timestamp, v long")
+    sk = sdf.groupBy("k").agg(U.eh_sketch_agg("t", "1 hour").alias("s"))
+    early = F.lit(dt.datetime(2025, 1, 1))
+    with pytest.raises(PythonException, match=r"now \(2025-01-01T00:00:00Z\) is earlier than the newest timestamp "
+                                              r"\(2026-01-01T01:59:00Z\) of the sketch; queries must look at now >= "
+                                              "newest"):
+        sk.select(U.eh_sketch_estimate("s", early)).collect()
+    late = F.lit(base + dt.timedelta(hours=3))
+    with pytest.raises(PythonException, match=r"window must be in \[1 microsecond, 1 hour\] \(the synopsis's "
+                                              r"window\), got 2 hours"):
+        sk.select(U.eh_sketch_bounds("s", late, "2 hours")).collect()
+    want = ("window 3600 is a bare number but column t is a timestamp: write the window as an interval, "
+            "e.g. '3600 seconds' or '1 hour' (INTERVAL 1 HOUR in SQL)")
+    for call in (lambda: aggregate(sdf, "k", "t", n=Count(3600)), lambda: sketch_table(sdf, "k", "t", n=Count(3600)),
+                 lambda: sliding_over(sdf, "k", "t", n=Count(3600))):
+        with pytest.raises(ValueError, match=re.escape(want)):
+            call()
+    sdf.createOrReplaceTempView("bare_window")
+    with pytest.raises(ValueError, match=re.escape(want)), errors():
+        sdf.groupBy("k").agg(U.sliding_count("t", 3600)).collect()
+    # SQL hands Python no column names: the message names the argument (ts)
+    with pytest.raises(ValueError, match=re.escape(want.replace("column t ", "column ts "))), errors():
+        spark.sql("SELECT k, sliding_count(t, 3600) FROM bare_window GROUP BY k").collect()
+    # the interval itself, or a bare number over an integral time, is fine
+    assert sdf.groupBy("k").agg(U.sliding_count("t", "1 hour").alias("n")).collect()[0].n > 0

@@ -153,7 +153,7 @@ def test_estimators_equal_each_sketch_read_in_python(spark):
         assert r.e == h.estimate()
         assert r.e_now == h.estimate(25_000 + r.i, 2_000)
         assert (r.b.lower, r.b.upper) == h.bounds(30_000, 4_000)
-    with pytest.raises(PythonException, match="earlier than the sketch's newest timestamp"):
+    with pytest.raises(PythonException, match=r"earlier than the newest timestamp \(\d+\) of the sketch"):
         sdf.select(U.eh_sketch_estimate("s", now=F.col("now") - 20_000)).collect()
 
 
@@ -496,7 +496,7 @@ def test_timestamp_ntz_columns(spark, strategy):
     per_row = sliding_over(sdf, "k", "t", n=Count(window="1 hour")).toPandas()
     last = per_row[per_row.t == per_row.t.max()].iloc[0]
     assert last.n == sum(1 for key, t in rows if key == last.k and last.t - dt.timedelta(hours=1) < t <= last.t)
-    assert dict(sliding_over(sdf, "k", "t", n=Count(window=10)).dtypes)["t"] == "timestamp_ntz"
+    assert dict(sliding_over(sdf, "k", "t", n=Count(window="10 microseconds")).dtypes)["t"] == "timestamp_ntz"
 
 
 def test_shuffle_strategy_is_exact_over_many_keys(spark):

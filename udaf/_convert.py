@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-__all__ = ["parse_interval", "interval_text", "Window", "key_names"]
+__all__ = ["parse_interval", "interval_text", "time_text", "window_text", "in_user_terms", "Window", "key_names"]
 
 _UNITS_US = {
     "microsecond": 1,
@@ -86,6 +86,70 @@ def interval_text(micros: int) -> str:
     return " ".join(terms)
 
 
+def time_text(unit: str):
+    """A function writing a time in ``unit`` as the column's type shows it:
+    ISO-8601 (UTC) for timestamps, a date for dates, the integer itself.
+
+    >>> time_text("us")(1_767_225_600_000_000), time_text("day")(20_454), time_text("int")(7)
+    ('2026-01-01T00:00:00Z', '2026-01-01', '7')
+    """
+    epoch = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+    def text(value) -> str:
+        try:
+            if unit == "us":
+                at = epoch + _dt.timedelta(microseconds=int(value))
+                return at.strftime("%Y-%m-%dT%H:%M:%S") + (f".{at.microsecond:06d}" if at.microsecond else "") + "Z"
+            if unit == "day":
+                return (epoch + _dt.timedelta(days=int(value))).date().isoformat()
+        except OverflowError:  # beyond datetime's years: the number itself
+            pass
+        return str(int(value))
+
+    return text
+
+
+def window_text(unit: str):
+    """A function writing a window in ``unit`` as an interval ('2 hours',
+    '7 days') for timestamps and dates, the integer itself otherwise.
+
+    >>> window_text("us")(7_200_000_000), window_text("day")(1), window_text("int")(50)
+    ('2 hours', '1 day', '50')
+    """
+    if unit == "us":
+        return interval_text
+    if unit == "day":
+        return lambda days: f"{int(days)} day{'s' if int(days) != 1 else ''}"
+    return lambda value: str(int(value))
+
+
+class in_user_terms:  # noqa: N801 - a context manager, used as a statement
+    """Re-raise a query's :class:`~ehist.errors.QueryTimeError` with its
+    times and windows in ``unit`` (:func:`time_text`, :func:`window_text`).
+
+    >>> from ehist.errors import QueryTimeError
+    >>> with in_user_terms("us"):
+    ...     raise QueryTimeError.late(1_735_689_600_000_000, 1_767_232_773_889_081)
+    Traceback (most recent call last):
+    ...
+    ehist.errors.QueryTimeError: now (2025-01-01T00:00:00Z) is earlier than the newest timestamp (2026-01-01T01:59:33.889081Z); queries must look at now >= newest
+    """
+
+    def __init__(self, unit: str):
+        self.unit = unit
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace):
+        from ehist.errors import QueryTimeError
+
+        if isinstance(error, QueryTimeError) and self.unit in ("us", "day"):
+            raise QueryTimeError(error.described(time_text(self.unit), window_text(self.unit)), error.now,
+                                 error.newest, error.window, error.max_window, error.where) from error
+        return False
+
+
 class Window:
     """A window parameter checked on the driver, resolved per column unit."""
 
@@ -108,11 +172,28 @@ class Window:
         elif int(window) <= 0:
             raise ValueError(f"{name} must be a positive integer, got {window}")
 
-    def resolve(self, unit: str, column: str) -> int | None:
-        """The window in ``unit`` ('us', 'day' or 'int')."""
+    def resolve(self, unit: str, column: str, bare: bool = False) -> int | None:
+        """The window in ``unit`` ('us', 'day' or 'int').  A bare integer
+        is the column's own unit only for an integral column: over a
+        timestamp or a date it is refused, saying how to write it (3600 was
+        3600 microseconds), unless ``bare`` (the unit given explicitly,
+        as the sketch functions' ``unit=`` does).
+
+        >>> Window("1 hour").resolve("us", "ts"), Window(3).resolve("int", "seq"), Window(3).resolve("us", "ts", True)
+        (3600000000, 3, 3)
+        >>> Window(3600).resolve("us", "ts")
+        Traceback (most recent call last):
+        ...
+        ValueError: window 3600 is a bare number but column ts is a timestamp: write the window as an interval, e.g. '3600 seconds' or '1 hour' (INTERVAL 1 HOUR in SQL)
+        """
         if self.raw is None:
             return None
         if self.micros is None:
+            if unit in ("us", "day") and not bare:
+                kind, example = ("a timestamp", f"'{int(self.raw)} seconds' or '1 hour' (INTERVAL 1 HOUR in SQL)") \
+                    if unit == "us" else ("a date", f"'{int(self.raw)} days' (INTERVAL {int(self.raw)} DAYS in SQL)")
+                raise ValueError(f"{self.name} {self.raw!r} is a bare number but column {column} is {kind}: "
+                                 f"write the {self.name} as an interval, e.g. {example}")
             return int(self.raw)
         if unit == "us":
             return self.micros

@@ -18,6 +18,7 @@ from ehist import ExponentialHistogram
 from ehist._validation import check_eps
 from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.columnar_union import union_column
+from ehist.errors import QueryTimeError
 from ehist.exponential_histogram import PARAMETERS
 from ehist.serialization import parameter_bytes
 
@@ -176,8 +177,7 @@ def _check_now(column, when) -> None:
     late = column.has_newest & (when < column.newest)
     if late.any():
         i = int(np.flatnonzero(late)[0])
-        raise ValueError(f"now ({int(when[i])}) is earlier than the sketch's newest timestamp "
-                         f"({int(column.newest[i])}); queries must look at now >= newest")
+        raise QueryTimeError.late(int(when[i]), int(column.newest[i]), " of the sketch")
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ import numpy as np
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ._convert import Window
+from ._convert import Window, in_user_terms
 from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
 from .spec import FAMILIES, load_families, spec_for_bytes
 
@@ -270,7 +270,8 @@ def _build(classes, args, one_step=False):
         now = None if now is None else _now_literal(now, unit)
         query = values.get("query_window")
         query = None if query is None else Window(query, "query_window").resolve(unit, ts_name)
-        return float(spec.answer(sketch, now, query)[0])
+        with in_user_terms(unit):
+            return float(spec.answer(sketch, now, query)[0])
 
     def check(given):
         if any(isinstance(v, Column) for a, v in given.items() if a not in columns):
@@ -389,8 +390,10 @@ def _query(arrays, names, fn: str):
                                                            "(leave now out to answer at each sketch's newest)")
         nows, unit = times(now, names.get("now", "now"))
     window = _literal(arrays, "window")
-    window = None if window is None else Window(window).resolve(unit, "now" if nows is not None else "sketch")
-    return nows, window
+    # a bare number: the unit's own, where the unit was given (unit=) rather than read from now
+    window = None if window is None else Window(window).resolve(unit, names.get("now", "now") if nows is not None
+                                                                else "sketch", bare=nows is None)
+    return nows, window, unit
 
 
 def _check_query(given):
@@ -409,10 +412,11 @@ def _estimator(fn, classes, name: str, estimator):
         blobs, starts = _sketch_groups(arrays, names, fn, classes)
         if starts is not None:
             blobs = _merged_rows(blobs, starts)
-        nows, window = _query(arrays, names, fn)
+        nows, window, unit = _query(arrays, names, fn)
         sketches = [None if b is None else spec_for_bytes(b).sketch_type.from_bytes(b) for b in blobs]
         extra = {a: arrays[a] if is_column else _literal(arrays, a) for a, is_column in estimator.args}
-        return getattr(owner, f"estimate_{name}")(sketches, extra, nows, window)
+        with in_user_terms(unit):
+            return getattr(owner, f"estimate_{name}")(sketches, extra, nows, window)
 
     body.check = _check_query
     return body
@@ -420,40 +424,46 @@ def _estimator(fn, classes, name: str, estimator):
 
 def _answers(fn, classes, bounds: bool):
     def body(arrays, names):
-        import pyarrow as pa
-
         blobs, starts = _sketch_groups(arrays, names, fn, classes)
-        nows, window = _query(arrays, names, fn)
-        if starts is None:  # one sketch per row
-            starts, sizes = np.arange(len(blobs), dtype=np.int64), np.array([b is not None for b in blobs])
-        else:  # an array of sketches per row: their union's answer
-            sizes = np.diff(np.append(starts, len(blobs)))
-        n = starts.size
-        estimate = np.full(n, np.nan)
-        lower = np.zeros(n, dtype=np.int64)
-        upper = np.zeros(n, dtype=np.int64)
-        kinds = [spec_for_bytes(blobs[a]) if size else None for a, size in zip(starts.tolist(), sizes.tolist())]
-        for cls in {k for k in kinds if k is not None}:
-            rows = np.array([i for i, k in enumerate(kinds) if k is cls], dtype=np.int64)
-            when = None if nows is None else nows[rows]
-            if sizes.size and sizes.max() <= 1:  # no unions: each row its sketch
-                got = cls.answers([blobs[starts[i]] for i in rows], when, window)
-            else:
-                mine = [blobs[a:a + sizes[i]] for i, a in zip(rows.tolist(), starts[rows].tolist())]
-                got = cls.union_answers([b for part in mine for b in part],
-                                        np.cumsum([0] + [len(part) for part in mine[:-1]]).astype(np.int64),
-                                        when, window)
-            estimate[rows] = got.estimate
-            if bounds:
-                lower[rows], upper[rows] = got.lower, got.upper
-        if not bounds:
-            return pa.array(estimate, type=pa.float64(), from_pandas=True)
-        missing = np.array([k is None for k in kinds], dtype=bool)  # null sketch (or none): null bounds
-        return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
-                                          names=["lower", "upper"])
+        nows, window, unit = _query(arrays, names, fn)
+        with in_user_terms(unit):
+            return _answered(blobs, starts, nows, window, bounds)
 
     body.check = _check_query
     return body
+
+
+def _answered(blobs, starts, nows, window, bounds: bool):
+    """The answers of :func:`_answers` (an Arrow array)."""
+    import pyarrow as pa
+
+    if starts is None:  # one sketch per row
+        starts, sizes = np.arange(len(blobs), dtype=np.int64), np.array([b is not None for b in blobs])
+    else:  # an array of sketches per row: their union's answer
+        sizes = np.diff(np.append(starts, len(blobs)))
+    n = starts.size
+    estimate = np.full(n, np.nan)
+    lower = np.zeros(n, dtype=np.int64)
+    upper = np.zeros(n, dtype=np.int64)
+    kinds = [spec_for_bytes(blobs[a]) if size else None for a, size in zip(starts.tolist(), sizes.tolist())]
+    for cls in {k for k in kinds if k is not None}:
+        rows = np.array([i for i, k in enumerate(kinds) if k is cls], dtype=np.int64)
+        when = None if nows is None else nows[rows]
+        if sizes.size and sizes.max() <= 1:  # no unions: each row its sketch
+            got = cls.answers([blobs[starts[i]] for i in rows], when, window)
+        else:
+            mine = [blobs[a:a + sizes[i]] for i, a in zip(rows.tolist(), starts[rows].tolist())]
+            got = cls.union_answers([b for part in mine for b in part],
+                                    np.cumsum([0] + [len(part) for part in mine[:-1]]).astype(np.int64),
+                                    when, window)
+        estimate[rows] = got.estimate
+        if bounds:
+            lower[rows], upper[rows] = got.lower, got.upper
+    if not bounds:
+        return pa.array(estimate, type=pa.float64(), from_pandas=True)
+    missing = np.array([k is None for k in kinds], dtype=bool)  # null sketch (or none): null bounds
+    return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
+                                      names=["lower", "upper"])
 
 
 # ------------------------------------------------------------- the table
