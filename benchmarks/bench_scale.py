@@ -55,7 +55,8 @@ START = dt.datetime(2026, 1, 1)
 NOW = START + dt.timedelta(days=1, seconds=43)  # after every event, mid-minute
 HOUR = dt.timedelta(hours=1)
 
-spark = spark_fixture("ehist-bench-scale", **{"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g"})
+spark = spark_fixture("ehist-bench-scale", **{"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g",
+                                              "spark.ui.showConsoleProgress": "false"})
 
 
 @pytest.fixture(scope="module", params=DATA_SETS, ids=[d[0] for d in DATA_SETS])

@@ -362,14 +362,20 @@ class _SlidingProcessor(StatefulProcessor):
 
     def _expiry_ms(self, newest: int) -> int:
         """The event-time timer of a key whose newest event is ``newest``
-        (microseconds): the first watermark (milliseconds) at or past
-        ``newest`` plus the widest window."""
-        return -(-(newest + self.widest) // 1000)
+        (microseconds): ``newest`` plus the widest window, in milliseconds,
+        rounded up to a sixteenth of the window.  The timer moves (a delete
+        and a register) only when a key's newest event crosses into another
+        sixteenth, not on every micro-batch; the state lives at most that
+        much longer than it must."""
+        step = max(1, self.widest // 16_000)  # milliseconds
+        at = -(-(newest + self.widest) // 1000)  # rounded up to a millisecond
+        return -(-at // step) * step
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         """Event-time mode: the watermark passed the key's newest event
-        plus the widest window; every later event's window starts after
-        what the state holds, so it goes (the key starts afresh)."""
+        plus the widest window (rounded up, :meth:`_expiry_ms`); every later
+        event's window starts after what the state holds, so it goes (the
+        key starts afresh)."""
         self.state.clear()
         return iter(())
 
@@ -432,10 +438,12 @@ class _SlidingProcessor(StatefulProcessor):
                       ([int(all_t[-1])] if all_t.size else []) if x is not None], default=None)
         if newest is None:
             return
-        if self.event_mode and newest != held:  # the key's expiry moves with its newest event
-            if held is not None:
-                self.handle.deleteTimer(self._expiry_ms(held))
-            self.handle.registerTimer(self._expiry_ms(newest))
+        if self.event_mode:  # the key's expiry moves with its newest event
+            expiry, before = self._expiry_ms(newest), None if held is None else self._expiry_ms(held)
+            if expiry != before:
+                if before is not None:
+                    self.handle.deleteTimer(before)
+                self.handle.registerTimer(expiry)
         row = self._answer(key, newest, sketches, wait_t, wait_w, late_total)
         if self.row_api:
             yield Row(**row)
