@@ -43,7 +43,8 @@ Expiring state
 --------------
 With a watermark (event-time mode), a key's state is dropped by an
 event-time timer once the watermark passes the key's newest event plus the
-widest window of the specs: from then on every event the key could still
+widest window of the specs (rounded up to a sixteenth of that window, so
+that the timer moves rarely): from then on every event the key could still
 receive answers a window that starts after everything the state holds, so
 nothing it could answer is lost (``late_events`` starts again from 0).
 
