@@ -70,7 +70,8 @@ from . import hll_layout as L
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
-__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks"]
+__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks",
+           "check_alike"]
 
 _U64 = np.uint64
 _CRC = struct.Struct("<I")
@@ -297,13 +298,7 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
             check_positive_int(window, "window", 1, np.iinfo(np.int64).max)
         _times_per_group(now, groups)
         return np.zeros(groups)
-    first = sketches[0]
-    for s in sketches:
-        if not isinstance(s, SlidingHyperLogLog):
-            raise TypeError(f"expected SlidingHyperLogLog sketches, got {type(s).__name__}")
-        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
-                                            ("precisions", first.precision, s.precision),
-                                            ("seeds", first.seed, s.seed)))
+    first = check_alike(sketches)
     p = first.precision
     _, window = resolve_query(None, window, None, first.window)
     sizes = np.diff(np.append(starts, len(sketches)))
@@ -331,6 +326,20 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
         out[g:h] = _union_chunk(sketches[a:b], group_of[a:b] - g, entries[a:b], at[g:h], h - g, window, p)
         g = h
     return out
+
+
+def check_alike(sketches: list) -> SlidingHyperLogLog:
+    """The first of ``sketches`` (not empty), once every one is a
+    SlidingHyperLogLog of its window, precision and seed (TypeError, or
+    IncompatibleSketchError naming both values)."""
+    first = sketches[0]
+    for s in sketches:
+        if not isinstance(s, SlidingHyperLogLog):
+            raise TypeError(f"expected SlidingHyperLogLog sketches, got {type(s).__name__}")
+        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
+                                            ("precisions", first.precision, s.precision),
+                                            ("seeds", first.seed, s.seed)))
+    return first
 
 
 def _times_per_group(now, groups: int) -> np.ndarray | None:

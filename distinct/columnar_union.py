@@ -24,10 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from ehist._validation import INT64_MIN
-from ehist.errors import require_same
 
-from .columnar import encode_entries, future_maxima_blocks
-from .hll import SlidingHyperLogLog
+from .columnar import check_alike, encode_entries, future_maxima_blocks
 
 __all__ = ["union_bytes"]
 
@@ -59,13 +57,7 @@ def union_bytes(sketches, group_starts) -> list:
         raise ValueError(f"group_starts must start at 0 and increase strictly below {n}, got {starts!r}")
     if not n:
         return []
-    first = sketches[0]
-    for s in sketches:
-        if not isinstance(s, SlidingHyperLogLog):
-            raise TypeError(f"can only merge with a SlidingHyperLogLog, got {type(s).__name__}")
-        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
-                                            ("precisions", first.precision, s.precision),
-                                            ("seeds", first.seed, s.seed)))
+    first = check_alike(sketches)
     window, p, seed = first.window, first.precision, first.seed
     groups = starts.size
     owner = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))  # each sketch's group
