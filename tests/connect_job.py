@@ -81,7 +81,7 @@ def run(spark, workdir: str, full: bool = True) -> dict:
     from pyspark.sql import types as T
 
     from udaf import (Count, Distinct, DistinctFM, HeavyHitters, LpNorm, Quantile, Sum, aggregate, sketch_table,
-                      sliding_over)
+                      sliding_over, union_table)
     from udaf import functions as U
     from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
 
@@ -148,6 +148,8 @@ def run(spark, workdir: str, full: bool = True) -> dict:
         out["sketch_table_union"] = _rows(table.groupBy((F.col("src") % 2).alias("half")).agg(
             U.eh_sketch_estimate(U.eh_union_agg("n"), ROWS).alias("n"),
             U.sliding_hll_sketch_estimate(U.sliding_hll_union_agg("d"), ROWS).alias("d")), ["half"])
+    # the stored table rolled up to coarser keys in one pass per batch, every family (udaf.union_table)
+    out["union_table"] = _rows(union_table(table.withColumn("half", F.col("src") % 2), "half", *specs), ["half"])
     # unions answered from arrays of stored sketches, without building them
     out["sketch_table_collected"] = _rows(table.groupBy((F.col("src") % 2).alias("half")).agg(
         U.eh_sketch_bounds(F.collect_list("n"), ROWS).alias("n"),

@@ -78,7 +78,7 @@ def test_the_job_ran_through_a_connect_client(results):
 
 PARTS = ["sketches", "estimates", "unions", "one_step", "frequencies", "frequencies_aggregate", "frequencies_lists",
          "frequencies_aggregate_two_phase", "aggregate_auto", "aggregate_two_phase",
-         "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table", "sketch_table_union", "sliding_over",
+         "aggregate_shuffle", "aggregate_auto_per_key", "sketch_table", "sketch_table_union", "union_table", "sliding_over",
          "registered", "sql", "streaming"]
 
 
