@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import INT64_MAX, INT64_MIN, k_of_eps
-from .compress import MARGIN
+from .compress import MARGIN, compress
 from .errors import SumOverflowError
 
 __all__ = ["union_column"]
@@ -172,7 +172,7 @@ def _compress(exps, hi, lo, group, cutoff, k: int):
         out.append((e, g_ids[chosen][g], h, lw))
     for i in np.flatnonzero(~fits):
         a, b = int(starts[i]), int(ends[i])
-        e, h, lw = _compress_one(exps[a:b].astype(np.int8), hi[a:b], lo[a:b], k, int(cutoff[g_ids[i]]))
+        e, h, lw = compress(exps[a:b].astype(np.int8), hi[a:b], lo[a:b], k, int(cutoff[g_ids[i]]))
         out.append((e.astype(np.int64), np.full(e.size, g_ids[i]), h, lw))
     e, g, h, lw = (np.concatenate(x) for x in zip(*out))
     order = np.argsort(g, kind="stable")
@@ -338,9 +338,3 @@ def _profiles(size, item_hi, item_lo, group, bits):
     position[order] = cuts_before[first_at]
     return (sk[is_cut], (mass_lo + count_hi - count_lo).astype(np.int64), width.astype(np.int64),
             position[:nb], position[nb:2 * nb])
-
-
-def _compress_one(exps, hi, lo, k: int, cutoff: int):
-    from .compress import compress
-
-    return compress(exps, hi, lo, k, cutoff)

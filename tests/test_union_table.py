@@ -76,6 +76,16 @@ def test_union_column_of_many_keys_is_each_keys_merge_all():
         assert united[i] == ExponentialHistogram.merge_all(hists[starts[i]:ends[i]]).to_bytes()
 
 
+def test_union_column_of_times_within_a_window_of_the_int64_minimum():
+    """A group whose cutoff lies below int64 (every bucket alive) is
+    compressed on its own by ehist.compress, beside groups in lockstep."""
+    rng = np.random.default_rng(5)
+    edge = [ExponentialHistogram(400, 0.1).update(np.sort(rng.integers(0, 50, 30)) + INT64_MIN + 1) for _ in range(3)]
+    usual = [ExponentialHistogram(400, 0.1).update(np.sort(rng.integers(0, 900, 60))) for _ in range(2)]
+    united = union_column(HistogramColumn.from_histograms(edge + usual), [0, 3]).to_bytes()
+    assert united == [ExponentialHistogram.merge_all(edge).to_bytes(), ExponentialHistogram.merge_all(usual).to_bytes()]
+
+
 def test_union_column_refuses_a_total_past_int64_and_bad_groups():
     big = ExponentialHistogram(10, 0.5).update([1], [2**62])
     col = HistogramColumn.from_histograms([big, big, big, ExponentialHistogram(10, 0.5).update([1])])

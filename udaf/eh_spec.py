@@ -131,10 +131,7 @@ class _Histogram(Spec):
         raw = [bytes(b) for b in blobs]
         if not raw or len({parameter_bytes(b, PARAMETERS) for b in raw}) > 1:
             return super().merge_groups(raw, starts)
-        starts = np.asarray(starts, dtype=np.int64)
-        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(raw))))
-        order = sorted(range(len(raw)), key=lambda i: (group[i], raw[i]))  # merge's order: bytes within a group
-        column = HistogramColumn.from_bytes([raw[i] for i in order])
+        column = HistogramColumn.from_bytes(cls.merge_order(raw, starts))
         with as_key_sum_overflow():
             return union_column(column, starts).to_bytes()
 

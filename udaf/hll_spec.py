@@ -96,10 +96,7 @@ class Distinct(HashedItems):
         per-group merge.  Sketches of different windows, precisions or
         seeds: the per-group merge, which refuses them in one group."""
         raw = [bytes(b) for b in blobs]
-        starts = np.asarray(starts, dtype=np.int64)
-        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(raw))))
-        order = sorted(range(len(raw)), key=lambda i: (group[i], raw[i]))  # merge's order: bytes within a group
-        sketches = sketches_from_bytes([raw[i] for i in order])
+        sketches = sketches_from_bytes(cls.merge_order(raw, starts))
         if len({(s.window, s.precision, s.seed) for s in sketches}) > 1:
             return super().merge_groups(raw, starts)
         return union_bytes(sketches, starts)

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._arrow import complete_runs
+from .spec import sketch_family
+
 __all__ = ["UnionAnswers", "UnionSketches", "union_table"]
 
 
@@ -30,8 +33,6 @@ class UnionAnswers:
         self.at, self.with_bounds, self.sketches = at, with_bounds, sketches
 
     def __call__(self, batches):
-        from ._arrow import complete_runs
-
         for table, _, starts in complete_runs(batches, self.runs, None):
             yield self._answer(table, starts)
 
@@ -77,24 +78,20 @@ class UnionSketches:
     every key of an Arrow batch at once (:meth:`~udaf.spec.Spec.merge_groups`
     of the column's family)."""
 
-    def __init__(self, keys, runs, columns, names):
-        self.keys, self.runs, self.columns, self.names = keys, runs, columns, names
+    def __init__(self, keys, runs, columns):
+        self.keys, self.runs, self.columns = keys, runs, columns
 
     def __call__(self, batches):
-        from ._arrow import complete_runs
-
         for table, _, starts in complete_runs(batches, self.runs, None):
             yield self._unite(table, starts)
 
     def _unite(self, table, starts):
         import pyarrow as pa
 
-        from .spec import sketch_family
-
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
         for c in self.columns:
             blobs = table.column(c).chunk(0).to_pylist()
-            cls = sketch_family(blobs, self.names.get(c, c), "union_table")
+            cls = sketch_family(blobs, c, "union_table")
             out[c] = pa.array(_merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
                               type=pa.binary())
         return pa.RecordBatch.from_pydict(out)
@@ -165,7 +162,7 @@ def union_table(df, by, *columns):
     if not keys:  # one group: every row in one partition
         prepared = prepared.withColumn("__all", F.lit(0))
         runs = ["__all"]
-        return prepared.repartition(1).mapInArrow(UnionSketches(keys, runs, list(columns), {}),
+        return prepared.repartition(1).mapInArrow(UnionSketches(keys, runs, list(columns)),
                                                   T.StructType(fields))
     return prepared.repartition(partition_count(df), *runs).sortWithinPartitions(*runs).mapInArrow(
-        UnionSketches(keys, runs, list(columns), {}), T.StructType(fields))
+        UnionSketches(keys, runs, list(columns)), T.StructType(fields))
