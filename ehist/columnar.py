@@ -379,10 +379,11 @@ class HistogramColumn:
         """Decode many :meth:`ExponentialHistogram.to_bytes` outputs at once.
 
         All must share one ``(window, eps)`` (the first blob's, unless
-        given).  Ordered histograms are decoded with numpy; merged ones,
-        and any blob the vectorized checks do not pass, go through
-        :meth:`ExponentialHistogram.from_bytes`, which raises its
-        CorruptSketchError for the first bad blob.
+        given).  They are decoded with numpy, ordered and merged alike;
+        any blob the vectorized checks do not pass (and the rare kinds
+        they leave out: histograms never updated, merged ones of format
+        version 1) goes through :meth:`ExponentialHistogram.from_bytes`,
+        which raises its CorruptSketchError for the first bad blob.
 
         Raises
         ------
@@ -515,9 +516,9 @@ def _canonical_exps(totals: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]
 class _Parsed:
     """What the vectorized decoder read from the blobs it accepted, in order."""
 
-    def __init__(self, window, eps, newest, counts, exps, hi, lo):
+    def __init__(self, window, eps, newest, counts, exps, hi, lo, merged):
         self.window, self.eps, self.newest = window, eps, newest
-        self.counts, self.exps, self.hi, self.lo = counts, exps, hi, lo
+        self.counts, self.exps, self.hi, self.lo, self.merged = counts, exps, hi, lo, merged
 
     @property
     def size(self) -> int:
@@ -584,15 +585,17 @@ def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, he
 
 
 def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
-    """Vectorized decode of the ordered histograms among ``blobs``.
+    """Vectorized decode of the histograms among ``blobs``.
 
     Returns (accepted mask, fields of the accepted blobs in order).  A blob
     is accepted only when every check of ``ExponentialHistogram.from_bytes``
-    passes on it, with the same result; the others (merged histograms,
-    histograms never updated, anything suspicious) are left to it.
+    passes on it, with the same result; the others (histograms never
+    updated, merged histograms of format version 1, anything suspicious)
+    are left to it.
     """
-    # version 1 or 2, a newest timestamp, no merged flag (merged: from_bytes)
-    ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size, L.FLAG_SHARED | L.FLAG_TICK)
+    # version 1 or 2, a newest timestamp; merged (united) histograms in version 2
+    ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size,
+                                            L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, None
@@ -642,6 +645,7 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
     versions, flags and head fields: ``(bad mask, fields of the good)``, or
     ``(None, None)`` when the first blob's window or eps is invalid."""
     flag = (flags & L.FLAG_SHARED) > 0  # a shared-timestamps bitmap follows the runs
+    merged = (flags & L.FLAG_MERGED) > 0  # every bucket's width is stored, not just the oldest's
     t_i = ((flags & L.FLAG_TICK) > 0).astype(np.int64)  # a tick follows the runs
     bad = (window != window[0]) | (eps != eps[0]) | (newest == INT64_MIN)  # check_newest's rule
     try:
@@ -659,10 +663,12 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
     r_i = np.where(sane & ~empty, n_runs, 0).astype(np.int64)
     bad |= ~sane | (n_vals < 1)
     m_i = np.where(flag, -(-n_i // L.BITS), 0)  # bitmap words (one-byte varints)
-    bad |= empty & ((n_vals != 1) | flag | (t_i > 0))
+    bad |= empty & ((n_vals != 1) | flag | (t_i > 0) | merged)
+    w_i = np.where(merged, n_i, 1)  # widths stored
     # exact value count without a bitmap; with one, enough values for it (n <= 7 per word)
     bad |= ~empty & ((r_i < 1) | (r_i > n_i)
-                     | np.where(flag, n_vals < 2 + 2 * r_i + t_i + m_i + 1, n_vals != 2 + 2 * r_i + t_i + n_i + 1))
+                     | np.where(flag, n_vals < 2 + 2 * r_i + t_i + m_i + w_i,
+                                n_vals != 2 + 2 * r_i + t_i + n_i + w_i))
     n_i, r_i, m_i = np.where(bad, 0, n_i), np.where(bad, 0, r_i), np.where(bad, 0, m_i)
     # size runs: (exponent, length) pairs
     run_owner = np.repeat(np.arange(idx.size, dtype=np.int64), r_i)
@@ -686,7 +692,7 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
     body = v_first + 2 + 2 * r_i + t_i  # where the bitmap, or the deltas, start
     shared, stamps = _shared_bits(value, body, flag, n_i, m_i, owner, local, bad)
     bad |= flag & (np.bincount(owner[shared], minlength=idx.size) <= m_i)  # the bitmap must pay
-    bad |= flag & (n_vals != 2 + 2 * r_i + t_i + m_i + stamps + 1)
+    bad |= flag & (n_vals != 2 + 2 * r_i + t_i + m_i + stamps + w_i)
     stamp_local = np.cumsum(~shared) - 1 - (np.cumsum(stamps) - stamps)[owner]
     deltas = np.where(shared, _U64(0), value(body[owner] + m_i[owner] + stamp_local, ~bad[owner] & ~shared))
     # no zero delta beside a bitmap; without one, fewer zero deltas than it would take
@@ -694,13 +700,20 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
     bad[owner[zero & flag[owner]]] = True
     bad |= version_2 & ~flag & (np.bincount(owner[zero], minlength=idx.size) > -(-n_i // L.BITS))
     has = n_i > 0
-    width = value(body + m_i + stamps, has & ~bad)
-    deltas, width = _unscale(deltas, width, tick, owner, ~shared, has, version_2, bad)
-    hi, lo = _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad)
-    _check_canonical(exps, offsets, owner, n_i, l, bad)
+    # per bucket: its width (merged), the oldest's width at the oldest (ordered), else 0
+    widths = np.zeros(exps.size, dtype=_U64)
+    at_widths = (body + m_i + stamps)[owner]
+    per_bucket = merged[owner] & ~bad[owner]
+    widths[per_bucket] = value(at_widths[per_bucket] + local[per_bucket], True)
+    oldest = offsets[1:][has & ~merged & ~bad] - 1
+    widths[oldest] = value(at_widths[oldest], True)
+    deltas, widths = _unscale(deltas, widths, tick, owner, ~shared, version_2 & has, bad)
+    hi, lo = _timestamps(deltas, widths, newest, offsets, owner, exps, has, merged, w0, bad)
+    _check_canonical(exps, offsets, owner, n_i, l, merged, bad)
     good = ~bad
     keep = good[owner]
-    return bad, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep])
+    return bad, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep],
+                        merged[good])
 
 
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
@@ -733,8 +746,9 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
     return ok, buf, starts, lengths
 
 
-def _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad):
-    """(hi, lo) per bucket from the (unscaled) deltas and oldest widths.
+def _timestamps(deltas, widths, newest, offsets, owner, exps, has, merged, w0, bad):
+    """(hi, lo) per bucket from the (unscaled) deltas and widths (every
+    bucket's in a merged histogram, the oldest's in an ordered one).
     Marks ``bad`` the blobs near the int64 edges (from_bytes decides those
     exactly) and those with a bucket outside the window."""
     idx_size = newest.size
@@ -750,37 +764,43 @@ def _timestamps(deltas, width, newest, offsets, owner, exps, has, w0, bad):
     room = newest.view(_U64) ^ _U64(1 << 63)  # newest - INT64_MIN, exactly
     bad[owner[cum.astype(_U64) > room[owner]]] = True
     hi = newest[owner] - np.where(bad[owner], 0, cum)
-    last = offsets[1:] - 1
+    bad[owner[widths > (hi.view(_U64) ^ _U64(1 << 63))]] = True  # lo = hi - width >= INT64_MIN
+    last = offsets[1:][has] - 1
     hi_last = np.zeros(idx_size, dtype=np.int64)
-    hi_last[has] = hi[last[has]]
-    bad |= has & (width > (hi_last.view(_U64) ^ _U64(1 << 63)))  # hi[-1] - width >= INT64_MIN
+    hi_last[has] = hi[last]
     # every bucket inside the window: newest - hi[-1] < window
     bad |= has & ((newest.view(_U64) - hi_last.view(_U64)) >= _U64(w0))
-    # an oldest bucket of size 1 has one unit, at its newest time: width 0 (as from_bytes requires)
-    last_unit = np.zeros(idx_size, dtype=bool)
-    last_unit[has] = exps[last[has]] == 0
-    bad |= last_unit & (width != 0)
+    # an ordered oldest bucket of size 1 has one unit, at its newest time: width 0 (as from_bytes requires)
+    odd_unit = np.zeros(idx_size, dtype=bool)
+    odd_unit[has] = (exps[last] == 0) & (widths[last] != 0)
+    bad |= odd_unit & ~merged
     lo = np.empty_like(hi)
     if hi.size:
-        lo[:-1] = hi[1:]
-        lo[last[has]] = hi_last[has] - np.where(bad, 0, width).astype(np.int64)[has]
-        unit = exps == 0
+        lo[:-1] = hi[1:]  # an ordered bucket starts where the next older one ends
+        united = merged[owner]
+        tail = united.copy()  # merged buckets, and ordered oldest ones: hi - width
+        tail[last] = True
+        lo[tail] = (hi[tail].view(_U64) - np.where(bad[owner[tail]], _U64(0), widths[tail])).view(np.int64)
+        unit = (exps == 0) & ~united
         lo[unit] = hi[unit]
     return hi, lo
 
 
-def _check_canonical(exps, offsets, owner, n_i, l, bad) -> None:
-    """Marks ``bad`` the blobs whose bucket sizes are not the l-canonical
-    sizes of their total (as ExponentialHistogram.from_bytes checks)."""
+def _check_canonical(exps, offsets, owner, n_i, l, merged, bad) -> None:
+    """Marks ``bad`` the ordered blobs whose bucket sizes are not the
+    l-canonical sizes of their total (as ExponentialHistogram.from_bytes
+    checks; a merged histogram's sizes are whatever its merge left), and
+    any whose total is near int64's edge (from_bytes decides those)."""
     idx_size = n_i.size
     # the l-canonical sizes of the total
     sizes = np.left_shift(np.int64(1), exps.astype(np.int64))
     heavy = np.bincount(owner, weights=sizes.astype(np.float64), minlength=idx_size) >= 2.0**62
     bad |= heavy
-    total = np.where(bad, 0, _segment_sums(np.where(heavy[owner], 0, sizes), offsets))
+    skip = bad | merged
+    total = np.where(skip, 0, _segment_sums(np.where(heavy[owner], 0, sizes), offsets))
     want, want_owner = _canonical_exps(total, l)
-    bad |= np.bincount(want_owner, minlength=idx_size) != np.where(bad, -1, n_i)
-    same = ~bad
+    bad |= np.bincount(want_owner, minlength=idx_size) != np.where(skip, np.where(bad, -1, 0), n_i)
+    same = ~bad & ~merged
     if same.any():
         differ = exps[same[owner]] != want[same[want_owner]]
         bad[owner[same[owner]][differ]] = True
@@ -795,17 +815,16 @@ def _segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def _unscale(deltas, width, tick, owner, kept, has, version_2, bad):
+def _unscale(deltas, widths, tick, owner, kept, checked, bad):
     """Deltas and widths times each blob's tick.  Marks ``bad`` the blobs
-    whose tick is not the gcd of what they store (version 2: a tick flag
-    exactly when that gcd is 2 or more) or whose products pass 2**64."""
-    g = _segment_gcds(deltas[kept], owner[kept], tick.size)
-    g[has] = np.gcd(g[has], width[has])
-    bad |= version_2 & has & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
-    limit = np.iinfo(np.uint64).max // tick
-    bad[owner[deltas > limit[owner]]] = True
-    bad |= width > limit
-    return deltas * tick[owner], width * tick
+    whose tick is not the gcd of what they store (``checked``, version 2: a
+    tick flag exactly when that gcd is 2 or more) or whose products pass
+    2**64."""
+    g = np.gcd(_segment_gcds(deltas[kept], owner[kept], tick.size), _segment_gcds(widths, owner, tick.size))
+    bad |= checked & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
+    limit = (np.iinfo(np.uint64).max // tick)[owner]
+    bad[owner[(deltas > limit) | (widths > limit)]] = True
+    return deltas * tick[owner], widths * tick[owner]
 
 
 def _shared_bits(value, body, flag, n_i, m_i, owner, local, bad):
@@ -834,7 +853,7 @@ def _assemble(parsed: _Parsed | None, window: int, eps: float) -> HistogramColum
             f"({int(parsed.window[0])}, {float(parsed.eps[0])})")
     offsets = np.concatenate([[0], np.cumsum(parsed.counts)]).astype(np.int64)
     return HistogramColumn(window, eps, offsets, parsed.exps, parsed.hi, parsed.lo, parsed.newest,
-                           np.ones(parsed.size, dtype=bool), np.zeros(parsed.size, dtype=bool))
+                           np.ones(parsed.size, dtype=bool), parsed.merged)
 
 
 def _concat(a: HistogramColumn, b: HistogramColumn) -> HistogramColumn:

@@ -116,8 +116,9 @@ def test_bytes_round_trip_with_merged_and_empty_histograms(data, window, eps, me
     assert blobs == [h.to_bytes() for h in hs]
     back = HistogramColumn.from_bytes(blobs)
     assert [back[i] for i in range(len(back))] == hs
-    # ordered histograms take the numpy path; merged and never-updated ones from_bytes
-    assert _decode_fast(blobs)[0].tolist() == [h.newest is not None and not h.merged for h in hs]
+    # ordered and merged histograms take the numpy path; never-updated ones from_bytes
+    assert _decode_fast(blobs)[0].tolist() == [h.newest is not None for h in hs]
+    assert back.merged.tolist() == [h.merged for h in hs]
     assert back.to_bytes() == blobs
 
 
@@ -134,15 +135,21 @@ def outcome(fn):
 
 @settings(max_examples=examples(300), deadline=None)
 @given(data=runs(max_runs=4), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
-       byte=st.integers(0, 255), how=st.sampled_from(["set", "cut", "insert", "raw"]))
-def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, byte, how):
+       byte=st.integers(0, 255), how=st.sampled_from(["set", "cut", "insert", "raw"]), merged=st.booleans(),
+       scale=st.sampled_from([1, 1000]))
+def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, byte, how, merged, scale):
     """One blob altered and re-sealed (so the checks after the checksum
     run): the column decodes exactly what one-at-a-time decoding gives,
     or raises the error it raises for the first bad blob (or, when the
     alteration made a valid histogram of another window or eps, the
-    column's IncompatibleSketchError)."""
+    column's IncompatibleSketchError).  Ordered or merged histograms
+    (each run united with the one before), timestamps with or without a
+    tick."""
     ts, vs, starts = data
-    blobs = [h.to_bytes() for h in one_at_a_time(ts, vs, starts, 1000, eps, False)]
+    hs = one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, False)
+    if merged:
+        hs = hs[:1] + [a.merge(b) for a, b in zip(hs[1:], hs[:-1])]
+    blobs = [h.to_bytes() for h in hs]
     i = victim % len(blobs)
     body = bytearray(blobs[i][:-4])
     p = pos % len(body)
