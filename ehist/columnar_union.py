@@ -37,10 +37,16 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import INT64_MAX, INT64_MIN, k_of_eps
+from . import compiled
 from .compress import MARGIN, compress
 from .errors import SumOverflowError
 
-__all__ = ["union_column"]
+__all__ = ["union_column", "ENGINE"]
+
+#: "auto": the compiled loop when numba is installed (:mod:`ehist.compiled`),
+#: else the numpy lockstep; "numpy": the lockstep always (the tests check
+#: both against ``merge_all``).
+ENGINE = "auto"
 
 
 def union_column(column, group_starts):
@@ -111,16 +117,14 @@ def union_column(column, group_starts):
     united = live & (parts[b_group] >= 2)
     pick = np.flatnonzero(keep_first | single)
     u_idx = np.flatnonzero(united)
-    u_group = b_group[u_idx]
-    # newest first within a group; ties: larger lo, then the later histogram first (merge_all's reversed
-    # lexsort), by stable sorts from the last key to the first (~x orders as -x, without overflow)
-    u_idx = u_idx[::-1]
-    for by in (~column.lo, ~column.hi, b_group):
-        u_idx = u_idx[np.argsort(by[u_idx], kind="stable")]
-    u_group = b_group[u_idx]
     k = k_of_eps(column.eps)
-    c_exps, c_group, c_hi, c_lo = _compress(column.exps[u_idx].astype(np.int64), column.hi[u_idx],
-                                            column.lo[u_idx], u_group, cutoff, k)
+    if compiled.AVAILABLE and ENGINE != "numpy":  # each group sorted and compressed in one compiled loop
+        c_exps, c_group, c_hi, c_lo = _compiled(column.exps[u_idx].astype(np.int64), column.hi[u_idx],
+                                                column.lo[u_idx], b_group[u_idx], cutoff, k)
+    else:
+        u_idx = u_idx[_newest_first(column.hi[u_idx], column.lo[u_idx], b_group[u_idx])]
+        c_exps, c_group, c_hi, c_lo = _compress(column.exps[u_idx].astype(np.int64), column.hi[u_idx],
+                                                column.lo[u_idx], b_group[u_idx], cutoff, k)
     out_group = np.concatenate([b_group[pick], c_group])
     out_order = np.argsort(out_group, kind="stable")
     exps = np.concatenate([column.exps[pick].astype(np.int64), c_exps])[out_order].astype(np.int8)
@@ -174,6 +178,46 @@ def _compress(exps, hi, lo, group, cutoff, k: int):
         a, b = int(starts[i]), int(ends[i])
         e, h, lw = compress(exps[a:b].astype(np.int8), hi[a:b], lo[a:b], k, int(cutoff[g_ids[i]]))
         out.append((e.astype(np.int64), np.full(e.size, g_ids[i]), h, lw))
+    e, g, h, lw = (np.concatenate(x) for x in zip(*out))
+    order = np.argsort(g, kind="stable")
+    return e[order], g[order], h[order], lw[order]
+
+
+def _newest_first(hi, lo, group) -> np.ndarray:
+    """The order of grouped buckets (``group`` non-decreasing, each group's
+    histograms one after the other) that ``merge_all`` unites them in:
+    newest first within a group; ties: larger lo, then the later histogram
+    first (its reversed lexsort), by stable sorts from the last key to the
+    first (~x orders as -x, without overflow)."""
+    order = np.arange(group.size)[::-1]
+    for by in (~lo, ~hi, group):
+        order = order[np.argsort(by[order], kind="stable")]
+    return order
+
+
+def _compiled(exps, hi, lo, group, cutoff, k: int):
+    """:func:`_compress` of buckets grouped but not yet in ``merge_all``'s
+    order, by the compiled loop (:mod:`ehist.compiled`, which orders each
+    group as :func:`_newest_first` does); groups of totals near int64's
+    edge by :func:`ehist.compress.compress`."""
+    if exps.size == 0:
+        return exps, group, hi, lo
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    total = np.add.reduceat(np.ldexp(1.0, exps), starts)
+    heavy = total >= compiled.TOTAL_LIMIT / 2
+    if not heavy.any():
+        e, h, lw, counts = compiled.compress_groups(exps, hi, lo, np.append(starts, exps.size), cutoff[group[starts]],
+                                                    k, order=True)
+        return e, np.repeat(group[starts], counts), h, lw
+    light = ~heavy[np.cumsum(np.r_[True, group[1:] != group[:-1]]) - 1]
+    out = [_compiled(exps[light], hi[light], lo[light], group[light], cutoff, k)]
+    rows = np.flatnonzero(~light)
+    rows = rows[_newest_first(hi[rows], lo[rows], group[rows])]
+    ends = np.append(np.flatnonzero(group[rows][1:] != group[rows][:-1]) + 1, rows.size)
+    for a, b in zip(np.r_[0, ends[:-1]].tolist(), ends.tolist()):
+        r = rows[a:b]
+        e, h, lw = compress(exps[r].astype(np.int8), hi[r], lo[r], k, int(cutoff[group[r[0]]]))
+        out.append((e.astype(np.int64), np.full(e.size, group[r[0]]), h, lw))
     e, g, h, lw = (np.concatenate(x) for x in zip(*out))
     order = np.argsort(g, kind="stable")
     return e[order], g[order], h[order], lw[order]
@@ -240,20 +284,22 @@ def _lockstep(exps, hi, lo, group, cutoff, k: int, bits: int):
         return np.bincount(owner[bad], minlength=x.size) == 0, t, owner, new_l, new_w, a
 
     todo = np.flatnonzero(ends - starts >= 2)
+    next_pair = np.full(nb, -1, dtype=np.int64)
     sweep = 1
     while todo.size:
-        # the pairs this sweep would check (equal sizes, a bucket changed in this sweep or the last), tested now
-        mine = np.zeros(starts.size, dtype=bool)
-        mine[todo] = True
-        q = np.flatnonzero(alive & mine[group] & (prev >= 0))
+        # the pairs this sweep would check (equal sizes, a bucket changed in this sweep or the last), tested
+        # now; each sweep touches only the buckets of the groups still changing
+        rows = _ranges(starts[todo], ends[todo])
+        q = rows[alive[rows] & (prev[rows] >= 0)]
         p = prev[q]
         recent = sweep - 1
         pairs = (exps[p] == exps[q]) & ((changed_in[p] >= recent) | (changed_in[q] >= recent))
         q, p = q[pairs], p[pairs]
         maybe = q[check(p, q)[0]]
-        marker = np.full(nb, -1, dtype=np.int64)
-        marker[maybe] = maybe
-        next_pair = np.maximum.accumulate(marker)  # the nearest such pair at or newer than a bucket: its older one
+        marker = np.full(rows.size, -1, dtype=np.int64)
+        marker[np.searchsorted(rows, maybe)] = maybe
+        # the nearest such pair at or newer than a bucket: its older one (or an earlier group's: not taken)
+        next_pair[rows] = np.maximum.accumulate(marker)
         changed = np.zeros(starts.size, dtype=bool)
         gid = todo
         y = next_pair[tail[gid]]

@@ -11,14 +11,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ehist import ExponentialHistogram
+import contextlib
+
+from ehist import ExponentialHistogram, compiled
+from ehist import columnar_union as cu
 from ehist.columnar import HistogramColumn
-from ehist.columnar_union import union_column
 from ehist.errors import SumOverflowError
 
 from .conftest import examples
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+#: The union's two engines: the compiled loop (ehist.compiled, with numba) and the numpy lockstep.
+ENGINES = [pytest.param("auto", id="compiled", marks=pytest.mark.skipif(not compiled.AVAILABLE, reason="no numba")),
+           pytest.param("numpy", id="numpy")]
+
+
+@contextlib.contextmanager
+def engine(name):
+    before, cu.ENGINE = cu.ENGINE, name
+    try:
+        yield
+    finally:
+        cu.ENGINE = before
+
+
+def union_column(column, starts, name="auto"):
+    with engine(name):
+        return cu.union_column(column, starts)
 
 
 @st.composite
@@ -44,20 +63,22 @@ def histogram_groups(draw):
     return window, eps, [[one() for _ in range(draw(st.integers(1, 5)))] for _ in range(draw(st.integers(1, 6)))]
 
 
+@pytest.mark.parametrize("name", ENGINES)
 @settings(max_examples=examples(150), deadline=None)
-@given(histogram_groups())
-def test_union_column_is_merge_all_byte_for_byte(case):
+@given(case=histogram_groups())
+def test_union_column_is_merge_all_byte_for_byte(name, case):
     window, eps, groups = case
     flat = [h for g in groups for h in g]
     starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
-    united = union_column(HistogramColumn.from_histograms(flat, window, eps), starts)
+    united = union_column(HistogramColumn.from_histograms(flat, window, eps), starts, name)
     assert len(united) == len(groups)
     for i, g in enumerate(groups):
         assert united[i].to_bytes() == ExponentialHistogram.merge_all(g).to_bytes()
     assert united.to_bytes() == [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
 
 
-def test_union_column_of_many_keys_is_each_keys_merge_all():
+@pytest.mark.parametrize("name", ENGINES)
+def test_union_column_of_many_keys_is_each_keys_merge_all(name):
     """Many keys at once (the lockstep runs ~100 steps over thousands of
     groups), a key's histograms of different lengths and ages."""
     rng = np.random.default_rng(3)
@@ -70,20 +91,40 @@ def test_union_column_of_many_keys_is_each_keys_merge_all():
     sizes[-1] += keys * 3 - sizes.sum() if sizes.sum() < keys * 3 else 0
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     starts = starts[starts < len(hists)]
-    united = union_column(HistogramColumn.from_histograms(hists), starts).to_bytes()
+    united = union_column(HistogramColumn.from_histograms(hists), starts, name).to_bytes()
     ends = np.append(starts[1:], len(hists))
     for i in rng.choice(len(starts), 300, replace=False):
         assert united[i] == ExponentialHistogram.merge_all(hists[starts[i]:ends[i]]).to_bytes()
 
 
-def test_union_column_of_times_within_a_window_of_the_int64_minimum():
+@pytest.mark.parametrize("name", ENGINES)
+def test_union_column_of_times_within_a_window_of_the_int64_minimum(name):
     """A group whose cutoff lies below int64 (every bucket alive) is
-    compressed on its own by ehist.compress, beside groups in lockstep."""
+    compressed on its own by ehist.compress beside groups in lockstep, or
+    by the compiled loop as any other."""
     rng = np.random.default_rng(5)
     edge = [ExponentialHistogram(400, 0.1).update(np.sort(rng.integers(0, 50, 30)) + INT64_MIN + 1) for _ in range(3)]
     usual = [ExponentialHistogram(400, 0.1).update(np.sort(rng.integers(0, 900, 60))) for _ in range(2)]
-    united = union_column(HistogramColumn.from_histograms(edge + usual), [0, 3]).to_bytes()
+    united = union_column(HistogramColumn.from_histograms(edge + usual), [0, 3], name).to_bytes()
     assert united == [ExponentialHistogram.merge_all(edge).to_bytes(), ExponentialHistogram.merge_all(usual).to_bytes()]
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_union_column_of_totals_near_int64(name):
+    """Groups whose totals pass 2**60 (the compiled loop leaves them to
+    ehist.compress) beside ordinary ones, in one column."""
+    rng = np.random.default_rng(11)
+    groups = []
+    for g in range(8):
+        heavy = g % 3 == 1
+        groups.append([ExponentialHistogram(500, 0.1).update(
+            np.sort(rng.integers(0, 900, 20)), rng.integers(2**56, 2**57, 20) if heavy else rng.integers(0, 50, 20))
+            for _ in range(int(rng.integers(2, 4)))])
+    flat = [h for g in groups for h in g]
+    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+    assert max(sum(h.total for h in g) for g in groups) >= 2**60
+    united = union_column(HistogramColumn.from_histograms(flat), starts, name).to_bytes()
+    assert united == [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
 
 
 def test_union_column_refuses_a_total_past_int64_and_bad_groups():
