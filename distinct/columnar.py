@@ -70,7 +70,7 @@ from . import hll_layout as L
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
-__all__ = ["sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks",
+__all__ = ["SketchColumn", "sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks",
            "check_alike"]
 
 _U64 = np.uint64
@@ -394,18 +394,30 @@ def sketches_from_bytes(blobs) -> list:
     result; the others (empty sketches, anything suspicious) go to
     ``from_bytes``, in order, so a corrupt blob raises what it raises.
     """
+    blobs = _as_bytes(blobs)
+    out = []
+    for i, j in _chunks(blobs):
+        out += _decode_chunk(blobs[i:j])
+    return out
+
+
+def _as_bytes(blobs) -> list:
     blobs = [bytes(b) if isinstance(b, (bytearray, memoryview)) else b for b in blobs]
     for b in blobs:
         if not isinstance(b, bytes):
             SlidingHyperLogLog.from_bytes(b)  # names the type it wants
-    out = []
+    return blobs
+
+
+def _chunks(blobs: list):
+    """``(start, end)`` of consecutive chunks of about _BYTES_AT_ONCE
+    bytes (cache-sized arrays), at least one blob each."""
     ends = np.cumsum([len(b) for b in blobs]).tolist()
     i = 0
-    while i < len(blobs):  # chunks of about _BYTES_AT_ONCE: cache-sized arrays
+    while i < len(blobs):
         j = max(i + 1, bisect.bisect_right(ends, (ends[i - 1] if i else 0) + _BYTES_AT_ONCE))
-        out += _decode_chunk(blobs[i:j])
+        yield i, j
         i = j
-    return out
 
 
 def _decode_chunk(blobs: list) -> list:
@@ -431,12 +443,89 @@ class _Parsed:
     i-th one's entries in the flat ``reg``, ``ts`` and ``rank``."""
 
     def __init__(self, fields, offsets, reg, ts, rank):
-        self.rows = list(zip(fields["window"].tolist(), fields["precision"].tolist(), fields["seed"].tolist(),
-                             fields["newest"].tolist(), offsets[:-1].tolist(), offsets[1:].tolist()))
+        self.fields, self.offsets = fields, offsets
         self.reg, self.ts, self.rank = reg, ts, rank
+        self._rows = None
 
     def __getitem__(self, i):
-        return self.rows[i]
+        if self._rows is None:
+            f, o = self.fields, self.offsets
+            self._rows = list(zip(f["window"].tolist(), f["precision"].tolist(), f["seed"].tolist(),
+                                  f["newest"].tolist(), o[:-1].tolist(), o[1:].tolist()))
+        return self._rows[i]
+
+
+class SketchColumn:
+    """Many sliding HyperLogLogs as flat arrays, for unions across keys.
+
+    Per sketch: ``window``, ``precision``, ``seed``, ``has`` (a newest
+    time), ``newest`` (INT64_MIN without one) and ``counts`` (entries);
+    the entries ``reg``, ``ts``, ``rank`` of every sketch one after the
+    other, each sketch's sorted by register and time (as
+    :class:`~distinct.SlidingHyperLogLog` keeps them).  Build one with
+    :meth:`from_bytes` (what :func:`sketches_from_bytes` decodes, and the
+    errors it raises, with no object per sketch) or :meth:`from_sketches`.
+    """
+
+    __slots__ = ("window", "precision", "seed", "has", "newest", "counts", "reg", "ts", "rank")
+
+    def __init__(self, window, precision, seed, has, newest, counts, reg, ts, rank):
+        self.window, self.precision, self.seed = window, precision, seed
+        self.has, self.newest, self.counts = has, newest, counts
+        self.reg, self.ts, self.rank = reg, ts, rank
+
+    def __len__(self) -> int:
+        return int(self.counts.size)
+
+    @classmethod
+    def from_sketches(cls, sketches) -> "SketchColumn":
+        sketches = list(sketches)
+        for s in sketches:
+            if not isinstance(s, SlidingHyperLogLog):
+                raise TypeError(f"expected SlidingHyperLogLog sketches, got {type(s).__name__}")
+        ints = (lambda xs: np.array(xs, dtype=np.int64))
+        cat = (lambda arrays: np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64))
+        return cls(ints([s.window for s in sketches]), ints([s.precision for s in sketches]),
+                   ints([s.seed for s in sketches]), np.array([s.newest is not None for s in sketches], dtype=bool),
+                   ints([INT64_MIN if s.newest is None else s.newest for s in sketches]),
+                   ints([len(s) for s in sketches]), cat([s._reg for s in sketches]),
+                   cat([s._ts for s in sketches]), cat([s._rank for s in sketches]))
+
+    @classmethod
+    def from_bytes(cls, blobs) -> "SketchColumn":
+        """``from_sketches(sketches_from_bytes(blobs))``, without the objects
+        (chunks with a blob the vectorized checks refuse go through them)."""
+        blobs = _as_bytes(blobs)
+        parts = []
+        for i, j in _chunks(blobs):
+            ok, parsed = _decode_fast(blobs[i:j])
+            if not ok.all():
+                parts.append(cls.from_sketches(_decode_chunk(blobs[i:j])))
+                continue
+            f = parsed.fields
+            parts.append(cls(f["window"].astype(np.int64), f["precision"].astype(np.int64),
+                             f["seed"].astype(np.int64), np.ones(j - i, dtype=bool), f["newest"].astype(np.int64),
+                             np.diff(parsed.offsets).astype(np.int64), parsed.reg.astype(np.int64),
+                             parsed.ts.astype(np.int64), parsed.rank.astype(np.int64)))
+        if not parts:
+            return cls.from_sketches([])
+        return cls(*(np.concatenate([getattr(p, a) for p in parts]) for a in cls.__slots__))
+
+    def alike(self) -> bool:
+        """Whether every sketch has the first one's window, precision and seed."""
+        return all(bool((a == a[0]).all()) for a in (self.window, self.precision, self.seed)) if len(self) else True
+
+    def check_alike(self) -> tuple:
+        """``(window, precision, seed)`` shared by every sketch (not none),
+        or :func:`check_alike`'s IncompatibleSketchError for the first
+        that differs."""
+        if not self.alike():
+            i = int(np.flatnonzero((self.window != self.window[0]) | (self.precision != self.precision[0])
+                                   | (self.seed != self.seed[0]))[0])
+            require_same("SlidingHyperLogLog", (("windows", int(self.window[0]), int(self.window[i])),
+                                                ("precisions", int(self.precision[0]), int(self.precision[i])),
+                                                ("seeds", int(self.seed[0]), int(self.seed[i]))))
+        return int(self.window[0]), int(self.precision[0]), int(self.seed[0])
 
 
 def _decode_fast(blobs: list):

@@ -25,7 +25,7 @@ import numpy as np
 
 from ehist._validation import INT64_MIN
 
-from .columnar import check_alike, encode_entries, future_maxima_blocks
+from .columnar import SketchColumn, encode_entries, future_maxima_blocks
 
 __all__ = ["union_bytes"]
 
@@ -37,9 +37,10 @@ def union_bytes(sketches, group_starts) -> list:
 
     Parameters
     ----------
-    sketches : sequence of SlidingHyperLogLog
+    sketches : sequence of SlidingHyperLogLog, or a SketchColumn
         All of one window, precision and seed, each group's in the order
-        ``merge_all`` takes them.
+        ``merge_all`` takes them (a :class:`~distinct.columnar.SketchColumn`
+        decoded from bytes skips the objects).
     group_starts : int array
         Group ``i`` is ``sketches[group_starts[i]:group_starts[i + 1]]``;
         ``group_starts[0] == 0`` and no group is empty.
@@ -49,33 +50,28 @@ def union_bytes(sketches, group_starts) -> list:
     IncompatibleSketchError (a ValueError)
         Sketches of different windows, precisions or seeds.
     """
-    sketches = list(sketches)
-    n = len(sketches)
+    col = sketches if isinstance(sketches, SketchColumn) else SketchColumn.from_sketches(sketches)
+    n = len(col)
     starts = np.asarray(group_starts, dtype=np.int64)
     if starts.ndim != 1 or (n and (starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0)
                                    or starts[-1] >= n)) or (not n and starts.size):
         raise ValueError(f"group_starts must start at 0 and increase strictly below {n}, got {starts!r}")
     if not n:
         return []
-    first = check_alike(sketches)
-    window, p, seed = first.window, first.precision, first.seed
+    window, p, seed = col.check_alike()
     groups = starts.size
     owner = np.repeat(np.arange(groups), np.diff(np.append(starts, n)))  # each sketch's group
     is_first = np.zeros(n, dtype=bool)
     is_first[starts] = True
-    has = np.array([s.newest is not None for s in sketches], dtype=bool)
-    stamp = np.array([s.newest if s.newest is not None else INT64_MIN for s in sketches], dtype=np.int64)
+    has, stamp = col.has, col.newest
     # merge_all leaves the first as it is unless another sketch has a newest time
     others = np.bincount(owner[has & ~is_first], minlength=groups) > 0
     newest = np.full(groups, INT64_MIN, dtype=np.int64)
     np.maximum.at(newest, owner[has], stamp[has])
     g_has = has[starts] | others
 
-    sizes = np.array([len(s) for s in sketches], dtype=np.int64)
-    group = np.repeat(owner, sizes)
-    reg = np.concatenate([s._reg for s in sketches]).astype(np.int64)
-    ts = np.concatenate([s._ts for s in sketches]).astype(np.int64)
-    rank = np.concatenate([s._rank for s in sketches]).astype(np.int64)
+    group = np.repeat(owner, col.counts)
+    reg, ts, rank = col.reg, col.ts, col.rank
     age = newest[group].view(_U64) - ts.view(_U64)  # exact: t <= the group's newest
     alive = ~others[group] | (age < _U64(window))
     group, reg, ts, rank, age = group[alive], reg[alive], ts[alive], rank[alive], age[alive]

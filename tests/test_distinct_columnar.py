@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import distinct.columnar
 from distinct import SlidingHyperLogLog
-from distinct.columnar import sketches_from_bytes, sliding_hll_bytes, union_estimates
+from distinct.columnar import SketchColumn, sketches_from_bytes, sliding_hll_bytes, union_estimates
 from ehist import IncompatibleSketchError
 from ehist.hashing import hash64
 from tests.conftest import examples
@@ -183,11 +183,21 @@ def assert_same_outcomes(blobs):
     try:
         expected = [outcome(lambda x: x, s) for s in [SlidingHyperLogLog.from_bytes(b) for b in blobs]]
     except Exception as exc:  # noqa: BLE001
-        with pytest.raises(type(exc)) as got:
-            sketches_from_bytes(blobs)
-        assert str(got.value) == str(exc)
+        # both decoders raise what from_bytes raises (sketches, and the flat column without them)
+        for decode in (sketches_from_bytes, SketchColumn.from_bytes):
+            with pytest.raises(type(exc)) as got:
+                decode(blobs)
+            assert str(got.value) == str(exc)
     else:
         assert [outcome(lambda x: x, s) for s in sketches_from_bytes(blobs)] == expected
+        assert_same_column(SketchColumn.from_bytes(blobs), SketchColumn.from_sketches(
+            [SlidingHyperLogLog.from_bytes(b) for b in blobs]))
+
+
+def assert_same_column(a, b):
+    for name in SketchColumn.__slots__:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.tolist() == y.tolist(), name
 
 
 def fields_of(s: SlidingHyperLogLog):

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from distinct import SlidingHyperLogLog
-from distinct.columnar import sketches_from_bytes, sliding_hll_bytes, union_estimates
+from distinct.columnar import SketchColumn, sketches_from_bytes, sliding_hll_bytes, union_estimates
 from distinct.columnar_union import union_bytes
 
 from .hashed_items import HashedItems
@@ -96,10 +96,10 @@ class Distinct(HashedItems):
         per-group merge.  Sketches of different windows, precisions or
         seeds: the per-group merge, which refuses them in one group."""
         raw = [bytes(b) for b in blobs]
-        sketches = sketches_from_bytes(cls.merge_order(raw, starts))
-        if len({(s.window, s.precision, s.seed) for s in sketches}) > 1:
+        column = SketchColumn.from_bytes(cls.merge_order(raw, starts))
+        if not column.alike():
             return super().merge_groups(raw, starts)
-        return union_bytes(sketches, starts)
+        return union_bytes(column, starts)
 
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
