@@ -1,10 +1,11 @@
-"""The README's measured figures, written from the report's run.
+"""The documentation's measured figures, written from the report's run.
 
-The README quotes the benchmarks in two places: the "when to use what"
-table and the Benchmarks section's summary.  Both are written between
-markers by ``python -m benchmarks.report`` (and ``--render``) from the same
-results as benchmarks/REPORT.md, so the README's numbers are the report's
-run, never copied by hand; the prose around them names no figure.
+The docs quote the benchmarks in two places: the "when to use what" table
+(``docs/choosing.md``) and the benchmarks page's summary
+(``docs/benchmarks.md``).  Both are written between markers by ``python -m
+benchmarks.report`` (and ``--render``) from the same results as
+benchmarks/REPORT.md, so the docs' numbers are the report's run, never
+copied by hand; the prose around them names no figure.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from pathlib import Path
 
 from benchmarks import report
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-NAMES = ("when to use what", "summary")
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+#: Each measured block and the page that holds it.
+PAGES = {"when to use what": DOCS / "choosing.md", "summary": DOCS / "benchmarks.md"}
+NAMES = tuple(PAGES)
 
 
 def begin(name: str) -> str:
@@ -42,24 +45,24 @@ def splice(text: str, name: str, body: list[str]) -> str:
     >>> splice("no markers", "x", [])
     Traceback (most recent call last):
     ...
-    ValueError: README.md has no 'x' block: add the lines <!-- measured: x (written by benchmarks/readme.py) --> and <!-- /measured: x -->
+    ValueError: the page has no 'x' block: add the lines <!-- measured: x (written by benchmarks/readme.py) --> and <!-- /measured: x -->
     """
     pattern = re.compile(re.escape(begin(name)) + r"\n.*?" + re.escape(end(name)), re.S)
     found = len(pattern.findall(text))
     if found == 0:
-        raise ValueError(f"README.md has no {name!r} block: add the lines {begin(name)} and {end(name)}")
+        raise ValueError(f"the page has no {name!r} block: add the lines {begin(name)} and {end(name)}")
     if found > 1:
-        raise ValueError(f"README.md has {found} {name!r} blocks: keep one")
+        raise ValueError(f"the page has {found} {name!r} blocks: keep one")
     return pattern.sub(lambda _: "\n".join([begin(name), *body, end(name)]), text)
 
 
-def write(r: dict, stamp: str, path: Path = README) -> None:
-    """Rewrite ``path``'s measured blocks from the results ``r`` of the run
-    measured at ``stamp``."""
-    text = path.read_text()
+def write(r: dict, stamp: str, pages: dict | None = None) -> None:
+    """Rewrite the measured blocks (in ``pages``: name -> page, default
+    :data:`PAGES`) from the results ``r`` of the run measured at ``stamp``."""
+    pages = PAGES if pages is None else pages
     for name, body in blocks(r, stamp).items():
-        text = splice(text, name, body)
-    path.write_text(text)
+        path = pages[name]
+        path.write_text(splice(path.read_text(), name, body))
 
 
 def blocks(r: dict, stamp: str) -> dict:
@@ -232,7 +235,7 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  f"{_x(_s(r, p95 + 'percentile_approx OVER RANGE frame') / _s(r, p95 + 'sliding_over Quantile (exact)'))}"
                  " faster", "a key must fit a Python worker"))
     return ([f"Measured in the report run of {stamp} "
-             "([`benchmarks/REPORT.md`](benchmarks/REPORT.md)):", "",
+             "(`benchmarks/REPORT.md`):", "",
              "| question, per key | plain Spark | call here | against plain Spark | cannot |",
              "| --- | --- | --- | --- | --- |"]
             + [f"| {' | '.join(row)} |" for row in rows])
@@ -241,7 +244,7 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
 def summary(r: dict, stamp: str) -> list[str]:
     """The Benchmarks section's measured part: the issue's targets as the
     report computes them, and the core synopses against their peers."""
-    out = [f"The run of {stamp} ([`benchmarks/REPORT.md`](benchmarks/REPORT.md) has every table, plot, machine "
+    out = [f"The run of {stamp} (`benchmarks/REPORT.md` has every table, plot, machine "
            "fact and load average):", ""]
     rows = report.target_rows(r)
     if rows:

@@ -6,7 +6,7 @@
 
 Every figure and table comes from the measured run (results/latest.json,
 written by the benchmarks' conftest); the report states the machine, the
-library versions and each benchmark's parameters.  The README's measured
+library versions and each benchmark's parameters.  The docs' measured
 blocks are rewritten from the same run (benchmarks/readme.py), except
 after ``--quick``.  Progress: the pytest
 output of the benchmarks streams to the terminal as they run.
@@ -283,7 +283,7 @@ def render(quick: bool | None = None) -> Path:
         md.append("")
     out = HERE / "REPORT.md"
     out.write_text("\n".join(md) + "\n")
-    if not quick:  # the README quotes full-size runs only
+    if not quick:  # the docs quote full-size runs only
         from benchmarks import readme
 
         readme.write(r, stamp)

@@ -101,8 +101,9 @@ def sliding_hll_bytes(timestamps, starts, hashes, *, window: int, precision: int
 
     Returns
     -------
-    list of bytes: ``SlidingHyperLogLog(window, precision, seed)
-    .update_hashes(run, run_hashes).to_bytes()`` for each run.
+    list of bytes
+        ``SlidingHyperLogLog(window, precision, seed).update_hashes(run,
+        run_hashes).to_bytes()`` for each run.
 
     Raises
     ------

@@ -66,9 +66,9 @@ class ExponentialHistogram:
         ``l = ceil(k/2)``: the histogram keeps ``l`` or ``l + 1`` buckets of
         every size ``2**i`` but the largest.
 
-    Guarantees
-    ----------
-    For any ``now >= newest`` and any window ``1 <= w <= N``, with
+    Notes
+    -----
+    **Guarantees.** For any ``now >= newest`` and any window ``1 <= w <= N``, with
     ``exact`` the sum of the values inside the window:
 
     * ``lower <= exact <= upper`` where ``(lower, upper) = bounds(now, w)``;

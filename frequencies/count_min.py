@@ -97,9 +97,9 @@ class SlidingCountMin:
         Seed of :func:`ehist.hashing.hash64` (part of the format; sketches
         merge only with the same seed).
 
-    Guarantees
-    ----------
-    For an item ``x`` with true frequency ``f`` in the window ``(now - w,
+    Notes
+    -----
+    **Guarantees.** For an item ``x`` with true frequency ``f`` in the window ``(now - w,
     now]`` and ``T`` the window's total:
 
     * ``upper >= f`` always, where ``(lower, upper) = frequency_bounds(x)``

@@ -76,9 +76,9 @@ class SlidingHeavyHitters:
         Bits added per level (1 to 16): fewer levels (faster updates, one
         Count-Min sketch per level) against more children per expansion.
 
-    Guarantees
-    ----------
-    For a query ``heavy_hitters(phi, now, w)`` with ``T`` the window's
+    Notes
+    -----
+    **Guarantees.** For a query ``heavy_hitters(phi, now, w)`` with ``T`` the window's
     total and ``f(x)`` item ``x``'s frequency:
 
     * every ``x`` with ``f(x) >= phi T`` is reported, always: its prefixes'

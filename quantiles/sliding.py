@@ -92,9 +92,9 @@ class SlidingQuantiles:
         Relative value resolution ``a`` in ``[1e-6, 0.5]``: a reported value
         is within ``a |x|`` of a value ``x`` of the window.
 
-    Guarantees
-    ----------
-    Over the window ``(now - w, now]`` with ``T`` values, for any ``now``
+    Notes
+    -----
+    **Guarantees.** Over the window ``(now - w, now]`` with ``T`` values, for any ``now``
     at or after the newest element and any ``w <= N``, deterministically:
 
     * :meth:`cdf` of ``v`` brackets ``r(v)``, the number of values ``<=

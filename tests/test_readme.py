@@ -1,5 +1,5 @@
-"""The README's core examples run as printed: its Python blocks that need
-no Spark, in order and in one namespace, as a reader pastes them."""
+"""The README's core example runs as printed, and says what it prints
+(its Spark tour runs in tests/test_docs.py, the docs pages' examples too)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def core_blocks() -> list[str]:
 def test_core_blocks_run_and_say_what_they_print(capsys):
     ns: dict = {}
     blocks = core_blocks()
-    assert len(blocks) >= 4
+    assert len(blocks) >= 1
     exec(compile(blocks[0], str(README), "exec"), ns)  # noqa: S102 - the README's own code
     first = dict(ns)
     for block in blocks[1:]:

@@ -1,6 +1,7 @@
-"""The README's measured blocks (benchmarks/readme.py): written only
-between their markers, present in the README, and from the run REPORT.md
-shows, so the README's figures cannot drift from the report."""
+"""The docs' measured blocks (benchmarks/readme.py): written only between
+their markers, present in their pages (docs/choosing.md,
+docs/benchmarks.md), and from the run REPORT.md shows, so the documented
+figures cannot drift from the report."""
 
 from __future__ import annotations
 
@@ -35,24 +36,23 @@ def test_splice_refuses_a_missing_or_doubled_block():
         readme.splice(text + "\n" + text, "a", [])
 
 
-def test_the_readme_holds_every_block_once():
-    text = readme.README.read_text()
+def test_the_pages_hold_every_block_once():
     for name in readme.NAMES:
+        text = readme.PAGES[name].read_text()
         assert text.count(readme.begin(name)) == 1 and text.count(readme.end(name)) == 1, name
         assert text.index(readme.begin(name)) < text.index(readme.end(name))
 
 
-def test_the_readme_quotes_the_run_report_md_shows():
+def test_the_pages_quote_the_run_report_md_shows():
     report = (ROOT / "benchmarks" / "REPORT.md").read_text()
-    text = readme.README.read_text()
     stamp = re.search(r"^Measured (.+?) by `python -m benchmarks.report`", report, re.M).group(1)
     for name in readme.NAMES:
-        assert f"run of {stamp} " in block(text, name), name
+        assert f"run of {stamp} " in block(readme.PAGES[name].read_text(), name), name
     # the targets, row for row as the report computed them
     targets = report.split("## Against plain Spark: the targets", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in targets.splitlines() if line.startswith("| ")]
     assert len(rows) > 5
-    summary = block(text, "summary")
+    summary = block(readme.PAGES["summary"].read_text(), "summary")
     assert all(row in summary for row in rows)
 
 

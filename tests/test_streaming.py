@@ -414,15 +414,16 @@ def test_ttl_with_a_watermark_is_refused_on_the_driver(sspark, tmp_path):
                              n=Count("30 minutes"), s=Sum("v", "1 hour"))
 
 
-def test_the_readme_streaming_example_runs(sspark, tmp_path, monkeypatch):
-    """The README's streaming block as printed, on a file of flows at its
-    path and started as it says; then processed and stopped."""
+def test_the_docs_streaming_example_runs(sspark, tmp_path, monkeypatch):
+    """The streaming page's block (docs/streaming.md) as printed, on a file
+    of flows at its path and started as it says; then processed and
+    stopped."""
     import re
     from pathlib import Path
 
     import udaf.streaming
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "streaming.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "sliding_window_state" in b)
     src = str(tmp_path / "flows")
     base = dt.datetime(2026, 11, 22, 10, 0)
@@ -432,7 +433,7 @@ def test_the_readme_streaming_example_runs(sspark, tmp_path, monkeypatch):
     # local_session() on a running session would reconfigure the shared one: hand it the test's
     monkeypatch.setattr(udaf.streaming, "local_session", lambda *a, **k: sspark)
     ns: dict = {}
-    exec(compile(block.replace("/data/flows", src), "README.md", "exec"), ns)  # noqa: S102 - the README's code
+    exec(compile(block.replace("/data/flows", src), "docs/streaming.md", "exec"), ns)  # noqa: S102 - the docs' code
     query = ns["query"]
     try:
         query.processAllAvailable()

@@ -87,6 +87,22 @@ class _Function:
         parts = [a if d is _REQUIRED else f"{a}={d!r}" for a, d, _ in self.args]
         return f"{self.name}({', '.join(parts)})"
 
+    def sql_signature(self) -> str:
+        """The call in SQL: positional arguments, the optional ones in
+        brackets (trailing ones may be left out)."""
+        required = [a for a, d, _ in self.args if d is _REQUIRED]
+        optional = [a for a, d, _ in self.args if d is not _REQUIRED]
+        tail = "".join(f"[, {a}" for a in optional) + "]" * len(optional)
+        return f"{self.name}({', '.join(required)}{tail})"
+
+    def python_signature(self):
+        """An :class:`inspect.Signature` of the arguments (for help() and the docs)."""
+        import inspect
+
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return inspect.Signature([inspect.Parameter(a, kind, default=inspect.Parameter.empty if d is _REQUIRED else d)
+                                  for a, d, _ in self.args], return_annotation=Column)
+
     def udf(self, names=None):
         """An Arrow UDF over the arguments given (every one a column:
         data or a literal); ``names``: column names for messages."""
@@ -591,7 +607,9 @@ def _export() -> list:
         def python(*args, _fn=fn, **kwargs) -> Column:
             return _fn(*args, **kwargs)
         python.__name__ = python.__qualname__ = name
-        python.__doc__ = f"{fn.doc}\n\n``{fn.signature()}``"
+        python.__signature__ = fn.python_signature()
+        python.__doc__ = (f"{fn.doc}\n\nPython: ``{fn.signature()}``\n\n"
+                          f"SQL, after :func:`register`: ``{fn.sql_signature()}``")
         globals()[name] = python
         names.append(name)
     for old, new in _DEPRECATED.items():
