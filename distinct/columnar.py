@@ -70,8 +70,8 @@ from . import hll_layout as L
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
-__all__ = ["SketchColumn", "sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries", "future_maxima_blocks",
-           "check_alike"]
+__all__ = ["SketchColumn", "sketches_from_bytes", "sliding_hll_bytes", "union_estimates", "encode_entries",
+           "future_maxima_blocks"]
 
 _U64 = np.uint64
 _CRC = struct.Struct("<I")
@@ -264,10 +264,11 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
 
     Parameters
     ----------
-    sketches : sequence of SlidingHyperLogLog
+    sketches : sequence of SlidingHyperLogLog, or a SketchColumn
         All of one window, precision and seed; group ``g`` is
         ``sketches[group_starts[g]:group_starts[g + 1]]`` (a key's partial
-        sketches from several partitions, say).
+        sketches from several partitions, say).  A
+        :class:`SketchColumn` decoded from bytes skips the objects.
     group_starts : int array
         ``group_starts[0] == 0``, non-decreasing.
     now : int or int array, optional
@@ -289,22 +290,22 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
         ``now`` earlier than a group's newest timestamp, ``window``
         outside ``[1, N]``.
     """
-    sketches = list(sketches)
-    starts = _check_starts(group_starts, len(sketches))
+    col = sketches if isinstance(sketches, SketchColumn) else SketchColumn.from_sketches(sketches)
+    n = len(col)
+    starts = _check_starts(group_starts, n)
     groups = starts.size
     if groups == 0:
         return np.zeros(0)
-    if not sketches:  # groups of no sketch answer 0.0; the query is still checked
+    if not n:  # groups of no sketch answer 0.0; the query is still checked
         if window is not None:
             check_positive_int(window, "window", 1, np.iinfo(np.int64).max)
         _times_per_group(now, groups)
         return np.zeros(groups)
-    first = check_alike(sketches)
-    p = first.precision
-    _, window = resolve_query(None, window, None, first.window)
-    sizes = np.diff(np.append(starts, len(sketches)))
+    full_window, p, _ = col.check_alike()
+    _, window = resolve_query(None, window, None, full_window)
+    sizes = np.diff(np.append(starts, n))
     group_of = np.repeat(np.arange(groups, dtype=np.int64), sizes)
-    stamps = np.array([INT64_MIN if s.newest is None else s.newest for s in sketches], dtype=np.int64)
+    stamps = col.newest
     newest = np.full(groups, INT64_MIN, dtype=np.int64)
     np.maximum.at(newest, group_of, stamps)
     empty = newest == INT64_MIN  # no sketch of the group has seen an item
@@ -316,31 +317,20 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
         if late.size:
             resolve_query(int(at[late[0]]), None, int(newest[late[0]]), window)  # raises, naming both
 
-    entries = np.array([len(s) for s in sketches], dtype=np.int64)
-    group_entries = np.concatenate([[0], np.cumsum(entries)])[np.append(starts, len(sketches))]
+    entries = col.counts
+    offsets = np.concatenate([[0], np.cumsum(entries)])
+    group_entries = offsets[np.append(starts, n)]
     out = np.empty(groups)
     g = 0
     while g < groups:  # chunks of groups: cache-sized arrays
         h = min(g + _GROUPS_AT_ONCE, groups,
                 max(g + 1, int(np.searchsorted(group_entries, group_entries[g] + _ROWS_AT_ONCE))))
-        a, b = int(starts[g]), (int(starts[h]) if h < groups else len(sketches))
-        out[g:h] = _union_chunk(sketches[a:b], group_of[a:b] - g, entries[a:b], at[g:h], h - g, window, p)
+        a, b = int(starts[g]), (int(starts[h]) if h < groups else n)
+        e = slice(int(offsets[a]), int(offsets[b]))
+        out[g:h] = _union_chunk(col.reg[e], col.ts[e], col.rank[e], group_of[a:b] - g, entries[a:b], at[g:h], h - g,
+                                window, p)
         g = h
     return out
-
-
-def check_alike(sketches: list) -> SlidingHyperLogLog:
-    """The first of ``sketches`` (not empty), once every one is a
-    SlidingHyperLogLog of its window, precision and seed (TypeError, or
-    IncompatibleSketchError naming both values)."""
-    first = sketches[0]
-    for s in sketches:
-        if not isinstance(s, SlidingHyperLogLog):
-            raise TypeError(f"expected SlidingHyperLogLog sketches, got {type(s).__name__}")
-        require_same("SlidingHyperLogLog", (("windows", first.window, s.window),
-                                            ("precisions", first.precision, s.precision),
-                                            ("seeds", first.seed, s.seed)))
-    return first
 
 
 def _times_per_group(now, groups: int) -> np.ndarray | None:
@@ -357,14 +347,11 @@ def _times_per_group(now, groups: int) -> np.ndarray | None:
     return at.astype(np.int64)
 
 
-def _union_chunk(sketches, group_of, entries, at, groups: int, window: int, p: int) -> np.ndarray:
-    """:func:`union_estimates` of a few groups (``group_of``: each
-    sketch's group, from 0; ``at``: each group's time)."""
+def _union_chunk(reg, ts, rank, group_of, entries, at, groups: int, window: int, p: int) -> np.ndarray:
+    """:func:`union_estimates` of a few groups (their sketches' entries;
+    ``group_of``: each sketch's group, from 0; ``at``: each group's time)."""
     m = 1 << p
     owner = np.repeat(group_of, entries)
-    parts = [s for s, n in zip(sketches, entries.tolist()) if n]
-    cat = (lambda arrays: np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64))
-    ts, reg, rank = cat([s._ts for s in parts]), cat([s._reg for s in parts]), cat([s._rank for s in parts])
     # live: at - t < window (exact as uint64: every t <= its group's newest <= at)
     live = at[owner].view(_U64) - ts.view(_U64) < _U64(window)
     cell, rank = owner[live] * m + reg[live], rank[live]
@@ -512,14 +499,22 @@ class SketchColumn:
             return cls.from_sketches([])
         return cls(*(np.concatenate([getattr(p, a) for p in parts]) for a in cls.__slots__))
 
+    def take(self, indices) -> "SketchColumn":
+        """The sketches at ``indices``, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        counts = self.counts[idx]
+        first = np.concatenate([[0], np.cumsum(self.counts)])[idx]
+        src = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts - first, counts)
+        return SketchColumn(self.window[idx], self.precision[idx], self.seed[idx], self.has[idx], self.newest[idx],
+                            counts, self.reg[src], self.ts[src], self.rank[src])
+
     def alike(self) -> bool:
         """Whether every sketch has the first one's window, precision and seed."""
         return all(bool((a == a[0]).all()) for a in (self.window, self.precision, self.seed)) if len(self) else True
 
     def check_alike(self) -> tuple:
         """``(window, precision, seed)`` shared by every sketch (not none),
-        or :func:`check_alike`'s IncompatibleSketchError for the first
-        that differs."""
+        or IncompatibleSketchError naming the first values that differ."""
         if not self.alike():
             i = int(np.flatnonzero((self.window != self.window[0]) | (self.precision != self.precision[0])
                                    | (self.seed != self.seed[0]))[0])

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from distinct import SlidingHyperLogLog
-from distinct.columnar import SketchColumn, sketches_from_bytes, sliding_hll_bytes, union_estimates
+from distinct.columnar import SketchColumn, sliding_hll_bytes, union_estimates
 from distinct.columnar_union import union_bytes
 
 from .hashed_items import HashedItems
@@ -57,16 +57,16 @@ class Distinct(HashedItems):
     @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and estimated at once
-        (:mod:`distinct.columnar`, per window, precision and seed)."""
+        (:class:`~distinct.columnar.SketchColumn`, per window, precision
+        and seed)."""
         out = np.full(len(blobs), np.nan)
         rows = np.array([i for i, b in enumerate(blobs) if b is not None], dtype=np.int64)
-        sketches = sketches_from_bytes([bytes(blobs[i]) for i in rows])
+        column = SketchColumn.from_bytes([bytes(blobs[i]) for i in rows])
         at = None if nows is None else np.asarray(nows, dtype=np.int64)
-        params, _ = pd.factorize(pd.Series([(s.window, s.precision, s.seed) for s in sketches], dtype=object))
-        for g in range(int(params.max()) + 1 if params.size else 0):
-            mine = np.flatnonzero(params == g)
-            out[rows[mine]] = union_estimates([sketches[i] for i in mine], np.arange(mine.size),
-                                              now=None if at is None else at[rows[mine]], window=window)
+        for mine in _alike_groups(column):
+            out[rows[mine]] = union_estimates(column.take(mine) if mine.size < len(column) else column,
+                                              np.arange(mine.size), now=None if at is None else at[rows[mine]],
+                                              window=window)
         return Answers(out)
 
     @classmethod
@@ -76,10 +76,10 @@ class Distinct(HashedItems):
         merge's estimate to the last bit, without merging.  Sketches of
         different windows, precisions or seeds: the merge, which refuses
         them."""
-        sketches = sketches_from_bytes([bytes(b) for b in blobs])
-        if len({(s.window, s.precision, s.seed) for s in sketches}) > 1:
+        column = SketchColumn.from_bytes([bytes(b) for b in blobs])
+        if not column.alike():
             return super().union_answers(blobs, starts, nows, window)
-        return Answers(np.asarray(union_estimates(sketches, starts, now=nows, window=window), dtype=np.float64))
+        return Answers(np.asarray(union_estimates(column, starts, now=nows, window=window), dtype=np.float64))
 
     @classmethod
     def merge(cls, blobs):
@@ -104,4 +104,15 @@ class Distinct(HashedItems):
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
         keys at once: the merge's estimate to the last bit."""
-        return Answers(np.asarray(union_estimates(sketches_from_bytes(blobs), starts, now=at), dtype=np.float64))
+        column = SketchColumn.from_bytes([bytes(b) for b in blobs])
+        return Answers(np.asarray(union_estimates(column, starts, now=at), dtype=np.float64))
+
+
+def _alike_groups(column) -> list:
+    """The positions of each (window, precision, seed) of a column's
+    sketches (one array of all when they are alike, as usual)."""
+    if column.alike():
+        return [np.arange(len(column))] if len(column) else []
+    params, _ = pd.factorize(pd.Series(list(zip(column.window.tolist(), column.precision.tolist(),
+                                                column.seed.tolist())), dtype=object))
+    return [np.flatnonzero(params == g) for g in range(int(params.max()) + 1)]
