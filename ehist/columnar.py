@@ -49,6 +49,7 @@ import zlib
 
 import numpy as np
 
+from . import compiled
 from . import eh_layout as L
 from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
@@ -600,6 +601,8 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
     if idx.size == 0:
         return ok, None
     window, eps, newest = L.head_fields(buf, starts[idx])
+    if compiled.active():
+        return _decode_compiled(ok, idx, buf, starts, lengths, window, eps, newest)
     bad, parsed = _decode_payloads(buf, starts[idx], lengths[idx], L.HEAD_BYTES, _CRC.size,
                                    L.version_of(buf, starts[idx]) == L.FORMAT_VERSION, L.flags_of(buf, starts[idx]),
                                    window, eps, newest)
@@ -608,6 +611,30 @@ def _decode_fast(blobs: list) -> tuple[np.ndarray, _Parsed | None]:
         return ok, None
     ok[idx[bad]] = False
     return ok, parsed
+
+
+def _decode_compiled(ok, idx, buf, starts, lengths, window, eps, newest):
+    """:func:`_decode_fast`'s payload step by the compiled loop
+    (:func:`ehist.compiled.decode_histograms`): one pass per blob, the same
+    accepted blobs and fields as :func:`_decode_payloads` (or fewer: the
+    rest go to ``from_bytes``)."""
+    try:
+        w0, l = check_window(int(window[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
+    except ValueError:
+        ok[:] = False  # from_bytes names the bad parameter
+        return ok, None
+    alike = (window == window[0]) & (eps == eps[0])
+    ok[idx[~alike]] = False
+    sub = idx[alike]
+    at = starts[sub]
+    flags = L.flags_of(buf, at)
+    accepted, counts, exps, hi, lo = compiled.decode_histograms(
+        buf, at + L.HEAD_BYTES, at + lengths[sub] - _CRC.size, flags, L.version_of(buf, at) == L.FORMAT_VERSION,
+        newest[alike], w0, l)
+    ok[sub[~accepted]] = False
+    keep = np.flatnonzero(alike)[accepted]
+    return ok, _Parsed(window[keep], eps[keep], newest[keep], counts, exps, hi, lo,
+                       (flags[accepted] & L.FLAG_MERGED) > 0)
 
 
 def decode_compact(parts: list, window: int, eps: float, newest: int) -> tuple[np.ndarray, HistogramColumn]:
@@ -737,6 +764,9 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
     ok[ok] = ((head[:, MAGIC_AT] == MAGIC[0]) & (head[:, MAGIC_AT + 1] == MAGIC[1]) & (head[:, FAMILY_AT] == family)
               & (version_2 | (version == 1)) & (head[:, FLAGS_AT + 1] == 0)
               & ((flags & ~np.uint8(v2_flags)) == 1) & (version_2 | (flags == 1)))
+    if compiled.active():
+        ok[ok] = compiled.crc_matches(buf, starts[ok], lengths[ok])
+        return ok, buf, starts, lengths
     mv = memoryview(joined)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():

@@ -41,12 +41,7 @@ from . import compiled
 from .compress import MARGIN, compress
 from .errors import SumOverflowError
 
-__all__ = ["union_column", "ENGINE"]
-
-#: "auto": the compiled loop when numba is installed (:mod:`ehist.compiled`),
-#: else the numpy lockstep; "numpy": the lockstep always (the tests check
-#: both against ``merge_all``).
-ENGINE = "auto"
+__all__ = ["union_column"]
 
 
 def union_column(column, group_starts):
@@ -118,7 +113,7 @@ def union_column(column, group_starts):
     pick = np.flatnonzero(keep_first | single)
     u_idx = np.flatnonzero(united)
     k = k_of_eps(column.eps)
-    if compiled.AVAILABLE and ENGINE != "numpy":  # each group sorted and compressed in one compiled loop
+    if compiled.active():  # each group sorted and compressed in one compiled loop (numba)
         c_exps, c_group, c_hi, c_lo = _compiled(column.exps[u_idx].astype(np.int64), column.hi[u_idx],
                                                 column.lo[u_idx], b_group[u_idx], cutoff, k)
     else:

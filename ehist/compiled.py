@@ -1,4 +1,5 @@
-"""Compiled loops for the union of many keys' histograms (numba, optional).
+"""Compiled loops for many keys' histograms (numba, optional): their
+union, their decoding and the checksums of stored sketches.
 
 The greedy compression of a merged histogram (:func:`ehist.compress.compress`)
 is sequential within a histogram: each pair decision depends on the ones
@@ -7,7 +8,12 @@ of a column at once, in numpy, step by step in lockstep; that costs a few
 numpy passes per step, so a key with many buckets (a sum's histogram holds
 ~``l log2(total / l)``: 1,700 buckets for four sites' 25 flows) costs
 milliseconds.  Here the same decisions run as one compiled loop over the
-groups, a few nanoseconds per bucket and cut.
+groups, a few nanoseconds per bucket and cut.  Decoding is the other cost
+every answer pays: the vectorized decoder of :mod:`ehist.columnar` makes
+a dozen numpy passes over every byte (~15 us per stored count histogram);
+:func:`decode_histograms` reads each blob once (~2 us), with the same
+checks, and :func:`crc_matches` checks the CRCs without a Python call per
+blob.
 
 numba is the tool for this loop: the algorithm is scalar, data-dependent
 control flow that numpy can only express in lockstep, and numba compiles the
@@ -16,7 +22,8 @@ and Spark support).  It is optional: ``pip install "ehist[fast]"`` (the
 ``spark`` extra includes it); without it :data:`AVAILABLE` is False and the
 numpy lockstep runs.  Both give the bytes of
 :meth:`ExponentialHistogram.merge_all` (``tests/test_union_table.py``
-checks each against it).  Compiled code is cached beside the module (or in
+checks the union against it, and the decoders against
+``ExponentialHistogram.from_bytes`` on mutated bytes).  Compiled code is cached beside the module (or in
 numba's user cache) after the first call in an environment.
 """
 
@@ -28,7 +35,7 @@ import numpy as np
 
 from .compress import MARGIN
 
-__all__ = ["AVAILABLE", "compress_groups"]
+__all__ = ["AVAILABLE", "USE", "active", "compress_groups", "decode_histograms", "crc_matches"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -37,9 +44,18 @@ try:  # optional: ehist[fast]
 except ImportError:  # pragma: no cover - depends on the environment
     numba = None
 
-#: Whether the compiled union runs (numba importable and not disabled by the
-#: ``EHIST_NO_NUMBA`` environment variable).
+#: Whether numba is importable (and not disabled by the ``EHIST_NO_NUMBA``
+#: environment variable).
 AVAILABLE = numba is not None
+
+#: Set False to run the numpy paths although numba is installed (the tests
+#: check both against the one-at-a-time reference).
+USE = True
+
+
+def active() -> bool:
+    """Whether the compiled loops run: numba installed and :data:`USE`."""
+    return AVAILABLE and USE
 
 #: Groups whose total is this large or more are left to the exact Python
 #: compression (the compiled loop's int64 sums of sizes stay below 2**63).
@@ -72,24 +88,94 @@ def compress_groups(exps, hi, lo, group_starts, cutoff, k: int, order: bool = Fa
     and how many each group kept.  Every group's total must be below
     :data:`TOTAL_LIMIT`.
     """
-    return _kernel()(np.ascontiguousarray(exps, dtype=np.int64), np.ascontiguousarray(hi, dtype=np.int64),
+    return _kernel("compress")(np.ascontiguousarray(exps, dtype=np.int64), np.ascontiguousarray(hi, dtype=np.int64),
                      np.ascontiguousarray(lo, dtype=np.int64), np.ascontiguousarray(group_starts, dtype=np.int64),
                      np.ascontiguousarray(cutoff, dtype=np.int64), int(k), 2.0 * (1.0 - MARGIN), bool(order))
 
 
-_COMPILED = None
+def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
+    """Decode the payloads ``buf[starts[i]:ends[i]]`` of exponential
+    histograms (the bytes after the head fields, before the CRC; layout in
+    :mod:`ehist.eh_layout`), whose head, checksum, window and eps were
+    checked (:func:`ehist.columnar._decode_fast`), with their flags,
+    versions and newest timestamps.
+
+    A blob is accepted only when every check of
+    ``ExponentialHistogram.from_bytes`` passes on it with the same result;
+    the rest, and rare cases this loop leaves out (timestamps within 2**61
+    of int64's edges, totals of 2**62 or more), are rejected for the caller
+    to hand to ``from_bytes``.
+
+    Returns
+    -------
+    (accepted mask, bucket counts, exps, hi, lo) of the accepted blobs in
+    order.
+    """
+    ok, counts, exps, hi, lo = _kernel("decode")(
+        np.ascontiguousarray(buf, dtype=np.uint8), np.ascontiguousarray(starts, dtype=np.int64),
+        np.ascontiguousarray(ends, dtype=np.int64), np.ascontiguousarray(flags, dtype=np.uint8),
+        np.ascontiguousarray(version_2, dtype=np.bool_), np.ascontiguousarray(newest, dtype=np.int64),
+        int(window), int(l))
+    return ok, counts[ok], exps, hi, lo
+
+
+def crc_matches(buf, starts, lengths) -> np.ndarray:
+    """Whether each blob ``buf[starts[i]:starts[i] + lengths[i]]`` (at
+    least 4 bytes) ends with the little-endian CRC-32 (zlib's) of the bytes
+    before it: the check of :func:`ehist.serialization.open_sealed`, for
+    many blobs in one compiled pass."""
+    return _kernel("crc")(np.ascontiguousarray(buf, dtype=np.uint8), np.ascontiguousarray(starts, dtype=np.int64),
+                          np.ascontiguousarray(lengths, dtype=np.int64), _CRC_TABLE)
+
+
+def _crc_table() -> np.ndarray:
+    table = np.zeros(256, dtype=np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[i] = c
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+def _crc_all(buf, starts, lengths, table):
+    out = np.zeros(starts.size, dtype=np.bool_)
+    for b in range(starts.size):
+        a, n = starts[b], lengths[b]
+        c = np.uint32(0xFFFFFFFF)
+        for i in range(a, a + n - 4):
+            c = table[(c ^ buf[i]) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+        c = c ^ np.uint32(0xFFFFFFFF)
+        stored = (np.uint32(buf[a + n - 4]) | (np.uint32(buf[a + n - 3]) << np.uint32(8))
+                  | (np.uint32(buf[a + n - 2]) << np.uint32(16)) | (np.uint32(buf[a + n - 1]) << np.uint32(24)))
+        out[b] = c == stored
+    return out
+
+
+_COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
+_varint = None  # the compiled _read_varint and _gcd_of, which _decode_all calls
+_gcd = None
 
 
-def _kernel():
-    global _COMPILED, _one
-    if _COMPILED is None:
+def _kernel(name: str = "compress"):
+    global _one, _varint, _gcd
+    if name not in _COMPILED:
         if numba is None:
-            raise RuntimeError("the compiled union needs numba: pip install \"ehist[fast]\"")
+            raise RuntimeError("the compiled loops need numba: pip install \"ehist[fast]\"")
         jit = numba.njit(cache=True, nogil=True)
-        _one = jit(_compress_one)
-        _COMPILED = jit(_compress_all)
-    return _COMPILED
+        if name == "compress":
+            _one = jit(_compress_one)
+            _COMPILED[name] = jit(_compress_all)
+        elif name == "crc":
+            _COMPILED[name] = jit(_crc_all)
+        else:
+            _varint, _gcd = jit(_read_varint), jit(_gcd_of)
+            _COMPILED[name] = jit(_decode_all)
+    return _COMPILED[name]
 
 
 def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
@@ -240,3 +326,235 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
         counts[g] = kept
         at += kept
     return out_e[:at], out_hi[:at], out_lo[:at], counts
+
+
+_FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bits of the flags field)
+_BITS = 7
+
+
+def _read_varint(buf, pos, end):
+    """(value, next position, ok): one minimal LEB128 varint of at most 10
+    bytes below 2**64, not running past ``end``."""
+    value = np.uint64(0)
+    shift = 0
+    i = pos
+    while True:
+        if i >= end or i - pos >= 10:
+            return np.uint64(0), i, False
+        byte = buf[i]
+        i += 1
+        if i - pos == 10 and byte > 1:
+            return np.uint64(0), i, False
+        value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+        shift += 7
+        if byte < 0x80:
+            if i - pos > 1 and byte == 0:
+                return np.uint64(0), i, False
+            return value, i, True
+
+
+def _gcd_of(a, b):
+    while b != np.uint64(0):
+        a, b = b, a % b
+    return a
+
+
+def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
+    count = starts.size
+    big = np.uint64(1) << np.uint64(40)
+    # room: the bucket count each blob declares, if the bytes could hold it
+    declared = np.zeros(count, dtype=np.int64)
+    for b in range(count):
+        n, pos, good = _varint(buf, starts[b], ends[b])
+        room = (ends[b] - pos) * (_BITS if flags[b] & _FLAG_SHARED else 1)
+        if good and n < big and np.int64(n) <= room:
+            declared[b] = np.int64(n)
+    cap = declared.sum()
+    exps = np.empty(cap, dtype=np.int8)
+    hi = np.empty(cap, dtype=np.int64)
+    lo = np.empty(cap, dtype=np.int64)
+    deltas = np.empty(cap, dtype=np.uint64)
+    shared = np.empty(cap, dtype=np.bool_)
+    widths = np.empty(cap, dtype=np.uint64)
+    ok = np.zeros(count, dtype=np.bool_)
+    counts = np.zeros(count, dtype=np.int64)
+    u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
+    top_bit = np.uint64(1) << np.uint64(63)
+    at = 0
+    for b in range(count):
+        end = ends[b]
+        f = flags[b]
+        is_shared = (f & _FLAG_SHARED) != 0
+        is_tick = (f & _FLAG_TICK) != 0
+        merged = (f & _FLAG_MERGED) != 0
+        v2 = version_2[b]
+        if newest[b] == np.iinfo(np.int64).min:  # check_newest's rule: from_bytes names it
+            continue
+        n_u, pos, good = _varint(buf, starts[b], end)
+        if not good:
+            continue
+        n = declared[b]
+        if np.int64(n_u) != n or (n == 0 and n_u != np.uint64(0)):
+            continue
+        if n == 0:
+            if pos == end and not is_shared and not is_tick and not merged:
+                ok[b] = True
+            continue
+        r_u, pos, good = _varint(buf, pos, end)
+        if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
+            continue
+        runs = np.int64(r_u)
+        # size runs: (exponent, length), adjacent exponents differing, lengths summing to n
+        filled = 0
+        prev_e = -1
+        fine = True
+        run_e = np.empty(runs, dtype=np.int64)
+        run_n = np.empty(runs, dtype=np.int64)
+        for j in range(runs):
+            e, pos, good = _varint(buf, pos, end)
+            ln, pos, good2 = _varint(buf, pos, end)
+            if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
+                fine = False
+                break
+            ei = np.int64(e)
+            li = np.int64(ln)
+            if ei == prev_e or filled + li > n:
+                fine = False
+                break
+            for i in range(li):
+                exps[at + filled + i] = ei
+            run_e[j] = ei
+            run_n[j] = li
+            filled += li
+            prev_e = ei
+        if not fine or filled != n:
+            continue
+        tick = np.uint64(1)
+        if is_tick:
+            tick, pos, good = _varint(buf, pos, end)
+            if not good or tick < np.uint64(2):
+                continue
+        # the shared-timestamps bitmap: one-byte words, 7 bits each, padding and bit 0 clear
+        n_shared = 0
+        for i in range(n):
+            shared[at + i] = False
+        if is_shared:
+            words = (n + _BITS - 1) // _BITS
+            for w in range(words):
+                word, pos, good = _varint(buf, pos, end)
+                used = min(n - _BITS * w, _BITS)
+                if not good or word >= np.uint64(1 << _BITS) or (word >> np.uint64(used)) != np.uint64(0):
+                    fine = False
+                    break
+                for k in range(used):
+                    if (word >> np.uint64(k)) & np.uint64(1):
+                        shared[at + _BITS * w + k] = True
+                        n_shared += 1
+            if not fine or shared[at] or n_shared <= words:
+                continue
+        # timestamp deltas (scaled below), then widths: every bucket's (merged) or the oldest's
+        g = np.uint64(0)
+        zeros = 0
+        for i in range(n):
+            deltas[at + i] = np.uint64(0)
+            widths[at + i] = np.uint64(0)
+            if shared[at + i]:
+                continue
+            d, pos, good = _varint(buf, pos, end)
+            if not good:
+                fine = False
+                break
+            if i > 0 and d == np.uint64(0):
+                if is_shared:
+                    fine = False
+                    break
+                zeros += 1
+            g = _gcd(g, d)
+            deltas[at + i] = d
+        if not fine:
+            continue
+        if v2 and not is_shared and zeros > (n + _BITS - 1) // _BITS:
+            continue  # the bitmap would have been shorter
+        for i in range(n - 1 if not merged else 0, n):
+            wv, pos, good = _varint(buf, pos, end)
+            if not good:
+                fine = False
+                break
+            widths[at + i] = wv
+            g = _gcd(g, wv)
+        if not fine or pos != end:
+            continue
+        if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
+            continue
+        limit = u64_max // tick
+        # the total, below 2**62 (from_bytes decides those near int64's edge)
+        total = np.uint64(0)
+        for j in range(runs):
+            if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
+                fine = False
+                break
+            total += np.uint64(run_n[j]) << np.uint64(run_e[j])
+            if total >= np.uint64(1) << np.uint64(62):
+                fine = False
+                break
+        if not fine:
+            continue
+        # hi = newest - cumulative deltas (times tick), kept within 2**61 of newest
+        cum = np.uint64(0)
+        room = np.uint64(newest[b]) ^ top_bit  # newest - INT64_MIN
+        edge = np.uint64(1) << np.uint64(61)
+        for i in range(n):
+            d = deltas[at + i]
+            if d > limit or d * tick >= edge:
+                fine = False
+                break
+            cum += d * tick
+            if cum >= edge or cum > room:
+                fine = False
+                break
+            hi[at + i] = newest[b] - np.int64(cum)
+        if not fine:
+            continue
+        # every bucket inside the window
+        if np.uint64(newest[b]) - np.uint64(hi[at + n - 1]) >= np.uint64(window):
+            continue
+        for i in range(n):  # lo = hi - width >= INT64_MIN
+            wv = widths[at + i]
+            if wv > limit or wv * tick > (np.uint64(hi[at + i]) ^ top_bit):
+                fine = False
+                break
+            widths[at + i] = wv * tick
+        if not fine:
+            continue
+        if merged:
+            for i in range(n):
+                lo[at + i] = np.int64(np.uint64(hi[at + i]) - widths[at + i])
+        else:
+            if exps[at + n - 1] == 0 and widths[at + n - 1] != np.uint64(0):
+                continue  # an oldest bucket of size 1 has width 0
+            for i in range(n - 1):
+                lo[at + i] = hi[at + i + 1]
+            lo[at + n - 1] = np.int64(np.uint64(hi[at + n - 1]) - widths[at + n - 1])
+            for i in range(n):
+                if exps[at + i] == 0:
+                    lo[at + i] = hi[at + i]
+            # the l-canonical sizes of the total: runs (i, count_i) for every size present
+            t = np.int64(total)
+            jj = 0
+            while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
+                jj += 1
+            rest = t - l * ((np.int64(1) << jj) - 1)
+            m = rest >> jj
+            low = rest & ((np.int64(1) << jj) - 1)
+            if jj + (1 if m > 0 else 0) != runs:
+                continue
+            for i in range(jj):
+                if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
+                    fine = False
+                    break
+            if not fine or (m > 0 and (run_e[jj] != jj or run_n[jj] != m)):
+                continue
+        ok[b] = True
+        counts[b] = n
+        at += n
+    return ok, counts, exps[:at], hi[:at], lo[:at]

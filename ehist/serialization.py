@@ -57,7 +57,6 @@ __all__ = [
     "open_sealed",
     "open_synopsis",
     "family_of",
-    "parameter_bytes",
     "check_newest",
     "times_before",
     "MAGIC_AT",
@@ -81,18 +80,6 @@ FAMILIES = {
     "SlidingQuantiles": 8,
 }
 _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
-
-
-def parameter_bytes(data, fmt: str) -> bytes:
-    """The raw bytes of a synopsis's parameters (``struct`` format ``fmt``,
-    right after the preamble), to group many sketches by parameters before
-    decoding them together; no check (decoding checks).
-
-    >>> parameter_bytes(b"EH\\x01\\x02\\x00\\x00" + bytes(range(16)) + b"rest", "qd") == bytes(range(16))
-    True
-    """
-    start = _PREAMBLE.size
-    return bytes(data[start:start + struct.calcsize("<" + fmt)])
 
 
 def family_of(data) -> str | None:

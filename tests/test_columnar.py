@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
 from ehist.columnar import HistogramColumn, _decode_fast, histogram_bytes
 from tests.conftest import examples
+from tests.engines import ENGINES, engine
 from tests.exact import exact_sums
 from tests.strategies import eps_values, streams, values_any, values_small
 from tests.test_serialization import format_mutations
@@ -100,10 +101,11 @@ def test_union_bounds_bracket_the_exact_union_within_eps(data, parts, window, ep
         assert abs((lower[0] * 0.5 + upper[0] * 0.5) - exact) <= eps * exact + 1e-9
 
 
+@pytest.mark.parametrize("name", ENGINES)
 @settings(max_examples=examples(100), deadline=None)
 @given(data=runs(), window=st.integers(1, 3000), eps=eps_values, merged=st.lists(st.booleans(), max_size=6),
        never=st.booleans())
-def test_bytes_round_trip_with_merged_and_empty_histograms(data, window, eps, merged, never):
+def test_bytes_round_trip_with_merged_and_empty_histograms(name, data, window, eps, merged, never):
     ts, vs, starts = data
     hs = one_at_a_time(ts, vs, starts, window, eps, False)
     for i, m in enumerate(merged[: len(hs)]):
@@ -114,10 +116,12 @@ def test_bytes_round_trip_with_merged_and_empty_histograms(data, window, eps, me
     col = HistogramColumn.from_histograms(hs)
     blobs = col.to_bytes()
     assert blobs == [h.to_bytes() for h in hs]
-    back = HistogramColumn.from_bytes(blobs)
+    with engine(name):
+        back = HistogramColumn.from_bytes(blobs)
+        # ordered and merged histograms take the numpy or compiled path; never-updated ones from_bytes
+        fast = _decode_fast(blobs)[0].tolist()
     assert [back[i] for i in range(len(back))] == hs
-    # ordered and merged histograms take the numpy path; never-updated ones from_bytes
-    assert _decode_fast(blobs)[0].tolist() == [h.newest is not None for h in hs]
+    assert fast == [h.newest is not None for h in hs]
     assert back.merged.tolist() == [h.merged for h in hs]
     assert back.to_bytes() == blobs
 
@@ -137,7 +141,8 @@ def outcome(fn):
 @given(data=runs(max_runs=4), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
        byte=st.integers(0, 255), how=st.sampled_from(["set", "cut", "insert", "raw"]), merged=st.booleans(),
        scale=st.sampled_from([1, 1000]))
-def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, byte, how, merged, scale):
+@pytest.mark.parametrize("name", ENGINES)
+def test_corrupt_bytes_get_the_error_from_bytes_gives(name, data, eps, victim, pos, byte, how, merged, scale):
     """One blob altered and re-sealed (so the checks after the checksum
     run): the column decodes exactly what one-at-a-time decoding gives,
     or raises the error it raises for the first bad blob (or, when the
@@ -172,14 +177,16 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(data, eps, victim, pos, by
         return hs
 
     def column():
-        col = HistogramColumn.from_bytes(blobs)
+        with engine(name):
+            col = HistogramColumn.from_bytes(blobs)
         return [col[j] for j in range(len(col))]
 
     assert outcome(column) == outcome(each)
 
 
+@pytest.mark.parametrize("engine_name", ENGINES)
 @pytest.mark.parametrize("name, data, message", format_mutations(), ids=[m[0] for m in format_mutations()])
-def test_format_rules_give_the_error_from_bytes_gives(name, data, message):
+def test_format_rules_give_the_error_from_bytes_gives(engine_name, name, data, message):
     """Each rule of the shared-timestamps bitmap and the tick, broken: the column raises
     what ExponentialHistogram.from_bytes raises, alone or after good blobs."""
     bad = reseal(data)
@@ -188,7 +195,8 @@ def test_format_rules_give_the_error_from_bytes_gives(name, data, message):
     good = [ExponentialHistogram(3000, 0.1).update([1, 2, 3], [900, 5, 7]).to_bytes(),
             ExponentialHistogram(3000, 0.1).update([5]).to_bytes()]
     for blobs in ([bad], good + [bad]):
-        assert outcome(lambda: HistogramColumn.from_bytes(blobs)) == ("CorruptSketchError", str(exc.value))
+        with engine(engine_name):
+            assert outcome(lambda: HistogramColumn.from_bytes(blobs)) == ("CorruptSketchError", str(exc.value))
 
 
 def test_from_bytes_rejects_mixed_parameters_and_non_bytes():

@@ -97,4 +97,4 @@ def test_mistakes_give_the_same_message_through_connect(results):
     assert driver == ("TypeError: column dst: Sum needs an integral column (bigint, int, smallint, tinyint), "
                       "got string")
     assert "column bytes holds -5 (key 2): Sum needs non-negative integers" in in_executor
-    assert "column value holds -5" in in_function or "column bytes holds -5" in in_function
+    assert "column value (argument 2 of sliding_sum) holds -5" in in_function or "column bytes holds -5" in in_function

@@ -152,7 +152,8 @@ def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     """The bad-input table: each mistake through every entry point gives
     the same exception class and message (the key where it is known: the
     column functions see one group's rows, not its key; SQL hands Python
-    no column names, so its messages name the argument: ``column value``).
+    no column names, so its messages name the argument and its position:
+    ``column value (argument 2 of sliding_sum)``).
     The streaming state checks types on the driver here; its bad values
     (null time, negative) are in tests/test_streaming_pack.py, its sum
     past int64 in tests/test_streaming.py.  A sum past int64 runs without
@@ -219,8 +220,13 @@ def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     sql_message = got.pop("sql")
     for label, message in got.items():
         assert unkeyed(message) == unkeyed(want), label
-    in_sql = want if column is None else want.replace(f"column {column} ", "column value ") \
-        .replace(f"column {column}:", "column value:")
+    # SQL hands Python no column names: the argument by name and position
+    fn_name, position, arg = {"negative": ("sliding_sum", 2, "value"), "nan": ("sliding_lp_norm", 8, "value"),
+                              "double value": ("sliding_sum", 2, "value"), "bool value": ("sliding_sum", 2, "value"),
+                              "null time": ("sliding_count", 1, "ts"), "string time": ("sliding_count", 1, "ts")}[case]
+    label = f"column {arg} (argument {position} of {fn_name})"
+    written = f"column {column or 'ts'}"
+    in_sql = want.replace(f"{written} ", f"{label} ").replace(f"{written}:", f"{label}:")
     assert unkeyed(sql_message) == unkeyed(in_sql)
     assert got["aggregate shuffle"] == want  # the drivers name the key
 
@@ -378,8 +384,9 @@ def test_times_and_windows_in_the_columns_terms(spark):
     sdf.createOrReplaceTempView("bare_window")
     with pytest.raises(ValueError, match=re.escape(want)), errors():
         sdf.groupBy("k").agg(U.sliding_count("t", 3600)).collect()
-    # SQL hands Python no column names: the message names the argument (ts)
-    with pytest.raises(ValueError, match=re.escape(want.replace("column t ", "column ts "))), errors():
+    # SQL hands Python no column names: the message names the argument and its position
+    in_sql = want.replace("column t ", "column ts (argument 1 of sliding_count) ")
+    with pytest.raises(ValueError, match=re.escape(in_sql)), errors():
         spark.sql("SELECT k, sliding_count(t, 3600) FROM bare_window GROUP BY k").collect()
     # the interval itself, or a bare number over an integral time, is fine
     assert sdf.groupBy("k").agg(U.sliding_count("t", "1 hour").alias("n")).collect()[0].n > 0

@@ -11,29 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import contextlib
-
-from ehist import ExponentialHistogram, compiled
+from ehist import ExponentialHistogram
 from ehist import columnar_union as cu
 from ehist.columnar import HistogramColumn
 from ehist.errors import SumOverflowError
 
 from .conftest import examples
+from .engines import ENGINES, engine
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-#: The union's two engines: the compiled loop (ehist.compiled, with numba) and the numpy lockstep.
-ENGINES = [pytest.param("auto", id="compiled", marks=pytest.mark.skipif(not compiled.AVAILABLE, reason="no numba")),
-           pytest.param("numpy", id="numpy")]
-
-
-@contextlib.contextmanager
-def engine(name):
-    before, cu.ENGINE = cu.ENGINE, name
-    try:
-        yield
-    finally:
-        cu.ENGINE = before
-
 
 def union_column(column, starts, name="auto"):
     with engine(name):

@@ -19,8 +19,8 @@ from ehist._validation import check_eps
 from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.columnar_union import union_column
 from ehist.errors import QueryTimeError
-from ehist.exponential_histogram import PARAMETERS
-from ehist.serialization import parameter_bytes
+from ehist import eh_layout as L
+from ehist.serialization import PREAMBLE_BYTES
 
 from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
@@ -85,9 +85,7 @@ class _Histogram(Spec):
             lo = np.empty(raw.size, dtype=np.int64)
             up = np.empty(raw.size, dtype=np.int64)
             # sketches of one (window, eps) are decoded and bounded together
-            groups, _ = pd.factorize(pd.Series([parameter_bytes(b, PARAMETERS) for b in raw], dtype=object))
-            for g in range(int(groups.max()) + 1):
-                rows = np.flatnonzero(groups == g)
+            for rows in _by_parameters(raw):
                 column = HistogramColumn.from_bytes(list(raw[rows]))
                 when = None if at is None else at[rows]
                 _check_now(column, when)
@@ -103,7 +101,7 @@ class _Histogram(Spec):
         the merged histogram's (its compression widens them).  Parts of
         different windows or eps: the merge, which refuses them."""
         raw = [bytes(b) for b in blobs]
-        if len({parameter_bytes(b, PARAMETERS) for b in raw}) > 1:
+        if len(set(_parameters(raw))) > 1:
             return super().union_answers(raw, starts, nows, window)
         column = HistogramColumn.from_bytes(raw)
         if nows is not None:
@@ -129,7 +127,7 @@ class _Histogram(Spec):
         per-group merge.  Groups mixing windows or eps: the per-group merge,
         which refuses them."""
         raw = [bytes(b) for b in blobs]
-        if not raw or len({parameter_bytes(b, PARAMETERS) for b in raw}) > 1:
+        if not raw or len(set(_parameters(raw))) > 1:
             return super().merge_groups(raw, starts)
         column = HistogramColumn.from_bytes(cls.merge_order(raw, starts))
         with as_key_sum_overflow():
@@ -254,3 +252,20 @@ class Sum(_Histogram):
         sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
         sums = frame_sums(data.arrays["value"], sub_lo, sub_hi)
         return pd.arrays.IntegerArray(sums, mask=sub_hi <= sub_lo)  # null: no value in the frame
+
+
+def _by_parameters(raw) -> list:
+    """The positions of each (window, eps) among histogram bytes (one
+    array of all when they share them, as a column's usually do)."""
+    keys = _parameters(raw)
+    if len(set(keys)) == 1:
+        return [np.arange(len(raw))]
+    groups, _ = pd.factorize(pd.Series(keys, dtype=object))
+    return [np.flatnonzero(groups == g) for g in range(int(groups.max()) + 1)]
+
+
+def _parameters(raw) -> list:
+    """Each histogram's parameter bytes (window, eps: :mod:`ehist.eh_layout`),
+    to group or compare them before decoding; no check (decoding checks)."""
+    span = slice(PREAMBLE_BYTES, L.HEAD.size)
+    return [b[span] for b in raw]

@@ -95,6 +95,13 @@ class _Function:
         tail = "".join(f"[, {a}" for a in optional) + "]" * len(optional)
         return f"{self.name}({', '.join(required)}{tail})"
 
+    def sql_names(self) -> dict:
+        """How SQL calls name their column arguments in messages: Spark
+        hands a registered function no column names, so each argument is
+        named with its position, ``value (argument 2 of sliding_sum)``."""
+        return {a: f"{a} (argument {i} of {self.name})" for i, (a, _, is_column) in enumerate(self.args, 1)
+                if is_column}
+
     def python_signature(self):
         """An :class:`inspect.Signature` of the arguments (for help() and the docs)."""
         import inspect
@@ -585,14 +592,16 @@ def register(spark) -> list:
     Spark Connect session); returns their names.
 
     Arguments in SQL are those of the Python functions, in the same order
-    (:func:`signature`), parameters as literals::
+    (:func:`signature`), parameters as literals; messages name a column
+    argument by its name and position (``column value (argument 2 of
+    sliding_sum) holds -5 ...``: Spark passes no column names to Python)::
 
         SELECT k, eh_sketch_agg(ts, '1 hour', 0.01) AS s FROM t GROUP BY k
         SELECT k, eh_sketch_estimate(s), eh_sketch_bounds(s, now(), '10 minutes') FROM stored
         SELECT k, sliding_sum(ts, bytes, INTERVAL 1 HOUR) FROM t GROUP BY k
     """
     for name, fn in _FUNCTIONS.items():
-        spark.udf.register(name, fn.udf())
+        spark.udf.register(name, fn.udf(fn.sql_names()))
     return sorted(_FUNCTIONS)
 
 
