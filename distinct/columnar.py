@@ -54,6 +54,7 @@ import zlib
 
 import numpy as np
 
+from ehist import compiled as ehist_compiled
 from ehist._validation import (
     INT64_MIN,
     check_positive_int,
@@ -67,6 +68,7 @@ from ehist.hashing import check_seed
 from ehist.serialization import MAGIC, encode_varints_sized, varint_lengths
 
 from . import hll_layout as L
+from .compiled import decode_entries
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
@@ -446,7 +448,7 @@ class _Parsed:
 class SketchColumn:
     """Many sliding HyperLogLogs as flat arrays, for unions across keys.
 
-    Per sketch: ``window``, ``precision``, ``seed``, ``has`` (a newest
+    Per sketch: ``window``, ``precision``, ``seed`` (uint64), ``has`` (a newest
     time), ``newest`` (INT64_MIN without one) and ``counts`` (entries);
     the entries ``reg``, ``ts``, ``rank`` of every sketch one after the
     other, each sketch's sorted by register and time (as
@@ -474,7 +476,7 @@ class SketchColumn:
         ints = (lambda xs: np.array(xs, dtype=np.int64))
         cat = (lambda arrays: np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, dtype=np.int64))
         return cls(ints([s.window for s in sketches]), ints([s.precision for s in sketches]),
-                   ints([s.seed for s in sketches]), np.array([s.newest is not None for s in sketches], dtype=bool),
+                   np.array([s.seed for s in sketches], dtype=np.uint64), np.array([s.newest is not None for s in sketches], dtype=bool),
                    ints([INT64_MIN if s.newest is None else s.newest for s in sketches]),
                    ints([len(s) for s in sketches]), cat([s._reg for s in sketches]),
                    cat([s._ts for s in sketches]), cat([s._rank for s in sketches]))
@@ -492,7 +494,7 @@ class SketchColumn:
                 continue
             f = parsed.fields
             parts.append(cls(f["window"].astype(np.int64), f["precision"].astype(np.int64),
-                             f["seed"].astype(np.int64), np.ones(j - i, dtype=bool), f["newest"].astype(np.int64),
+                             f["seed"].astype(np.uint64), np.ones(j - i, dtype=bool), f["newest"].astype(np.int64),
                              np.diff(parsed.offsets).astype(np.int64), parsed.reg.astype(np.int64),
                              parsed.ts.astype(np.int64), parsed.rank.astype(np.int64)))
         if not parts:
@@ -540,6 +542,15 @@ def _decode_fast(blobs: list):
         | (fields["newest"] == INT64_MIN)  # check_newest's rule (from_bytes names it)
     ticked = (L.flags_of(buf, starts[idx]) & L.FLAG_TICK) > 0
     version_2 = L.version_of(buf, starts[idx]) == L.FORMAT_VERSION
+    if ehist_compiled.active():  # one compiled pass per sketch (distinct.compiled)
+        good = ~bad
+        sub, f = idx[good], fields[good]
+        accepted, counts, reg, ts, rank = decode_entries(
+            buf, starts[sub] + L.HEAD_BYTES, starts[sub] + lengths[sub] - _CRC.size, ticked[good], version_2[good],
+            f["newest"].astype(np.int64), f["window"].astype(np.int64), f["precision"].astype(np.int64))
+        ok[idx[bad]] = False
+        ok[sub[~accepted]] = False
+        return ok, _Parsed(f[accepted], np.concatenate([[0], np.cumsum(counts)]), reg, ts, rank)
     t_i = ticked.astype(np.int64)
     # the payloads are all varints: a rank byte is below 0x80, a one-byte
     # varint (a longer "rank" fails the rank check below)
@@ -584,8 +595,9 @@ def _decode_fast(blobs: list):
     reg -= np.concatenate([[0], reg])[offsets[:-1]][owner]
     with np.errstate(over="ignore"):
         ts = fields["newest"].astype(np.int64)[owner] - ages.astype(np.int64)
-    # a time below int64 wraps to one after the newest (times_before refuses it in from_bytes)
-    bad[owner[ts > fields["newest"].astype(np.int64)[owner]]] = True
+    # every time above -2**63 (times_before's rule in from_bytes): an age of at most newest - (-2**63 + 1)
+    room = (fields["newest"].astype(np.int64).view(_U64) ^ _U64(1 << 63)) - _U64(1)
+    bad[owner[ages > room[owner]]] = True
     rank = ranks.astype(np.int64)
     bad |= np.zeros(idx.size, dtype=bool) if not owner.size else np.bincount(
         owner, weights=reg >= m[owner], minlength=idx.size) > 0

@@ -35,7 +35,8 @@ import numpy as np
 
 from .compress import MARGIN
 
-__all__ = ["AVAILABLE", "USE", "active", "compress_groups", "decode_histograms", "crc_matches"]
+__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "compress_groups", "decode_histograms",
+           "crc_matches"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -60,6 +61,15 @@ def active() -> bool:
 #: Groups whose total is this large or more are left to the exact Python
 #: compression (the compiled loop's int64 sums of sizes stay below 2**63).
 TOTAL_LIMIT = 2**61
+
+
+def jit(fn):
+    """``fn`` compiled (numba's ``njit``, cached on disk, without the GIL):
+    how every compiled loop of the project is built, the other families'
+    too (:mod:`distinct.compiled`)."""
+    if numba is None:
+        raise RuntimeError("the compiled loops need numba: pip install \"ehist[fast]\"")
+    return numba.njit(cache=True, nogil=True)(fn)
 
 
 def compress_groups(exps, hi, lo, group_starts, cutoff, k: int, order: bool = False):
@@ -157,23 +167,20 @@ def _crc_all(buf, starts, lengths, table):
 
 _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
-_varint = None  # the compiled _read_varint and _gcd_of, which _decode_all calls
+_varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _gcd = None
 
 
 def _kernel(name: str = "compress"):
     global _one, _varint, _gcd
     if name not in _COMPILED:
-        if numba is None:
-            raise RuntimeError("the compiled loops need numba: pip install \"ehist[fast]\"")
-        jit = numba.njit(cache=True, nogil=True)
         if name == "compress":
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
         else:
-            _varint, _gcd = jit(_read_varint), jit(_gcd_of)
+            _varint, _gcd = jit(read_varint), jit(gcd)
             _COMPILED[name] = jit(_decode_all)
     return _COMPILED[name]
 
@@ -332,9 +339,10 @@ _FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bit
 _BITS = 7
 
 
-def _read_varint(buf, pos, end):
+def read_varint(buf, pos, end):
     """(value, next position, ok): one minimal LEB128 varint of at most 10
-    bytes below 2**64, not running past ``end``."""
+    bytes below 2**64 at ``buf[pos]``, not running past ``end`` (the rules
+    of :mod:`ehist.serialization`), for compiled decoders to :func:`jit`."""
     value = np.uint64(0)
     shift = 0
     i = pos
@@ -353,7 +361,8 @@ def _read_varint(buf, pos, end):
             return value, i, True
 
 
-def _gcd_of(a, b):
+def gcd(a, b):
+    """The gcd of two uint64 (0 with 0: the other), for compiled loops."""
     while b != np.uint64(0):
         a, b = b, a % b
     return a

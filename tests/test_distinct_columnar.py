@@ -21,6 +21,7 @@ from distinct.columnar import SketchColumn, sketches_from_bytes, sliding_hll_byt
 from ehist import IncompatibleSketchError
 from ehist.hashing import hash64
 from tests.conftest import examples
+from tests.engines import ENGINES, engine
 
 
 @st.composite
@@ -293,29 +294,35 @@ def mutated(draw):
 
 @settings(max_examples=examples(400), deadline=None)
 @given(case=mutated())
-def test_decode_equals_from_bytes_on_mutated_bytes(case):
+@pytest.mark.parametrize("name", ENGINES)
+def test_decode_equals_from_bytes_on_mutated_bytes(name, case):
     _, _, blob = case
-    assert_same_outcomes([blob])
+    with engine(name):
+        assert_same_outcomes([blob])
 
 
 @settings(max_examples=examples(100), deadline=None)
 @given(cases=st.lists(mutated(), min_size=1, max_size=6), data=hll_runs())
-def test_decode_equals_from_bytes_on_batches(cases, data):
+@pytest.mark.parametrize("name", ENGINES)
+def test_decode_equals_from_bytes_on_batches(name, cases, data):
     ts, items, starts = data
     good = sliding_hll_bytes(ts, starts, hash64(items), window=1000, precision=6)
     blobs = good + [c[2] for c in cases]
     order = np.random.default_rng(len(blobs)).permutation(len(blobs))
-    assert_same_outcomes([blobs[i] for i in order])
-    with tiny_chunks():
+    with engine(name):
         assert_same_outcomes([blobs[i] for i in order])
+        with tiny_chunks():
+            assert_same_outcomes([blobs[i] for i in order])
 
 
-def test_decode_golden_and_empty():
+@pytest.mark.parametrize("name", ENGINES)
+def test_decode_golden_and_empty(name):
     from pathlib import Path
 
     golden = Path(__file__).parent / "golden"
-    blobs = [(golden / name).read_bytes() for name in ("hll.bin", "hll_empty.bin", "hll_v1.bin", "hll_v1_empty.bin")]
-    assert_same_outcomes(blobs)
+    blobs = [(golden / f).read_bytes() for f in ("hll.bin", "hll_empty.bin", "hll_v1.bin", "hll_v1_empty.bin")]
+    with engine(name):
+        assert_same_outcomes(blobs)
     assert [s == SlidingHyperLogLog.from_bytes(b) for s, b in zip(sketches_from_bytes(blobs), blobs)] == [True] * 4
     assert sketches_from_bytes([]) == []
     with pytest.raises(TypeError, match="expected bytes"):
