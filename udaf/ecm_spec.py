@@ -182,6 +182,9 @@ class Frequencies(_Weighted):
         checked = nonnegative(self.value, columns["value"], self.who, key_text)
         return checked_sum(f"CASE WHEN {inside} THEN {checked} END", key_text)
 
+    def native_checks(self, columns, key_text):
+        return [] if self.value is None else [nonnegative(self.value, columns["value"], self.who, key_text)]
+
     def native_frame_by(self, columns):
         return (columns["column"],)
 
@@ -343,6 +346,10 @@ class HeavyHitters(_Weighted):
         weight = (f"CASE WHEN {columns['column']} IS NULL THEN NULL WHEN {v} < 0 THEN "
                   f"{raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END")
         return item, weight, self.phi
+
+    def native_checks(self, columns, key_text):
+        item, weight, _ = self.native_top(columns, key_text)
+        return ([item] if self.bits < 64 else []) + ([weight] if self.value is not None else [])
 
     @staticmethod
     def _listed(hitters) -> list:

@@ -232,6 +232,9 @@ class Sum(_Histogram):
     def native(self, columns, inside, key_text):
         return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END", key_text)
 
+    def native_checks(self, columns, key_text):
+        return [self._checked(columns["column"], key_text)]
+
     def reduction(self, schema, key_text):
         # each timestamp's sum (the reduced column keeps the column's name,
         # so a bad value gets the same message): sql_text.sum_per_time

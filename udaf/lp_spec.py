@@ -133,6 +133,11 @@ class LpNorm(Spec):
             f"sqrt(sum({f} * {f}))" if self.p == 2.0 else f"pow(sum(pow(abs({f}), {self.p!r}D)), {1 / self.p!r}D)"
         return item, weight, final
 
+    def native_checks(self, columns, key_text):
+        if self.value is None:
+            return []
+        return [f"CASE {self._negative(columns['value'], key_text)}ELSE 0 END"]
+
     def _negative(self, v, key_text):
         """SQL ``CASE`` branch refusing a negative integral value ``v`` with
         the message the Python pass gives (``-5.0``: the float it reads;

@@ -158,7 +158,12 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
                   for i, spec in enumerate(specs.values())]
         # computed once, here (a small table: a row per key), so its size
         # decides the join: broadcast to the rows, or both sides shuffled
-        per_key = df.groupBy(*keys).agg(F.expr(f"max({t}) AS __newest"), *newest).localCheckpoint(eager=True)
+        # every row of a key is read here: its values are checked here too, as the
+        # Python strategies check every row (docs/errors.md, "Which rows are checked")
+        checks = [F.expr(f"count({check}) AS __check_{i}_{j}") for i, spec in enumerate(specs.values())
+                  for j, check in enumerate(spec.native_checks(_inputs(spec), named))]
+        per_key = df.groupBy(*keys).agg(F.expr(f"max({t}) AS __newest"), *newest, *checks) \
+            .localCheckpoint(eager=True)
         # its size, and whether a key column holds a null, in one job
         size, *nulls = per_key.selectExpr("count(1)", *[f"count_if({quote(k)} IS NULL)" for k in keys]).first()
         if size <= BROADCAST_KEYS:

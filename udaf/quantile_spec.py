@@ -155,13 +155,20 @@ class Quantile(Spec):
         cumulative share reaches ``q``, the definition of :meth:`exact`
         (NaN and infinities refused as everywhere)."""
 
-        v = columns["column"]
+        checked = self._checked(columns["column"], key_text)
+        return f"percentile_disc({self.q!r}) WITHIN GROUP (ORDER BY CASE WHEN {inside} THEN {checked} END)"
+
+    def native_checks(self, columns, key_text):
+        return [self._checked(columns["column"], key_text)]
+
+    def _checked(self, v, key_text):
+        """SQL of ``v`` as a double, NaN and infinities refused with the
+        project's message."""
         need = f"{self.who} needs finite numbers (NaN is never skipped: filter or fill it)"
         x = f"CAST({v} AS DOUBLE)"
         shown = f"CASE WHEN isnan({x}) THEN 'nan' WHEN {x} > 0 THEN 'inf' ELSE '-inf' END"  # as Python prints them
-        checked = (f"CASE WHEN isnan({x}) OR abs({x}) = double('inf') THEN "
-                   f"{raise_bad_value(self.column, shown, need, key_text)} ELSE {x} END")
-        return f"percentile_disc({self.q!r}) WITHIN GROUP (ORDER BY CASE WHEN {inside} THEN {checked} END)"
+        return (f"CASE WHEN isnan({x}) OR abs({x}) = double('inf') THEN "
+                f"{raise_bad_value(self.column, shown, need, key_text)} ELSE {x} END")
 
     def frames(self, lo, hi, data, window):
         """Each row's exact ``q``-quantile over its frame (null: no value

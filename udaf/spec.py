@@ -409,6 +409,16 @@ class Spec:
         row's own item, within (key, item)."""
         return ()
 
+    def native_checks(self, columns: dict, key_text: str) -> list:
+        """SQL expressions that raise this spec's message for a bad value
+        of a row (:func:`udaf.sql_text.raise_bad_value`), as its native
+        aggregates do inside the window: the native plan of
+        :func:`udaf.aggregate` counts them over every row of a key in the
+        pass that finds the key's newest row, so a bad row older than the
+        window raises there as in the Python strategies, which read every
+        row.  None to check (the default): an empty list."""
+        return []
+
     def native_present(self, columns: dict) -> str:
         """SQL text: whether a row counts for this spec (its inputs are not
         null).  A key's window ends at its newest such row.
