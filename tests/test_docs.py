@@ -88,6 +88,29 @@ SPARK_PAGES = ["quickstart-sql.md", "spark.md", "stored-tables.md", "aggregate.m
                "README.md"]
 
 
+@pytest.mark.spark
+def test_the_sql_statements_run(spark, capsys):
+    """Every ``sql`` block statement of the docs, run through spark.sql in
+    order on a view of flows (one statement per ``;``)."""
+    from udaf import functions as U
+
+    U.register(spark)
+    flows_frame(spark).createOrReplaceTempView("flows")
+    pages = [p.name for p in sorted(DOCS.glob("*.md")) if "```sql" in p.read_text()]
+    assert pages == ["sql-reference.md"]
+    text = (DOCS / "sql-reference.md").read_text()
+    statements = [s.strip() for b in re.findall(r"```sql\n(.*?)```", text, flags=re.S) for s in b.split(";")]
+    ran = 0
+    for statement in statements:
+        code = "\n".join(line for line in statement.splitlines() if not line.lstrip().startswith("--"))
+        if code.strip():
+            spark.sql(code).show(truncate=False)
+            ran += 1
+    assert ran == 5
+    out = capsys.readouterr().out
+    assert "bytes_10_min" in out and "dsts_last_hour" in out
+
+
 def test_the_spark_pages_are_all_run():
     """Every page with a Spark example is run below, or by its own test
     (streaming.md: tests/test_streaming.py starts and stops its query)."""
