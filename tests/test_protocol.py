@@ -231,8 +231,19 @@ def test_one_mistake_one_message_in_every_entry_point(spark, case, tmp_path):
     assert got["aggregate shuffle"] == want  # the drivers name the key
 
 
-@pytest.mark.parametrize("family", ["sum", "quantile", "lp", "frequencies", "heavy hitters"])
-def test_a_bad_row_older_than_the_window(spark, family):
+def older_bad_rows(spark, column, value):
+    """Keys a and b at time 100, and a row of key a at time 1 holding a bad
+    ``value`` in ``column``: older than a window of 10 as of 100."""
+    rows = []
+    for k, t in (("a", 1), ("a", 100), ("b", 100)):
+        row = {"k": k, "ts": t, "v": 5, "f": 1.0, "i": 7}
+        if (k, t) == ("a", 1):
+            row[column] = value
+        rows.append((row["k"], row["ts"], row["v"], row["f"], row["i"]))
+    return spark.createDataFrame(rows, "k string, ts long, v long, f double, i long")
+
+
+def test_a_bad_row_older_than_the_window(spark):
     """Every row a call reads is checked, and only those (docs/errors.md,
     "Which rows are checked"): without ``now`` every ``aggregate``
     strategy reads every row of a key (the native plan in the pass that
@@ -240,38 +251,43 @@ def test_a_bad_row_older_than_the_window(spark, family):
     than the window; with ``now`` none reads that row; ``sketch_table``,
     ``sliding_over``, the column functions and SQL read every row they are
     given."""
-    from udaf import Frequencies, HeavyHitters, Quantile
-
     register(spark)
-    bad = {"sum": ("v", -5), "quantile": ("f", float("nan")), "lp": ("v", -5), "frequencies": ("v", -5),
-           "heavy hitters": ("i", 300)}[family]
-    rows = []
-    for k, t in (("a", 1), ("a", 100), ("b", 100)):
-        row = {"k": k, "ts": t, "v": 5, "f": 1.0, "i": 7}
-        if (k, t) == ("a", 1):
-            row[bad[0]] = bad[1]
-        rows.append((row["k"], row["ts"], row["v"], row["f"], row["i"]))
-    sdf = spark.createDataFrame(rows, "k string, ts long, v long, f double, i long")
-    spec = {"sum": Sum("v", 10), "quantile": Quantile("f", 10, q=0.5), "lp": LpNorm("i", 10, value="v"),
-            "frequencies": Frequencies("i", 10, value="v"), "heavy hitters": HeavyHitters("i", 10, bits=8)}[family]
+    sdf = older_bad_rows(spark, "v", -5)
+    spec = Sum("v", 10)
     messages = {}
     for strategy in ("native", "two_phase", "shuffle"):
         with pytest.raises(Exception) as info:
             aggregate(sdf, "k", "ts", strategy=strategy, out=spec).collect()
         messages[strategy] = unkeyed(final_line(info.value))
         # as of a time whose window leaves the row out, no strategy reads it
-        got = aggregate(sdf, "k", "ts", strategy=strategy, now=105, out=spec).collect()
-        assert sorted(r.k for r in got) == ["a", "b"], strategy
-    assert len(set(messages.values())) == 1, messages
-    assert f"column {bad[0]} holds" in messages["native"]
-    if family == "sum":  # the entry points that read every row they are given
-        sdf.createOrReplaceTempView("older_bad")
-        for call in (lambda: sketch_table(sdf, "k", "ts", out=spec).collect(),
-                     lambda: sliding_over(sdf, "k", "ts", out=spec).collect(),
-                     lambda: sdf.groupBy("k").agg(U.sliding_sum("ts", "v", 10)).collect(),
-                     lambda: spark.sql("SELECT k, sliding_sum(ts, v, 10) FROM older_bad GROUP BY k").collect()):
-            with pytest.raises(Exception, match="holds -5"):
-                call()
+        assert sorted(r.k for r in aggregate(sdf, "k", "ts", strategy=strategy, now=105, out=spec).collect()) \
+            == ["a", "b"], strategy
+    assert set(messages.values()) == {"InvalidInputError: column v holds -5: Sum needs non-negative integers"}
+    sdf.createOrReplaceTempView("older_bad")
+    for call in (lambda: sketch_table(sdf, "k", "ts", out=spec).collect(),
+                 lambda: sliding_over(sdf, "k", "ts", out=spec).collect(),
+                 lambda: sdf.groupBy("k").agg(U.sliding_sum("ts", "v", 10)).collect(),
+                 lambda: spark.sql("SELECT k, sliding_sum(ts, v, 10) FROM older_bad GROUP BY k").collect()):
+        with pytest.raises(Exception, match="holds -5"):
+            call()
+
+
+def test_every_native_check_reads_rows_older_than_the_window(spark):
+    """Each family's native row checks (Spec.native_checks) run on a row
+    older than the window, without ``now``: the native plan gives the
+    message the Python strategies give."""
+    from udaf import Frequencies, HeavyHitters, Quantile
+
+    cases = [(Quantile("f", 10, q=0.5), "f", float("nan")), (LpNorm("i", 10, value="v"), "v", -5),
+             (Frequencies("i", 10, value="v"), "v", -5), (HeavyHitters("i", 10, bits=8), "i", 300)]
+    for spec, column, value in cases:
+        sdf = older_bad_rows(spark, column, value)
+        messages = []
+        for strategy in ("native", "two_phase"):
+            with pytest.raises(Exception) as info:
+                aggregate(sdf, "k", "ts", strategy=strategy, out=spec).collect()
+            messages.append(unkeyed(final_line(info.value)))
+        assert messages[0] == messages[1] and f"column {column} holds" in messages[0], messages
 
 
 def test_bool_items_count_alike_everywhere(spark):

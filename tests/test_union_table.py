@@ -161,7 +161,7 @@ def sites(spark):
 
     rng = np.random.default_rng(12)
     n = 4000
-    pdf = pd.DataFrame({"site": rng.integers(0, 4, n), "src": rng.zipf(1.4, n) % 60,
+    pdf = pd.DataFrame({"site": rng.integers(0, 4, n), "src": rng.zipf(1.4, n) % 24,
                         "ts": rng.integers(0, 50_000, n), "b": rng.integers(0, 1500, n),
                         "dst": rng.integers(0, 400, n)})
     pdf.loc[rng.random(n) < 0.1, "b"] = None
@@ -190,7 +190,7 @@ def test_union_table_equals_each_familys_union_agg(sites):
     united = {r.src: r for r in union_table(table, "src").collect()}
     grouped = {r.src: r for r in table.groupBy("src").agg(
         *[getattr(U, f"{UNION_AGG[c]}_union_agg")(c).alias(c) for c in names]).collect()}
-    assert united.keys() == grouped.keys() and len(united) > 40
+    assert united.keys() == grouped.keys() and len(united) > 15
     for src, row in united.items():
         for c in names:
             assert bytes(row[c]) == bytes(grouped[src][c]), (src, c)
