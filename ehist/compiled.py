@@ -320,7 +320,7 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
     out_hi = np.empty(exps.size, dtype=np.int64)
     out_lo = np.empty(exps.size, dtype=np.int64)
     counts = np.empty(groups, dtype=np.int64)
-    at = 0
+    at = np.int64(0)  # not the literal 0: one type at every call of _one (one compilation of it)
     for g in range(groups):
         a, b = starts[g], starts[g + 1]
         if order:  # merge_all's order: stable sorts by the last key first (~x orders as -x)
@@ -329,7 +329,9 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
             idx = idx[np.argsort(~hi[a:b][idx], kind="mergesort")]
             kept = _one(exps[a:b][idx], hi[a:b][idx], lo[a:b][idx], cutoff[g], k, factor, out_e, out_hi, out_lo, at)
         else:
-            kept = _one(exps[a:b], hi[a:b], lo[a:b], cutoff[g], k, factor, out_e, out_hi, out_lo, at)
+            # copies: the arrays _one takes in both branches are of one type (one compilation of it)
+            kept = _one(exps[a:b].copy(), hi[a:b].copy(), lo[a:b].copy(), cutoff[g], k, factor, out_e, out_hi,
+                        out_lo, at)
         counts[g] = kept
         at += kept
     return out_e[:at], out_hi[:at], out_lo[:at], counts

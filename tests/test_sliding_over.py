@@ -454,6 +454,7 @@ def test_floating_key_takes_the_pandas_path_with_the_same_answers(sdf):
     assert (joined.s.fillna(-1) == joined.s_.fillna(-1)).all()
 
 
+@pytest.mark.slow  # the benchmarks' own baselines (bench_per_row.py): python -m pytest --slow
 def test_benchmark_baselines_are_exact(sdf):
     """The exact plain-Spark queries benchmarks/bench_per_row.py times
     against sliding_over give sliding_over's answers (an honest baseline)."""

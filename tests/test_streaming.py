@@ -173,6 +173,7 @@ def test_restart_from_checkpoint_equals_uninterrupted(sspark, tmp_path):
     assert sorted(first + second, key=key) == sorted(whole, key=key)
 
 
+@pytest.mark.slow  # the old call shape of a deprecated API: python -m pytest --slow
 def test_deprecated_call_shape_gives_the_same_rows(sspark, tmp_path):
     """sliding_window_state(df, key, ts, window, eps=, value=, distinct=)
     warns and answers as count=/sum=/distinct= specs with bounds do."""
