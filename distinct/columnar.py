@@ -455,6 +455,16 @@ class SketchColumn:
     :class:`~distinct.SlidingHyperLogLog` keeps them).  Build one with
     :meth:`from_bytes` (what :func:`sketches_from_bytes` decodes, and the
     errors it raises, with no object per sketch) or :meth:`from_sketches`.
+
+    Examples
+    --------
+    >>> from distinct import SlidingHyperLogLog
+    >>> parts = [SlidingHyperLogLog(100, 4).update([1, 2], [7, 8]), SlidingHyperLogLog(100, 4).update([3], [9])]
+    >>> col = SketchColumn.from_bytes([p.to_bytes() for p in parts])
+    >>> len(col), col.counts.tolist(), col.check_alike()
+    (2, [2, 1], (100, 4, 0))
+    >>> union_estimates(col, [0]).round(3).tolist() == [round(parts[0].merge(parts[1]).estimate(), 3)]
+    True
     """
 
     __slots__ = ("window", "precision", "seed", "has", "newest", "counts", "reg", "ts", "rank")

@@ -33,9 +33,12 @@ def decode_entries(buf, starts, ends, ticked, version_2, newest, window, precisi
     entries of the accepted sketches in order, each sorted by register and
     time.
     """
+    buf, starts, ends = compiled.spans(buf, starts, ends, ticked=ticked, version_2=version_2, newest=newest,
+                                       window=window, precision=precision)
+    if np.size(precision) and not 4 <= int(np.min(precision)) <= int(np.max(precision)) <= 18:
+        raise ValueError(f"precisions must be in [4, 18], got {np.min(precision)} to {np.max(precision)}")
     ok, counts, reg, ts, rank = _kernel()(
-        np.ascontiguousarray(buf, dtype=np.uint8), np.ascontiguousarray(starts, dtype=np.int64),
-        np.ascontiguousarray(ends, dtype=np.int64), np.ascontiguousarray(ticked, dtype=np.bool_),
+        buf, starts, ends, np.ascontiguousarray(ticked, dtype=np.bool_),
         np.ascontiguousarray(version_2, dtype=np.bool_), np.ascontiguousarray(newest, dtype=np.int64),
         np.ascontiguousarray(window, dtype=np.int64), np.ascontiguousarray(precision, dtype=np.int64))
     return ok, counts[ok], reg, ts, rank

@@ -35,8 +35,8 @@ import numpy as np
 
 from .compress import MARGIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "compress_groups", "decode_histograms",
-           "crc_matches"]
+__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups",
+           "decode_histograms", "crc_matches"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -72,6 +72,33 @@ def jit(fn):
     return numba.njit(cache=True, nogil=True)(fn)
 
 
+def spans(buf, starts, ends, **per_blob) -> tuple:
+    """``buf`` as uint8 and ``starts``, ``ends`` as int64, checked before a
+    compiled loop reads ``buf[starts[i]:ends[i]]`` (compiled code does not
+    check its indices): one span per blob, each inside ``buf``, and every
+    array of ``per_blob`` (name -> array) one value per blob.
+
+    >>> spans(b"abc", [0, 5], [3, 6])
+    Traceback (most recent call last):
+    ...
+    ValueError: spans must lie in the buffer of 3 bytes with starts <= ends, got starts [0, 5], ends [3, 6]
+    """
+    buf = np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else \
+        np.ascontiguousarray(buf, dtype=np.uint8)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if starts.ndim != 1 or ends.shape != starts.shape:
+        raise ValueError(f"starts and ends must be one-dimensional and of one length, got {starts.shape} and "
+                         f"{ends.shape}")
+    if starts.size and (starts.min() < 0 or ends.max() > buf.size or np.any(starts > ends)):
+        raise ValueError(f"spans must lie in the buffer of {buf.size} bytes with starts <= ends, got starts "
+                         f"{starts.tolist()[:8]}, ends {ends.tolist()[:8]}")
+    for name, values in per_blob.items():
+        if np.shape(values) != starts.shape:
+            raise ValueError(f"{name} must have one value per blob ({starts.size}), got shape {np.shape(values)}")
+    return buf, starts, ends
+
+
 def compress_groups(exps, hi, lo, group_starts, cutoff, k: int, order: bool = False):
     """:func:`ehist.compress.compress` of every group, compiled.
 
@@ -97,10 +124,39 @@ def compress_groups(exps, hi, lo, group_starts, cutoff, k: int, order: bool = Fa
     (exps, hi, lo, counts): the surviving buckets of every group in order,
     and how many each group kept.  Every group's total must be below
     :data:`TOTAL_LIMIT`.
+
+    Raises
+    ------
+    ValueError
+        Arrays of different lengths, group starts that do not run from 0
+        to the number of buckets without decreasing, a cutoff per group
+        missing, ``k < 1``, or an exponent outside [0, 62].
+
+    Examples
+    --------
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> import numpy as np
+    >>> hi = np.array([9, 9, 5, 4, 3, 2, 1, 1])      # two groups' buckets, newest first
+    >>> exps, hi_out, lo_out, counts = compress_groups(np.zeros(8), hi, hi, [0, 4, 8], [0, 0], k=2)
+    >>> counts.tolist(), exps.tolist()               # merged where the error budget allows
+    ([2, 3], [1, 1, 0, 0, 1])
+    >>> from ehist.compress import compress          # what the Python reference decides, group by group
+    >>> [compress(np.zeros(4, dtype=np.int8), hi[a:a + 4], hi[a:a + 4], 2, 0)[0].tolist() for a in (0, 4)]
+    [[1, 1], [0, 0, 1]]
     """
-    return _kernel("compress")(np.ascontiguousarray(exps, dtype=np.int64), np.ascontiguousarray(hi, dtype=np.int64),
-                     np.ascontiguousarray(lo, dtype=np.int64), np.ascontiguousarray(group_starts, dtype=np.int64),
-                     np.ascontiguousarray(cutoff, dtype=np.int64), int(k), 2.0 * (1.0 - MARGIN), bool(order))
+    exps, hi, lo = (np.ascontiguousarray(a, dtype=np.int64) for a in (exps, hi, lo))
+    starts = np.ascontiguousarray(group_starts, dtype=np.int64)
+    cutoff = np.ascontiguousarray(cutoff, dtype=np.int64)
+    if not (exps.ndim == hi.ndim == lo.ndim == 1 and exps.size == hi.size == lo.size):
+        raise ValueError(f"exps, hi and lo must be one-dimensional and of one length, got {exps.shape}, "
+                         f"{hi.shape}, {lo.shape}")
+    if starts.ndim != 1 or starts.size < 1 or starts[0] != 0 or starts[-1] != exps.size or np.any(np.diff(starts) < 0):
+        raise ValueError(f"group_starts must run from 0 to {exps.size} without decreasing, got {starts.tolist()[:8]}")
+    if cutoff.shape != (starts.size - 1,):
+        raise ValueError(f"cutoff must have one value per group ({starts.size - 1}), got shape {cutoff.shape}")
+    if int(k) < 1 or (exps.size and (exps.min() < 0 or exps.max() > 62)):
+        raise ValueError(f"k must be at least 1 and exponents in [0, 62], got k={k}")
+    return _kernel("compress")(exps, hi, lo, starts, cutoff, int(k), 2.0 * (1.0 - MARGIN), bool(order))
 
 
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
@@ -121,9 +177,11 @@ def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, 
     (accepted mask, bucket counts, exps, hi, lo) of the accepted blobs in
     order.
     """
+    buf, starts, ends = spans(buf, starts, ends, flags=flags, version_2=version_2, newest=newest)
+    if int(window) < 1 or int(l) < 1:
+        raise ValueError(f"window and l must be at least 1, got {window} and {l}")
     ok, counts, exps, hi, lo = _kernel("decode")(
-        np.ascontiguousarray(buf, dtype=np.uint8), np.ascontiguousarray(starts, dtype=np.int64),
-        np.ascontiguousarray(ends, dtype=np.int64), np.ascontiguousarray(flags, dtype=np.uint8),
+        buf, starts, ends, np.ascontiguousarray(flags, dtype=np.uint8),
         np.ascontiguousarray(version_2, dtype=np.bool_), np.ascontiguousarray(newest, dtype=np.int64),
         int(window), int(l))
     return ok, counts[ok], exps, hi, lo
@@ -133,9 +191,19 @@ def crc_matches(buf, starts, lengths) -> np.ndarray:
     """Whether each blob ``buf[starts[i]:starts[i] + lengths[i]]`` (at
     least 4 bytes) ends with the little-endian CRC-32 (zlib's) of the bytes
     before it: the check of :func:`ehist.serialization.open_sealed`, for
-    many blobs in one compiled pass."""
-    return _kernel("crc")(np.ascontiguousarray(buf, dtype=np.uint8), np.ascontiguousarray(starts, dtype=np.int64),
-                          np.ascontiguousarray(lengths, dtype=np.int64), _CRC_TABLE)
+    many blobs in one compiled pass.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> import zlib
+    >>> blob = b"sketch" + zlib.crc32(b"sketch").to_bytes(4, "little")
+    >>> crc_matches(blob + blob[:-1] + b"x", [0, 10], [10, 10]).tolist()
+    [True, False]
+    """
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    buf, starts, _ = spans(buf, starts, np.asarray(starts, dtype=np.int64) + lengths)
+    if lengths.size and lengths.min() < 4:
+        raise ValueError(f"every blob needs its 4 checksum bytes, got a length of {int(lengths.min())}")
+    return _kernel("crc")(buf, starts, lengths, _CRC_TABLE)
 
 
 def _crc_table() -> np.ndarray:

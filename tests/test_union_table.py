@@ -239,3 +239,29 @@ def test_union_table_refuses_what_it_cannot_unite(spark, sites):
     with pytest.raises(InvalidInputError, match="column c holds <.* sketches>: union_table unites one family"):
         with errors():
             union_table(mixed, "src", "c").collect()
+
+
+@pytest.mark.skipif(not __import__("ehist").compiled.AVAILABLE, reason="no numba")
+def test_compiled_loops_refuse_bad_input():
+    """Compiled code does not check its indices: the public wrappers do,
+    before any loop runs."""
+    from distinct.compiled import decode_entries
+    from ehist import compiled
+
+    z = np.zeros(4, dtype=np.int64)
+    with pytest.raises(ValueError, match="of one length"):
+        compiled.compress_groups(z, z[:3], z, [0, 4], [0], 2)
+    with pytest.raises(ValueError, match="group_starts must run from 0 to 4"):
+        compiled.compress_groups(z, z, z, [0, 5], [0], 2)
+    with pytest.raises(ValueError, match="one value per group"):
+        compiled.compress_groups(z, z, z, [0, 2, 4], [0], 2)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        compiled.compress_groups(z, z, z, [0, 4], [0], 0)
+    with pytest.raises(ValueError, match="spans must lie in the buffer of 8 bytes"):
+        compiled.decode_histograms(np.zeros(8, dtype=np.uint8), [0], [9], [1], [True], [5], 10, 5)
+    with pytest.raises(ValueError, match="flags must have one value per blob"):
+        compiled.decode_histograms(np.zeros(8, dtype=np.uint8), [0], [8], [1, 1], [True], [5], 10, 5)
+    with pytest.raises(ValueError, match="4 checksum bytes"):
+        compiled.crc_matches(np.zeros(8, dtype=np.uint8), [0], [3])
+    with pytest.raises(ValueError, match="precisions must be in"):
+        decode_entries(np.zeros(8, dtype=np.uint8), [0], [8], [False], [True], [5], [10], [3])
