@@ -65,7 +65,7 @@ from ehist._validation import (
 from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_heads
 from ehist.errors import require_same
 from ehist.hashing import check_seed
-from ehist.serialization import MAGIC, encode_varints_sized, varint_lengths
+from ehist.serialization import MAGIC, varint_stream
 
 from . import hll_layout as L
 from .compiled import decode_entries
@@ -254,8 +254,8 @@ def future_maxima_blocks(new_list: np.ndarray, new_time: np.ndarray, rank: np.nd
 def _byte_ranges(values: np.ndarray, per_sketch: np.ndarray):
     """Varints of ``values`` (uint64), ``per_sketch[i]`` of them per sketch
     in order: one payload and each sketch's (start, end) byte range in it."""
-    nbytes = varint_lengths(values)
-    payload = encode_varints_sized(values, nbytes)
+    payload, nbytes = varint_stream(values)
+    payload = payload.tobytes()
     ends = np.concatenate([[0], np.cumsum(nbytes)])[np.cumsum(per_sketch)].tolist()
     begins = [0] + ends[:-1]
     return [(a, b, payload) for a, b in zip(begins, ends)]

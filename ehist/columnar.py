@@ -55,8 +55,7 @@ from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_
                           k_of_eps)
 from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
 from .exponential_histogram import ExponentialHistogram
-from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, encode_varints_sized,
-                            varint_lengths)
+from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, varint_stream)
 
 __all__ = ["HistogramColumn", "histogram_bytes"]
 
@@ -297,9 +296,35 @@ class HistogramColumn:
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> list:
         """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
-        hists = len(self)
-        if hists == 0:
+        if len(self) == 0:
             return []
+        payload, byte_starts, byte_ends, flags = self._encode()
+        flags = flags.tolist()
+        head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, self.window, self.eps)
+        heads = {f: head[:L.FLAGS_AT] + struct.pack("<H", f) + head[L.FLAGS_AT + 2:] for f in set(flags)}
+        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
+        out = []
+        for f, stamp, has_n, a, b in zip(flags, self.newest.tolist(), self.has_newest.tolist(), byte_starts.tolist(),
+                                         byte_ends.tolist()):
+            body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
+            out.append(body + pack_crc(crc32(body)))
+        return out
+
+    def compact_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(buf, offsets)``: histogram ``i`` as its flags byte and payload
+        (its ``to_bytes()`` less the head, newest and CRC: the compact
+        counters of :mod:`ehist.counters`) at ``buf[offsets[i]:offsets[i +
+        1]]``, every histogram (each with a newest) in one pass."""
+        if len(self) == 0:
+            return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+        payload, byte_starts, byte_ends, flags = self._encode()
+        buf = np.insert(np.frombuffer(payload, dtype=np.uint8), byte_starts, flags.astype(np.uint8))
+        return buf, np.concatenate([[0], byte_ends + np.arange(1, len(self) + 1)]).astype(np.int64)
+
+    def _encode(self):
+        """(payload bytes, each histogram's start and end in it, its flags):
+        the varints after each histogram's head and newest."""
+        hists = len(self)
         counts = np.diff(self.offsets)
         owner = np.repeat(np.arange(hists, dtype=np.int64), counts)
         # runs of equal exponents inside each histogram
@@ -359,21 +384,13 @@ class HistogramColumn:
         end_stamps = body + maps + stamps  # where the widths start
         flat[end_stamps[owner[merged_at]] + local[merged_at]] = gap // tick[owner[merged_at]]
         flat[end_stamps[ordered]] = last_gap // tick[ordered]
-        nbytes = varint_lengths(flat)
-        payload = encode_varints_sized(flat, nbytes)
-        byte_ends = np.cumsum(nbytes)[first + n_values - 1].tolist()
-        byte_starts = [0] + byte_ends[:-1]
+        payload, nbytes = varint_stream(flat)
+        payload = payload.tobytes()
+        byte_ends = np.cumsum(nbytes)[first + n_values - 1]
+        byte_starts = np.concatenate([[0], byte_ends[:-1]])
         flags = (np.where(self.has_newest, L.FLAG_HAS_NEWEST, 0) | np.where(self.merged, L.FLAG_MERGED, 0)
-                 | np.where(bitmap, L.FLAG_SHARED, 0) | np.where(ticked, L.FLAG_TICK, 0)).tolist()
-        head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, self.window, self.eps)
-        heads = {f: head[:L.FLAGS_AT] + struct.pack("<H", f) + head[L.FLAGS_AT + 2:] for f in set(flags)}
-        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
-        out = []
-        for f, stamp, has_n, a, b in zip(flags, self.newest.tolist(), self.has_newest.tolist(), byte_starts,
-                                         byte_ends):
-            body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
-            out.append(body + pack_crc(crc32(body)))
-        return out
+                 | np.where(bitmap, L.FLAG_SHARED, 0) | np.where(ticked, L.FLAG_TICK, 0))
+        return payload, byte_starts, byte_ends, flags
 
     @classmethod
     def from_bytes(cls, blobs, window: int | None = None, eps: float | None = None) -> "HistogramColumn":
@@ -418,7 +435,23 @@ class HistogramColumn:
         order = np.empty(len(blobs), dtype=np.int64)
         order[np.flatnonzero(fast)] = np.arange(len(fast_col))
         order[slow] = len(fast_col) + np.arange(len(slow))
-        return _concat(fast_col, slow_col).take(order)
+        return HistogramColumn.concat([fast_col, slow_col]).take(order)
+
+    @classmethod
+    def concat(cls, columns) -> "HistogramColumn":
+        """The histograms of several columns of one window and eps, in order."""
+        cols = list(columns)
+        if not cols:
+            raise ValueError("concat needs at least one column")
+        for c in cols[1:]:
+            if (c.window, c.eps) != (cols[0].window, cols[0].eps):
+                raise IncompatibleSketchError(f"a column holds histograms of one window and eps: "
+                                              f"({cols[0].window}, {cols[0].eps}) and ({c.window}, {c.eps})")
+        shift = np.cumsum([0] + [int(c.offsets[-1]) for c in cols[:-1]])
+        return cls(cols[0].window, cols[0].eps,
+                   np.concatenate([[0]] + [c.offsets[1:] + s for c, s in zip(cols, shift)]),
+                   *(np.concatenate([getattr(c, a) for c in cols])
+                     for a in ("exps", "hi", "lo", "newest", "has_newest", "merged")))
 
     def take(self, indices) -> "HistogramColumn":
         """The histograms at ``indices``, in that order."""
@@ -555,6 +588,21 @@ def _decode_varints(payload: np.ndarray, owner_byte: np.ndarray, blobs: int):
     return values, v_owner, bad
 
 
+def varints_at(buf: np.ndarray, v_start: np.ndarray, v_stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, malformed)``: the varints ``buf[v_start[i]:v_stop[i] + 1]``
+    (``v_stop[i]``: a byte below 0x80, the only one from ``v_start[i]``);
+    malformed: longer than 10 bytes, not minimal, or above 64 bits."""
+    length = v_stop - v_start + 1
+    malformed = (length > 10) | ((length > 1) & (buf[v_stop] == 0)) | ((length == 10) & (buf[v_stop] > 1))
+    used = np.minimum(length, 10)
+    values = (buf[v_start] & 0x7F).astype(_U64)
+    longer = np.arange(v_start.size)
+    for j in range(1, int(used.max()) if used.size else 0):
+        longer = longer[used[longer] > j]
+        values[longer] |= (buf[v_start[longer] + j] & 0x7F).astype(_U64) << _U64(7 * j)
+    return values, malformed
+
+
 def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, head: int, bad: np.ndarray,
                     tail: int = _CRC.size):
     """Every varint of the payloads ``[start + head, end - tail)`` of blobs
@@ -641,25 +689,47 @@ def decode_compact(parts: list, window: int, eps: float, newest: int) -> tuple[n
     """``(accepted mask, column of the accepted)``: histograms stored as
     their flags byte and payload (:mod:`ehist.counters`' compact counters,
     format 2 of the histogram), of one ``window``, ``eps`` and ``newest``
-    (the sketch's, checked by its decoder), decoded as :func:`_decode_fast`
-    decodes whole histograms, without rebuilding their heads and
-    checksums; the rejected are left to the caller, which rebuilds them
-    for ``ExponentialHistogram.from_bytes`` to name what is wrong."""
-    count = len(parts)
-    joined = b"".join(parts)
-    buf = np.frombuffer(joined, dtype=np.uint8)
-    lengths = np.fromiter((len(b) for b in parts), dtype=np.int64, count=count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    (the sketch's, checked by its decoder): :func:`decode_compact_flat` of
+    the parts joined."""
+    lengths = np.fromiter((len(b) for b in parts), dtype=np.int64, count=len(parts))
+    return decode_compact_flat(np.frombuffer(b"".join(parts), dtype=np.uint8),
+                               np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64), lengths, window, eps,
+                               np.full(len(parts), newest, dtype=np.int64))
+
+
+def decode_compact_flat(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, window: int, eps: float,
+                        newest: np.ndarray) -> tuple[np.ndarray, HistogramColumn]:
+    """``(accepted mask, column of the accepted)``: compact histograms
+    (flags byte and payload) at ``buf[starts[i]:starts[i] + lengths[i]]``,
+    of one ``window`` and ``eps``, histogram ``i`` ending at ``newest[i]``
+    (its sketch's, checked by the sketch's decoder), decoded as
+    :func:`_decode_fast` decodes whole histograms, without rebuilding their
+    heads and checksums; the rejected are left to the caller, which
+    rebuilds them for ``ExponentialHistogram.from_bytes`` to name what is
+    wrong."""
+    count = starts.size
     ok = lengths >= 2  # flags and at least one payload byte
     flags = np.zeros(count, dtype=np.uint8)
     flags[ok] = buf[starts[ok]]
-    ok &= (flags & ~np.uint8(L.FLAG_SHARED | L.FLAG_TICK)) == L.FLAG_HAS_NEWEST
+    ok &= (flags & ~np.uint8(L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)) == L.FLAG_HAS_NEWEST
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, _assemble(None, window, eps)
+    newest = np.asarray(newest, dtype=np.int64)[idx]
+    if compiled.active():
+        try:
+            w0, l = check_window(int(window)), (k_of_eps(check_eps(float(eps))) + 1) // 2
+        except ValueError:
+            return np.zeros(count, dtype=bool), _assemble(None, window, eps)
+        accepted, counts, exps, hi, lo = compiled.decode_histograms(
+            buf, starts[idx] + 1, starts[idx] + lengths[idx], flags[idx], np.ones(idx.size, dtype=bool), newest, w0, l)
+        ok[idx[~accepted]] = False
+        keep = np.flatnonzero(accepted)
+        return ok, _assemble(_Parsed(np.full(keep.size, window, dtype=np.int64), np.full(keep.size, eps),
+                                     newest[keep], counts, exps, hi, lo, (flags[idx][keep] & L.FLAG_MERGED) > 0),
+                             window, eps)
     bad, parsed = _decode_payloads(buf, starts[idx], lengths[idx], 1, 0, np.ones(idx.size, dtype=bool), flags[idx],
-                                   np.full(idx.size, window, dtype=np.int64), np.full(idx.size, eps),
-                                   np.full(idx.size, newest, dtype=np.int64))
+                                   np.full(idx.size, window, dtype=np.int64), np.full(idx.size, eps), newest)
     if bad is None:
         return np.zeros(count, dtype=bool), _assemble(None, window, eps)
     ok[idx[bad]] = False
@@ -743,37 +813,43 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
                         merged[good])
 
 
-def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int):
+def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):
     """(accepted mask, joined bytes as uint8, starts, lengths): the blobs
     of at least ``min_length`` bytes with ``family``'s preamble, format
-    version 1 or 2, flags "has newest" (bit 0) plus, in version 2, any of
-    ``v2_flags``, and a matching checksum.  The step every columnar
-    decoder starts with; what it rejects goes to the family's from_bytes."""
+    version 1 or 2, flags ``base_flags`` ("has newest", bit 0, unless told)
+    plus, in version 2, any of ``v2_flags``, and a matching checksum.  The
+    step every columnar decoder starts with; what it rejects goes to the
+    family's from_bytes."""
     count = len(blobs)
-    ok = np.zeros(count, dtype=bool)
     if count == 0:
-        return ok, None, None, None
-    joined = b"".join(blobs)
-    buf = np.frombuffer(joined, dtype=np.uint8)
+        return np.zeros(0, dtype=bool), None, None, None
+    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8)
     lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return sealed(buf, starts, lengths, family, min_length, v2_flags, base_flags), buf, starts, lengths
+
+
+def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int, min_length: int, v2_flags: int,
+           base_flags: int = 1) -> np.ndarray:
+    """:func:`sealed_heads` of blobs at ``buf[starts[i]:starts[i] +
+    lengths[i]]``: the accepted mask."""
     ok = lengths >= min_length
     head = buf[starts[ok][:, None] + np.arange(PREAMBLE_BYTES)]
     version, flags = head[:, VERSION_AT], head[:, FLAGS_AT]
     version_2 = version == 2
     ok[ok] = ((head[:, MAGIC_AT] == MAGIC[0]) & (head[:, MAGIC_AT + 1] == MAGIC[1]) & (head[:, FAMILY_AT] == family)
               & (version_2 | (version == 1)) & (head[:, FLAGS_AT + 1] == 0)
-              & ((flags & ~np.uint8(v2_flags)) == 1) & (version_2 | (flags == 1)))
+              & ((flags & ~np.uint8(v2_flags)) == base_flags) & (version_2 | (flags == base_flags)))
     if compiled.active():
         ok[ok] = compiled.crc_matches(buf, starts[ok], lengths[ok])
-        return ok, buf, starts, lengths
-    mv = memoryview(joined)
+        return ok
+    mv = memoryview(buf)
     crc32 = zlib.crc32
     for i in np.flatnonzero(ok).tolist():
         a, n = int(starts[i]), int(lengths[i])
         if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
             ok[i] = False
-    return ok, buf, starts, lengths
+    return ok
 
 
 def _timestamps(deltas, widths, newest, offsets, owner, exps, has, merged, w0, bad):
@@ -884,13 +960,3 @@ def _assemble(parsed: _Parsed | None, window: int, eps: float) -> HistogramColum
     offsets = np.concatenate([[0], np.cumsum(parsed.counts)]).astype(np.int64)
     return HistogramColumn(window, eps, offsets, parsed.exps, parsed.hi, parsed.lo, parsed.newest,
                            np.ones(parsed.size, dtype=bool), parsed.merged)
-
-
-def _concat(a: HistogramColumn, b: HistogramColumn) -> HistogramColumn:
-    if (a.window, a.eps) != (b.window, b.eps):
-        raise IncompatibleSketchError(
-            f"a column holds histograms of one window and eps: ({a.window}, {a.eps}) and ({b.window}, {b.eps})")
-    return HistogramColumn(a.window, a.eps, np.concatenate([a.offsets, a.offsets[-1] + b.offsets[1:]]),
-                           np.concatenate([a.exps, b.exps]), np.concatenate([a.hi, b.hi]),
-                           np.concatenate([a.lo, b.lo]), np.concatenate([a.newest, b.newest]),
-                           np.concatenate([a.has_newest, b.has_newest]), np.concatenate([a.merged, b.merged]))

@@ -36,7 +36,7 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups",
-           "decode_histograms", "crc_matches"]
+           "decode_histograms", "crc_matches", "encode_varints"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -206,6 +206,44 @@ def crc_matches(buf, starts, lengths) -> np.ndarray:
     return _kernel("crc")(buf, starts, lengths, _CRC_TABLE)
 
 
+def encode_varints(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes as uint8, each value's byte length)``: uint64 ``values`` as
+    minimal LEB128 varints, one after the other
+    (:func:`ehist.serialization.encode_varints`, in one compiled pass).
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> out, lengths = encode_varints(np.array([1, 300], dtype=np.uint64))
+    >>> out.tolist(), lengths.tolist()
+    ([1, 172, 2], [1, 2])
+    """
+    return _kernel("varints")(np.ascontiguousarray(values, dtype=np.uint64))
+
+
+def _encode_varints(values):
+    n = values.size
+    lengths = np.empty(n, dtype=np.int64)
+    total = 0
+    for i in range(n):
+        v = values[i]
+        k = 1
+        while v >= np.uint64(0x80):
+            v >>= np.uint64(7)
+            k += 1
+        lengths[i] = k
+        total += k
+    out = np.empty(total, dtype=np.uint8)
+    at = 0
+    for i in range(n):
+        v = values[i]
+        while v >= np.uint64(0x80):
+            out[at] = np.uint8((v & np.uint64(0x7F)) | np.uint64(0x80))
+            v >>= np.uint64(7)
+            at += 1
+        out[at] = np.uint8(v)
+        at += 1
+    return out, lengths
+
+
 def _crc_table() -> np.ndarray:
     table = np.zeros(256, dtype=np.uint32)
     for i in range(256):
@@ -247,6 +285,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_compress_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
+        elif name == "varints":
+            _COMPILED[name] = jit(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
             _COMPILED[name] = jit(_decode_all)

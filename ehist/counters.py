@@ -26,8 +26,8 @@ from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import MAGIC, seal
 
-__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows", "merge_columns",
-           "apply_keyed", "merge_keyed", "dense", "keyed_equal", "keyed_copy", "write_counters", "read_keyed", "read_counters",
+__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows",
+           "apply_keyed", "merge_keyed", "merge_keyed_groups", "dense", "keyed_equal", "keyed_copy", "write_counters", "read_keyed", "read_counters",
            "MIN_HISTOGRAM_BYTES"]
 
 #: The fewest bytes of one stored histogram: preamble, window and eps, CRC.
@@ -49,14 +49,21 @@ def empty(window: int, eps: float, n: int) -> HistogramColumn:
                            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool))
 
 
-def settle(col: HistogramColumn, window: int, newest: int) -> HistogramColumn:
-    """Every histogram advanced to ``newest``: buckets that left the window
-    dropped (what ``update`` at ``newest`` with a zero does), histograms
-    left without units made empty, the others' newest set to ``newest``."""
+def settle(col: HistogramColumn, window: int, newest) -> HistogramColumn:
+    """Every histogram advanced to ``newest`` (one time, or one per
+    histogram): buckets that left the window dropped (what ``update`` at
+    ``newest`` with a zero does), histograms left without units made empty,
+    the others' newest set to ``newest``."""
     n = len(col)
-    cutoff = newest - window
-    alive = col.hi > cutoff if cutoff >= INT64_MIN else np.ones(col.hi.size, dtype=bool)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
+    if np.ndim(newest):
+        newest = np.asarray(newest, dtype=np.int64)
+        everything = newest < INT64_MIN + window  # a cutoff below int64 keeps every bucket
+        cutoff = np.where(everything, INT64_MIN, newest - np.where(everything, 0, window))
+        alive = everything[owner] | (col.hi > cutoff[owner])
+    else:
+        cutoff = newest - window
+        alive = col.hi > cutoff if cutoff >= INT64_MIN else np.ones(col.hi.size, dtype=bool)
     counts = np.bincount(owner[alive], minlength=n)
     has = counts > 0
     return HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), col.exps[alive],
@@ -160,29 +167,6 @@ def apply_rows(col: HistogramColumn, ids: np.ndarray, ts: np.ndarray, v: np.ndar
     return replace(col, mine, built)
 
 
-def merge_columns(cols: list) -> HistogramColumn:
-    """The union of columns of the same counters (same size, window and
-    eps, each settled at one newest time): a counter only one column holds
-    is taken as it is, one several hold is merged with
-    :meth:`ExponentialHistogram.merge_all` (its guarantee kept)."""
-    first = cols[0]
-    n = len(first)
-    used = np.stack([np.diff(c.offsets) > 0 for c in cols])
-    shared = np.flatnonzero(used.sum(axis=0) > 1)
-    alone = np.flatnonzero(used.sum(axis=0) == 1)
-    owner = used[:, alone].argmax(axis=0)
-    col = empty(first.window, first.eps, n)
-    for j, c in enumerate(cols):
-        mine = alone[owner == j]
-        if mine.size:
-            col = replace(col, mine, c.take(mine))
-    if shared.size:
-        merged = [ExponentialHistogram.merge_all([c[i] for c in cols if c.offsets[i + 1] > c.offsets[i]])
-                  for i in shared.tolist()]
-        col = replace(col, shared, HistogramColumn.from_histograms(merged, first.window, first.eps))
-    return col
-
-
 # ------------------------------------------------------- keyed (sparse) columns
 # A sketch with many possible counters and few used ones (the ECM-sketch's
 # width x depth, the quantile sketch's value bins) keeps only the counters
@@ -223,13 +207,40 @@ def apply_keyed(keys: np.ndarray, col: HistogramColumn, batch: np.ndarray, ts: n
 
 def merge_keyed(parts: list, newest: int) -> tuple[np.ndarray, HistogramColumn]:
     """The union of keyed columns ``[(keys, col), ...]`` of one window and
-    eps, settled at ``newest`` (:func:`merge_columns` on the union of
-    their keys)."""
-    keys = np.unique(np.concatenate([k for k, _ in parts]))
-    window, eps = parts[0][1].window, parts[0][1].eps
-    cols = [replace(empty(window, eps, keys.size), np.searchsorted(keys, k), settle(c, window, newest))
-            for k, c in parts]
-    return _used(keys, settle(merge_columns(cols), window, newest))
+    eps, settled at ``newest``: a counter only one part holds is taken as
+    it is, one several hold is merged as
+    :meth:`ExponentialHistogram.merge_all` merges the parts' histograms in
+    order (its guarantee kept), every counter at once
+    (:func:`merge_keyed_groups`)."""
+    keys = np.concatenate([k for k, _ in parts])
+    col = HistogramColumn.concat([c for _, c in parts])
+    _, keys, col = merge_keyed_groups(np.zeros(keys.size, dtype=np.int64), keys, col, np.array([newest]))
+    return keys, col
+
+
+def merge_keyed_groups(group: np.ndarray, keys: np.ndarray, col: HistogramColumn,
+                       newest: np.ndarray) -> tuple[np.ndarray, np.ndarray, HistogramColumn]:
+    """The unions of many sketches' keyed columns at once: histogram ``i``
+    is counter ``keys[i]`` of a sketch of group ``group[i]`` (each group's
+    sketches in merge order), ``newest[g]`` group ``g``'s newest time.
+    Returns ``(group, keys, col)`` of the united counters holding units,
+    sorted by group then key, each settled at its group's newest: as
+    :func:`merge_keyed` of each group's parts gives them, by one
+    :func:`~ehist.columnar_union.union_column` of every group's counters."""
+    from .columnar_union import union_column
+
+    group = np.asarray(group, dtype=np.int64)
+    keys = np.asarray(keys, dtype=np.int64)
+    col = settle(col, col.window, newest[group])
+    used = np.flatnonzero(np.diff(col.offsets) > 0)
+    group, keys = group[used], keys[used]
+    order = np.lexsort((keys, group))  # stable: each counter's parts stay in merge order
+    group, keys, col = group[order], keys[order], col.take(used[order])
+    starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]) | (group[1:] != group[:-1])]) if keys.size \
+        else np.zeros(0, dtype=np.int64)
+    united = settle(union_column(col, starts), col.window, newest[group[starts]])
+    kept = np.flatnonzero(np.diff(united.offsets) > 0)
+    return group[starts][kept], keys[starts][kept], united.take(kept)
 
 
 def dense(keys: np.ndarray, col: HistogramColumn, size: int) -> HistogramColumn:

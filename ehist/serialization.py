@@ -49,6 +49,7 @@ __all__ = [
     "encode_varints",
     "encode_varints_sized",
     "varint_lengths",
+    "varint_stream",
     "Writer",
     "Reader",
     "seal",
@@ -122,6 +123,19 @@ def encode_varints(values: np.ndarray) -> bytes:
             out.append(x)
         return bytes(out)
     return encode_varints_sized(v, varint_lengths(v))
+
+
+def varint_stream(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(bytes as uint8, each value's byte length)``: :func:`encode_varints`
+    of many uint64 values for callers that slice the output per synopsis
+    (compiled when :mod:`ehist.compiled` is active, else numpy)."""
+    from . import compiled
+
+    v = np.ascontiguousarray(values, dtype=np.uint64)
+    if compiled.active():
+        return compiled.encode_varints(v)
+    nbytes = varint_lengths(v)
+    return np.frombuffer(encode_varints_sized(v, nbytes), dtype=np.uint8), nbytes
 
 
 def varint_lengths(values: np.ndarray) -> np.ndarray:

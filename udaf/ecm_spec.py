@@ -31,6 +31,7 @@ import pandas as pd
 
 from ehist.hashing import hash64
 from frequencies import SlidingCountMin, SlidingHeavyHitters
+from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
@@ -46,6 +47,36 @@ class _Weighted(Spec):
 
     arg_names = {"column": "item"}
     words_per_row = 2
+
+    @classmethod
+    def merge_groups(cls, blobs, starts):
+        """Every group's :meth:`merge` in one pass (:mod:`frequencies.columnar`):
+        each group's bytes in order, all decoded together, every counter of
+        every group united at once, byte for byte the per-group merge.
+        Sketches of different parameters: the per-group merge, which
+        refuses them in one group."""
+        raw = [bytes(b) for b in blobs]
+        column = cls.column_type.from_bytes(cls.merge_order(raw, starts))
+        if column is None:
+            return super().merge_groups(raw, starts)
+        with as_key_sum_overflow():
+            return column.union(starts).to_bytes()
+
+    @classmethod
+    def _column_bounds(cls, blobs, nows, window):
+        """``(present, lower, upper)``: every sketch's window total bounds,
+        all decoded and bounded at once (:mod:`frequencies.columnar`); None
+        when the sketches hold different parameters."""
+        present = np.array([b is not None for b in blobs], dtype=bool)
+        lower = np.zeros(len(blobs), dtype=np.int64)
+        upper = np.zeros(len(blobs), dtype=np.int64)
+        if present.any():
+            column = cls.column_type.from_bytes([bytes(b) for b in blobs if b is not None])
+            if column is None:
+                return None
+            lower[present], upper[present] = column.bounds(
+                None if nows is None else np.asarray(nows, dtype=np.int64)[present], window)
+        return present, lower, upper
 
     def _read_items(self, array, key_of=None):
         return items(array, self.column, self.who)
@@ -125,6 +156,7 @@ class Frequencies(_Weighted):
     value: str | None = None
     family = "ecm"
     sketch_type = SlidingCountMin
+    column_type = CountMinColumn
     bounded = True
     accepts = {"column": ITEM, "value": INTEGRAL}
     params = ("eps", "delta", "eh_eps", "seed")
@@ -156,9 +188,29 @@ class Frequencies(_Weighted):
         lower, upper = sketch.bounds(now, window)
         return lower * 0.5 + upper * 0.5, lower, upper
 
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """Every sketch of a batch decoded and bounded at once."""
+        got = cls._column_bounds(blobs, nows, window)
+        if got is None:
+            return super().answers(blobs, nows, window)
+        present, lower, upper = got
+        return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan), lower, upper)
+
     def union(self, blobs, starts, at=None):
         """Each key's window total from its partials' summed counter bounds
-        (no merge), as of ``at`` or the key's newest."""
+        (no merge), as of ``at`` or the key's newest, every key at once
+        (:meth:`~frequencies.columnar.CountMinColumn.union_bounds`)."""
+        present = np.array([b is not None for b in blobs], dtype=bool)
+        column = CountMinColumn.from_bytes([bytes(b) for b in blobs if b is not None]) if present.any() else None
+        if column is not None:
+            group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+            kept = np.flatnonzero(np.bincount(group, minlength=starts.size))
+            lower = np.zeros(starts.size, dtype=np.int64)
+            upper = np.zeros(starts.size, dtype=np.int64)
+            with as_key_sum_overflow():
+                lower[kept], upper[kept] = column.union_bounds(np.searchsorted(group, kept), at)
+            return Answers(lower * 0.5 + upper * 0.5, lower, upper)
         ends = np.append(starts[1:], len(blobs)).tolist()
         lower, upper = [], []
         for a, b in zip(starts.tolist(), ends):
@@ -291,6 +343,7 @@ class HeavyHitters(_Weighted):
     value: str | None = None
     family = "sliding_hh"
     sketch_type = SlidingHeavyHitters
+    column_type = HeavyHittersColumn
     accepts = {"column": INTEGRAL, "value": INTEGRAL}
     params = ("phi", "bits", "eps", "delta", "eh_eps", "seed", "level_bits")
     answer_type = _HITTERS
@@ -362,7 +415,12 @@ class HeavyHitters(_Weighted):
 
     @classmethod
     def answers(cls, blobs, nows, window):
-        """``sliding_hh_sketch_estimate``: each sketch's window total."""
+        """``sliding_hh_sketch_estimate``: each sketch's window total, all
+        decoded and bounded at once."""
+        got = cls._column_bounds(blobs, nows, window)
+        if got is not None:
+            present, lower, upper = got
+            return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan))
         est = np.full(len(blobs), np.nan)
         for i, b in enumerate(blobs):
             if b is not None:

@@ -32,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from quantiles import SlidingQuantiles, quantile_bounds_from_bounds, quantiles_from_bounds
+from quantiles.columnar import QuantileColumn
 
-from .exact import in_window
+from .exact import as_key_sum_overflow, in_window
 from .inputs import NUMERIC, reals
 from .spec import Answers, Data, Estimator, Spec, key_now
 from .sql_text import raise_bad_value
@@ -104,27 +105,76 @@ class Quantile(Spec):
         """The key's ``q``-quantile (an instance method: it reads ``q``)."""
         return sketch.quantile(self.q, now, window), None, None
 
+    @staticmethod
+    def _column(blobs):
+        """``(present mask, column of the present sketches)``, or None when
+        they hold different parameters (:mod:`quantiles.columnar`)."""
+        present = np.array([b is not None for b in blobs], dtype=bool)
+        column = QuantileColumn.from_bytes([bytes(b) for b in blobs if b is not None]) if present.any() else None
+        return None if present.any() and column is None else (present, column)
+
+    @staticmethod
+    def _at(nows, present):
+        return None if nows is None else np.asarray(nows, dtype=np.int64)[present]
+
     @classmethod
     def answers(cls, blobs, nows, window):
         """``sliding_quantile_sketch_estimate``: each sketch's count of
-        values in the window (the quantiles have their own functions)."""
+        values in the window (the quantiles have their own functions), all
+        decoded and bounded at once."""
         est = np.full(len(blobs), np.nan)
-        for i, b in enumerate(blobs):
-            if b is not None:
-                est[i] = SlidingQuantiles.from_bytes(b).estimate(None if nows is None else int(nows[i]), window)
+        got = cls._column(blobs)
+        if got is None:  # sketches of different parameters: one by one
+            for i, b in enumerate(blobs):
+                if b is not None:
+                    est[i] = SlidingQuantiles.from_bytes(b).estimate(None if nows is None else int(nows[i]), window)
+            return Answers(est)
+        present, column = got
+        if column is not None:
+            lower, upper = column.bounds(cls._at(nows, present), window)
+            est[present] = lower * 0.5 + upper * 0.5
         return Answers(est)
 
     def key_answers(self, blobs, nows, window):
         est = np.full(len(blobs), np.nan)
-        for i, b in enumerate(blobs):
-            if b is not None:
-                est[i] = SlidingQuantiles.from_bytes(b).quantile(self.q, None if nows is None else int(nows[i]),
-                                                                 window)
+        got = self._column(blobs)
+        if got is None:
+            for i, b in enumerate(blobs):
+                if b is not None:
+                    est[i] = SlidingQuantiles.from_bytes(b).quantile(self.q, None if nows is None else int(nows[i]),
+                                                                     window)
+            return Answers(est)
+        present, column = got
+        if column is not None:
+            est[present] = column.quantiles(self.q, self._at(nows, present), window)
         return Answers(est)
+
+    @classmethod
+    def merge_groups(cls, blobs, starts):
+        """Every group's :meth:`merge` in one pass (:mod:`quantiles.columnar`):
+        byte for byte the per-group merge.  Sketches of different
+        parameters: the per-group merge, which refuses them in one group."""
+        raw = [bytes(b) for b in blobs]
+        column = QuantileColumn.from_bytes(cls.merge_order(raw, starts))
+        if column is None:
+            return super().merge_groups(raw, starts)
+        with as_key_sum_overflow():
+            return column.union(starts).to_bytes()
 
     def union(self, blobs, starts, at=None):
         """Each key's quantile from its partials' summed bin bounds (no
-        merge: :meth:`SlidingQuantiles.union_bounds`)."""
+        merge: :meth:`SlidingQuantiles.union_bounds`), every key at once."""
+        present = np.array([b is not None for b in blobs], dtype=bool)
+        column = QuantileColumn.from_bytes([bytes(b) for b in blobs if b is not None])
+        if column is None:
+            return self._union_one_by_one(blobs, starts, at)
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+        kept = np.flatnonzero(np.bincount(group, minlength=starts.size))
+        out = np.full(starts.size, np.nan)
+        out[kept] = column.union_quantiles(np.searchsorted(group, kept), self.q, at)
+        return Answers(out)
+
+    def _union_one_by_one(self, blobs, starts, at=None):
         ends = np.append(starts[1:], len(blobs)).tolist()
         est = np.full(len(starts), np.nan)
         for i, (a, b) in enumerate(zip(starts.tolist(), ends)):

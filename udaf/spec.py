@@ -248,8 +248,7 @@ class Spec:
         :meth:`answers` answers the group's merge.  Default: merge each
         group, then :meth:`answers`; a family answers without merging where
         it can (exponential histograms: the sums of the parts' bounds)."""
-        ends = np.append(starts[1:], len(blobs)).tolist()
-        return cls.answers([cls.merge(blobs[a:z]) for a, z in zip(starts.tolist(), ends)], nows, window)
+        return cls.answers(cls.merge_groups(blobs, starts), nows, window)
 
     def key_answers(self, blobs: list, nows, window) -> Answers:
         """Each key's answer from its merged sketch (bytes), as
@@ -281,14 +280,18 @@ class Spec:
     @classmethod
     def merge(cls, blobs: list) -> bytes | None:
         """The union of a group's sketches (non-null bytes), merged in byte
-        order so float sums come out the same on every run."""
+        order so float sums come out the same on every run: the sketch
+        type's ``merge_all`` where it has one, else ``merge`` in turn."""
         blobs = sorted(bytes(b) for b in blobs)
         if not blobs:
             return None
-        out = cls.sketch_type.from_bytes(blobs[0])
+        sketches = [cls.sketch_type.from_bytes(b) for b in blobs]
         with as_key_sum_overflow():  # a merged window total past int64
-            for b in blobs[1:]:
-                out = out.merge(cls.sketch_type.from_bytes(b))
+            if hasattr(cls.sketch_type, "merge_all"):  # one union of all (the columnar unions give its bytes)
+                return cls.sketch_type.merge_all(sketches).to_bytes()
+            out = sketches[0]
+            for s in sketches[1:]:
+                out = out.merge(s)
         return out.to_bytes()
 
     @staticmethod

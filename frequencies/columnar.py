@@ -1,0 +1,467 @@
+"""Many ECM-sketches and heavy-hitter sketches at once: decode, unite, encode.
+
+A stored table of :class:`~frequencies.SlidingCountMin` or
+:class:`~frequencies.SlidingHeavyHitters` sketches (one per key and site)
+is rolled up by uniting each key's sketches.  One key at a time that is a
+``from_bytes``, a ``merge_all`` and a ``to_bytes`` per sketch, each a few
+dozen numpy calls over a sketch's hundred-odd counters (the heavy hitters'
+eight levels eight times that): milliseconds per key.
+:class:`CountMinColumn` holds many sketches of one parameter set as their
+heads and one :class:`~ehist.keyed_counters.KeyedCounters` of every
+counter, and :class:`HeavyHittersColumn` the levels of many heavy-hitter
+sketches as one :class:`CountMinColumn`, so that each step runs once for
+all of them.
+
+Contract (``tests/test_frequencies_columnar.py``, under both engines of
+:mod:`ehist.compiled`): ``from_bytes(blobs).to_bytes() == blobs`` for
+sketches of one parameter set, and ``from_bytes(blobs).union(starts)``
+is, byte for byte, ``merge_all`` of each group's sketches in order (the
+per-key union raises where it raises).  What the vectorized checks leave
+out (corrupt bytes, version 1, sketches never updated, totals near int64)
+goes through the family's ``from_bytes`` / ``merge_all``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from frequencies import SlidingCountMin
+>>> parts = [SlidingCountMin(100, eps=0.1).update(np.arange(p, 90, 3), np.arange(p, 90, 3) % 7)
+...          for p in range(3)]
+>>> col = CountMinColumn.from_bytes([s.to_bytes() for s in parts])
+>>> col.union([0]).to_bytes() == [SlidingCountMin.merge_all(parts).to_bytes()]
+True
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from ehist._validation import INT64_MAX, INT64_MIN
+from ehist.columnar import sealed, sealed_heads, varints_at
+from ehist.keyed_counters import KeyedCounters
+from ehist.serialization import FAMILIES, MAGIC
+
+from . import count_min as _cm
+from . import heavy_hitters as _hh
+from .count_min import SlidingCountMin
+from .heavy_hitters import SlidingHeavyHitters, levels_of
+
+__all__ = ["CountMinColumn", "HeavyHittersColumn"]
+
+_ECM_HEAD = struct.Struct("<2sBBH" + _cm.PARAMETERS + "q")  # preamble, parameters, newest
+_ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("eh_eps", "<f8"), ("seed", "<u8"),
+                        ("newest", "<i8")])
+_ECM_PARAMS_AT = 6
+_HH_HEAD = struct.Struct("<2sBBH" + _hh.PARAMETERS)
+_CRC = struct.Struct("<I")
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    lengths = ends - starts
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
+
+
+def _sealed_list(buf: np.ndarray, offsets: np.ndarray) -> list:
+    """Each ``buf[offsets[i]:offsets[i + 1]]`` with its CRC-32 appended."""
+    joined = buf.tobytes()
+    crc32, pack = zlib.crc32, _CRC.pack
+    out = []
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        body = joined[a:b]
+        out.append(body + pack(crc32(body)))
+    return out
+
+
+class CountMinColumn:
+    """Many :class:`~frequencies.SlidingCountMin` sketches of one parameter
+    set (``params``: window, eps, delta, eh_eps, seed), their counters flat
+    (``counters``: sketch ``i``'s keys and histograms, newest time)."""
+
+    __slots__ = ("params", "counters", "_width", "_size")
+
+    def __init__(self, params: tuple, counters: KeyedCounters):
+        self.params = tuple(params)
+        self.counters = counters
+        probe = SlidingCountMin(*self.params)
+        self._width, self._size = probe.width, probe.counters
+
+    def __len__(self) -> int:
+        return len(self.counters)
+
+    def __repr__(self) -> str:
+        return f"CountMinColumn(sketches={len(self)}, counters={self.counters.keys.size}, params={self.params})"
+
+    def __getitem__(self, i: int) -> SlidingCountMin:
+        i = range(len(self))[i]
+        s = SlidingCountMin(*self.params)
+        if self.counters.has_newest[i]:
+            s._newest = int(self.counters.newest[i])
+            s._keys, s._col = self.counters.sketch(i)
+        return s
+
+    @classmethod
+    def from_sketches(cls, sketches: list) -> "CountMinColumn":
+        """A column of sketch objects (one parameter set)."""
+        first = sketches[0]
+        for s in sketches[1:]:
+            first._check_compatible(s)
+        return cls(first._params(), KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches],
+                                                             [s.newest for s in sketches]))
+
+    # ------------------------------------------------------------ decoding
+    @classmethod
+    def from_bytes(cls, blobs: list) -> "CountMinColumn | None":
+        """Decode many :meth:`SlidingCountMin.to_bytes` outputs (None when
+        they hold different parameters: the per-sketch merge refuses
+        those); raises what ``SlidingCountMin.from_bytes`` raises, for the
+        first blob it rejects."""
+        if not blobs:
+            return None
+        ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + _CRC.size, 0)
+        return cls._decode(buf, starts, lengths, ok)
+
+    @classmethod
+    def _decode(cls, buf, starts, lengths, ok) -> "CountMinColumn | None":
+        ok = ok & (buf[starts + 3] == _cm._FORMAT_VERSION) if starts.size else ok
+        idx = np.flatnonzero(ok)
+        params = None
+        fast = None
+        if idx.size:
+            fields = np.ndarray(idx.size, dtype=_ECM_FIELDS, buffer=buf[(starts[idx][:, None] + _ECM_PARAMS_AT
+                                                                         + np.arange(_ECM_FIELDS.itemsize))].tobytes())
+            first = fields[0]
+            params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
+                      int(first["seed"]))
+            alike = ((fields["window"] == first["window"]) & (fields["eps"] == first["eps"])
+                     & (fields["delta"] == first["delta"]) & (fields["eh_eps"] == first["eh_eps"])
+                     & (fields["seed"] == first["seed"]))
+            try:
+                probe = SlidingCountMin(*params)
+            except ValueError:
+                alike[:] = False  # from_bytes names the bad parameter
+                params = None
+            ok[idx[~alike]] = False
+            keep = alike & (fields["newest"] != INT64_MIN)
+            ok[idx[~keep]] = False
+            idx = idx[keep]
+            if idx.size:
+                read, fast = KeyedCounters.read(buf, starts[idx] + _ECM_HEAD.size, starts[idx] + lengths[idx] - 4,
+                                                probe.counters, params[0], probe.eh_eps, fields["newest"][keep])
+                ok[idx[~read]] = False
+                # a row-0 total near int64: from_bytes decides it exactly
+                heavy = _row_units(fast, probe.width) >= 2.0 ** 62
+                if heavy.any():
+                    ok[idx[read][heavy]] = False
+                    fast = fast.take(np.flatnonzero(~heavy))
+        slow = np.flatnonzero(~ok)
+        if slow.size == 0:
+            return cls(params, fast)
+        sketches = [SlidingCountMin.from_bytes(bytes(buf[starts[i]:starts[i] + lengths[i]])) for i in slow.tolist()]
+        if params is None:
+            params = sketches[0]._params()
+        if any(s._params() != params for s in sketches):
+            return None
+        slow_part = KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
+        if fast is None or len(fast) == 0:
+            return cls(params, slow_part)
+        position = np.empty(ok.size, dtype=np.int64)
+        position[np.flatnonzero(ok)] = np.arange(len(fast))
+        position[slow] = len(fast) + np.arange(slow.size)
+        return cls(params, KeyedCounters.concat([fast, slow_part]).take(position))
+
+    # -------------------------------------------------------------- union
+    def union(self, group_starts) -> "CountMinColumn":
+        """Each group's :meth:`SlidingCountMin.merge_all` (group ``i``:
+        sketches ``group_starts[i]`` to the next start, in order), every
+        counter of every group in one
+        :meth:`~ehist.keyed_counters.KeyedCounters.unite`; a group whose
+        window total comes near int64 by ``merge_all`` itself (which raises
+        SumOverflowError past it)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        c = self.counters
+        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(c))))
+        rough = np.bincount(group_of, weights=_row_units(c, self._width), minlength=starts.size)
+        heavy = np.flatnonzero(rough >= 2.0 ** 62)
+        united = c.unite(starts)
+        if heavy.size:
+            ends = np.append(starts[1:], len(c))
+            exact = [SlidingCountMin.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
+                     for g in heavy.tolist()]
+            replaced = KeyedCounters.from_keyed([(s._keys, s._col) for s in exact], [s.newest for s in exact])
+            position = np.arange(starts.size)
+            position[heavy] = starts.size + np.arange(heavy.size)
+            united = KeyedCounters.concat([united, replaced]).take(position)
+        return CountMinColumn(self.params, united)
+
+    # ------------------------------------------------------------- answers
+    def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every sketch's :meth:`SlidingCountMin.bounds` (int64 arrays):
+        ``now`` None (each sketch's newest) or one time per sketch, never
+        earlier than its newest; a sketch never updated, ``(0, 0)``."""
+        n = len(self)
+        lo, up = self._counter_bounds(now, window)
+        c = self.counters
+        depth = self._size // self._width
+        lower, upper, _ = _row_sums(lo, up, c.owner * depth + c.keys // self._width, n * depth)
+        return lower.reshape(n, depth).max(axis=1), upper.reshape(n, depth).min(axis=1)
+
+    def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's window total bounds from its sketches' summed counter
+        bounds, without merging (:meth:`SlidingCountMin.union_bounds`, then
+        :meth:`~SlidingCountMin.total_from_bounds`), as of ``now`` (one time
+        per group; default: the group's newest); a group near int64 by
+        those methods themselves (which raise SumOverflowError past it)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        c = self.counters
+        groups = starts.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, len(c))))
+        if now is None:
+            group_now = np.full(groups, INT64_MIN, dtype=np.int64)
+            np.maximum.at(group_now, group_of[c.has_newest], c.newest[c.has_newest])
+        else:
+            group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape)
+        lo, up = self._counter_bounds(np.where(c.has_newest, group_now[group_of], c.newest), window)
+        depth = self._size // self._width
+        owner = group_of[c.owner]
+        lower, upper, wide = _row_sums(lo, up, owner * depth + c.keys // self._width, groups * depth)
+        lower, upper = lower.reshape(groups, depth).max(axis=1), upper.reshape(groups, depth).min(axis=1)
+        heavy = np.flatnonzero(wide.reshape(groups, depth).max(axis=1) >= 2.0 ** 62)
+        if heavy.size:  # sums near int64: the exact per-group path decides, and raises past it
+            ends = np.append(starts[1:], len(c))
+            for g in heavy.tolist():
+                parts = [self[i] for i in range(int(starts[g]), int(ends[g]))]
+                at = None if now is None else int(group_now[g])
+                lower[g], upper[g] = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at, window))
+        return lower, upper
+
+    def _counter_bounds(self, now, window):
+        """Every counter's bounds as of its sketch's ``now`` (one time per
+        sketch, or None: each one's newest), the sketches' own checks."""
+        c = self.counters
+        full = self.params[0]
+        at = c.newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), (len(c),))
+        late = c.has_newest & (at < c.newest)
+        wide = window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                                       or not 1 <= int(window) <= full)
+        if late.any() or wide:  # the sketch's own query raises what is wrong
+            i = int(np.flatnonzero(late)[0]) if late.any() else 0
+            self[i].bounds(None if now is None else int(at[i]), window)
+        return c.col.bounds(at[c.owner], full if window is None else int(window))
+
+    # ------------------------------------------------------------ encoding
+    def to_bytes(self) -> list:
+        """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
+        n = len(self)
+        if n == 0:
+            return []
+        c = self.counters
+        regions, r_off = c.write()
+        flags = c.has_newest.astype(np.uint16)
+        heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
+                                           + _ECM_FIELDS.descr))
+        heads["magic"], heads["family"], heads["version"], heads["flags"] = MAGIC, FAMILIES["SlidingCountMin"], \
+            _cm._FORMAT_VERSION, flags
+        for name, value in zip(("window", "eps", "delta", "eh_eps", "seed"), self.params):
+            heads[name] = value
+        heads["newest"] = c.newest
+        head_buf = np.frombuffer(heads.tobytes(), dtype=np.uint8)
+        size = _ECM_HEAD.size
+        head_len = np.where(c.has_newest, size, size - 8)  # no newest: the parameters only
+        src = np.concatenate([head_buf, regions])
+        piece_starts = np.empty(2 * n, dtype=np.int64)
+        piece_ends = np.empty(2 * n, dtype=np.int64)
+        piece_starts[0::2] = np.arange(n) * size
+        piece_ends[0::2] = piece_starts[0::2] + head_len
+        piece_starts[1::2], piece_ends[1::2] = head_buf.size + r_off[:-1], head_buf.size + r_off[1:]
+        lengths = head_len + np.diff(r_off)
+        return _sealed_list(src[_ranges(piece_starts, piece_ends)], np.concatenate([[0], np.cumsum(lengths)]))
+
+
+def _row_sums(lo: np.ndarray, up: np.ndarray, segment: np.ndarray, size: int):
+    """``(lower, upper, upper in floats)`` summed per ``segment`` (a
+    sketch's or group's row) out of ``size``: int64 sums, and float ones to
+    find those that may pass int64."""
+    lower = np.zeros(size, dtype=np.int64)
+    upper = np.zeros(size, dtype=np.int64)
+    order = np.argsort(segment, kind="stable")
+    s = segment[order]
+    if s.size:
+        first = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        lower[s[first]] = np.add.reduceat(lo[order], first)
+        upper[s[first]] = np.add.reduceat(up[order], first)
+    return lower, upper, np.bincount(segment, weights=up.astype(np.float64), minlength=size)
+
+
+def _row_units(c: KeyedCounters, width: int) -> np.ndarray:
+    """Each sketch's units in row 0 (counters below ``width``), as floats."""
+    counts = np.diff(c.col.offsets)
+    row0 = np.repeat(c.keys < width, counts)
+    owner = np.repeat(c.owner, counts)
+    return np.bincount(owner[row0], weights=np.ldexp(1.0, c.col.exps[row0].astype(np.int64)), minlength=len(c))
+
+
+class HeavyHittersColumn:
+    """Many :class:`~frequencies.SlidingHeavyHitters` sketches of one
+    parameter set: ``bits``, ``level_bits`` and their levels as one
+    :class:`CountMinColumn` (sketch ``i``'s level ``j`` at ``i * L + j``,
+    ``L`` levels)."""
+
+    __slots__ = ("bits", "level_bits", "levels")
+
+    def __init__(self, bits: int, level_bits: int, levels: CountMinColumn):
+        self.bits, self.level_bits, self.levels = int(bits), int(level_bits), levels
+
+    @property
+    def depth(self) -> int:
+        """Levels per sketch."""
+        return len(levels_of(self.bits, self.level_bits))
+
+    def __len__(self) -> int:
+        return len(self.levels) // self.depth
+
+    def __repr__(self) -> str:
+        return f"HeavyHittersColumn(sketches={len(self)}, bits={self.bits}, level_bits={self.level_bits})"
+
+    def __getitem__(self, i: int) -> SlidingHeavyHitters:
+        i = range(len(self))[i]
+        out = SlidingHeavyHitters(self.levels.params[0], self.bits, *self.levels.params[1:], self.level_bits)
+        out._levels = [self.levels[i * self.depth + j] for j in range(self.depth)]
+        return out
+
+    @classmethod
+    def from_bytes(cls, blobs: list) -> "HeavyHittersColumn | None":
+        """Decode many :meth:`SlidingHeavyHitters.to_bytes` outputs (None
+        when they hold different parameters); raises what
+        ``SlidingHeavyHitters.from_bytes`` raises, for the first blob it
+        rejects."""
+        if not blobs:
+            return None
+        family = FAMILIES["SlidingHeavyHitters"]
+        ok, buf, starts, lengths = sealed_heads(blobs, family, _HH_HEAD.size + 1 + _CRC.size, 0, base_flags=0)
+        idx = np.flatnonzero(ok)
+        shape = None
+        if idx.size:
+            bits, level_bits = buf[starts[idx] + 6].astype(np.int64), buf[starts[idx] + 7].astype(np.int64)
+            shape = (int(bits[0]), int(level_bits[0]))
+            alike = (bits == shape[0]) & (level_bits == shape[1])
+            try:
+                depth = len(levels_of(*shape))
+            except ValueError:
+                alike[:], shape = False, None
+            ok[idx[~alike]] = False
+            idx = idx[alike]
+        if idx.size:
+            # varint L (one byte: at most 64 levels), then L varint lengths, then the levels
+            ends = starts[idx] + lengths[idx] - _CRC.size
+            pos = starts[idx] + _HH_HEAD.size
+            good = buf[pos] == depth
+            pos = pos + 1
+            stops = np.flatnonzero(buf < 0x80)
+            sizes = np.zeros((idx.size, depth), dtype=np.int64)
+            for j in range(depth):
+                at = np.minimum(np.searchsorted(stops, pos), max(stops.size - 1, 0))
+                stop = stops[at] if stops.size else pos
+                good &= (stop >= pos) & (stop < ends)
+                value, bad = varints_at(buf, np.where(good, pos, 0), np.where(good, stop, 0))
+                good &= ~bad & (value < np.uint64(1 << 40))
+                sizes[:, j] = np.where(good, value, 0).astype(np.int64)
+                pos = np.where(good, stop + 1, pos)
+            good &= sizes.sum(axis=1) == ends - pos
+            good &= (sizes >= 1).all(axis=1)
+            ok[idx[~good]] = False
+            idx = idx[good]
+            level_starts = (pos[good][:, None] + np.cumsum(sizes[good], axis=1) - sizes[good]).ravel()
+            level_lengths = sizes[good].ravel()
+        slow = np.flatnonzero(~ok)
+        fast = None
+        if idx.size:
+            ecm_ok = sealed(buf, level_starts, level_lengths, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + 4, 0)
+            try:
+                fast = CountMinColumn._decode(buf, level_starts, level_lengths, ecm_ok)
+            except ValueError:  # a corrupt level: the sketch's own decoder names it, blob by blob
+                fast, slow = None, np.arange(len(blobs))
+            else:
+                if fast is None:  # levels of different parameters
+                    return None
+                # every level of a sketch: the first's newest
+                c = fast.counters
+                has = c.has_newest.reshape(-1, depth)
+                newest = np.where(has, c.newest.reshape(-1, depth), 0)
+                same = (has == has[:, :1]).all(axis=1) & (newest == newest[:, :1]).all(axis=1)
+                if not same.all():
+                    bad = idx[~same]
+                    ok[bad] = False
+                    fast = CountMinColumn(fast.params, c.take(_level_rows(np.flatnonzero(same), depth)))
+                    slow = np.flatnonzero(~ok)
+        if slow.size == 0:
+            return cls(*shape, fast)
+        sketches = [SlidingHeavyHitters.from_bytes(bytes(blobs[i])) for i in slow.tolist()]
+        first = sketches[0]
+        if shape is None:
+            shape = (first.bits, first.level_bits)
+        if any((s.bits, s.level_bits) != shape for s in sketches):
+            return None
+        slow_levels = CountMinColumn.from_sketches([x for s in sketches for x in s._levels])
+        if fast is None or len(fast) == 0:
+            return cls(*shape, slow_levels)
+        if slow_levels.params != fast.params:
+            return None
+        depth = len(levels_of(*shape))
+        position = np.empty(len(blobs), dtype=np.int64)
+        position[np.flatnonzero(ok)] = np.arange(len(fast) // depth)
+        position[slow] = len(fast) // depth + np.arange(slow.size)
+        merged = KeyedCounters.concat([fast.counters, slow_levels.counters]).take(_level_rows(position, depth))
+        return cls(*shape, CountMinColumn(fast.params, merged))
+
+    def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every sketch's :meth:`SlidingHeavyHitters.bounds` (its last
+        level's: the ids themselves)."""
+        last = np.arange(len(self)) * self.depth + self.depth - 1
+        return CountMinColumn(self.levels.params, self.levels.counters.take(last)).bounds(now, window)
+
+    def union(self, group_starts) -> "HeavyHittersColumn":
+        """Each group's :meth:`SlidingHeavyHitters.merge_all`, level by
+        level (:meth:`CountMinColumn.union` of every group's level ``j``)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        depth, n = self.depth, len(self)
+        sizes = np.diff(np.append(starts, n))
+        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), sizes)
+        # levels ordered by (group, level, sketch): each group's level j one run, its sketches in order
+        sketch = np.repeat(np.arange(n, dtype=np.int64), depth)
+        level = np.tile(np.arange(depth, dtype=np.int64), n)
+        order = np.lexsort((sketch, level, group_of[sketch]))
+        runs = np.repeat(sizes, depth)
+        run_starts = np.concatenate([[0], np.cumsum(runs)[:-1]])
+        ordered = CountMinColumn(self.levels.params, self.levels.counters.take(order))
+        return HeavyHittersColumn(self.bits, self.level_bits, ordered.union(run_starts))
+
+    def to_bytes(self) -> list:
+        """``[self[i].to_bytes() for i in range(len(self))]``."""
+        levels = self.levels.to_bytes()
+        depth = self.depth
+        head = _HH_HEAD.pack(MAGIC, FAMILIES["SlidingHeavyHitters"], _hh._FORMAT_VERSION, 0, self.bits,
+                             self.level_bits) + bytes([depth])
+        out = []
+        crc32, pack = zlib.crc32, _CRC.pack
+        for i in range(0, len(levels), depth):
+            parts = levels[i:i + depth]
+            body = head + _varints([len(p) for p in parts]) + b"".join(parts)
+            out.append(body + pack(crc32(body)))
+        return out
+
+
+def _level_rows(sketches: np.ndarray, depth: int) -> np.ndarray:
+    """The level rows of ``sketches`` (each ``depth`` levels), in order."""
+    return (np.asarray(sketches, dtype=np.int64)[:, None] * depth + np.arange(depth)).ravel()
+
+
+def _varints(values: list) -> bytes:
+    out = bytearray()
+    for v in values:
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out)

@@ -1,0 +1,363 @@
+"""Many sliding quantile sketches at once: decode, unite, encode, answer.
+
+A stored table of :class:`~quantiles.SlidingQuantiles` (one per key and
+site) is rolled up by uniting each key's sketches and answered by reading
+each key's bins.  One sketch at a time, each step is a few dozen numpy
+calls over its bins: about a millisecond per key.
+:class:`QuantileColumn` holds many sketches of one parameter set as one
+:class:`~ehist.keyed_counters.KeyedCounters` keyed by value bin, so that
+each step runs once for all of them.
+
+Contract (``tests/test_columnar_families.py``, under both engines of
+:mod:`ehist.compiled`): ``from_bytes(blobs).to_bytes() == blobs`` for
+sketches of one parameter set; ``from_bytes(blobs).union(starts)`` is,
+byte for byte, ``merge_all`` of each group's sketches in order; the
+quantiles and bounds are the sketches' own.  What the vectorized checks
+leave out goes through ``SlidingQuantiles.from_bytes`` / ``merge_all``.
+
+Examples
+--------
+>>> import numpy as np
+>>> from quantiles import SlidingQuantiles
+>>> parts = [SlidingQuantiles(100).update(np.arange(p, 90, 3), np.arange(p, 90, 3) * 1.5) for p in range(3)]
+>>> col = QuantileColumn.from_bytes([s.to_bytes() for s in parts])
+>>> col.union([0]).to_bytes() == [SlidingQuantiles.merge_all(parts).to_bytes()]
+True
+>>> col.quantiles(0.5).tolist() == [s.quantile(0.5) for s in parts]
+True
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from ehist._validation import INT64_MAX, INT64_MIN
+from ehist.columnar import sealed_heads, varints_at
+from ehist.keyed_counters import KeyedCounters
+from ehist.serialization import FAMILIES, MAGIC, varint_stream
+
+from . import sliding as _q
+from .sliding import SlidingQuantiles
+
+__all__ = ["QuantileColumn"]
+
+_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("accuracy", "<f8"), ("newest", "<i8")])
+_HEAD = struct.Struct("<2sBBH" + _q.PARAMETERS + "q")  # preamble, parameters, newest
+_PARAMS_AT = 6
+_CRC = struct.Struct("<I")
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    lengths = ends - starts
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
+
+
+class QuantileColumn:
+    """Many :class:`~quantiles.SlidingQuantiles` of one parameter set
+    (``params``: window, eps, accuracy), their bins flat (``bins``: each
+    sketch's bin keys and histograms, newest time)."""
+
+    __slots__ = ("params", "bins", "_probe")
+
+    def __init__(self, params: tuple, bins: KeyedCounters):
+        self.params = tuple(params)
+        self.bins = bins
+        self._probe = SlidingQuantiles(*self.params)
+
+    def __len__(self) -> int:
+        return len(self.bins)
+
+    def __repr__(self) -> str:
+        return f"QuantileColumn(sketches={len(self)}, bins={self.bins.keys.size}, params={self.params})"
+
+    def __getitem__(self, i: int) -> SlidingQuantiles:
+        i = range(len(self))[i]
+        s = SlidingQuantiles(*self.params)
+        if self.bins.has_newest[i]:
+            s._newest = int(self.bins.newest[i])
+            s._keys, s._col = self.bins.sketch(i)
+        return s
+
+    @staticmethod
+    def _keyed(sketches: list) -> KeyedCounters:
+        return KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
+
+    # ------------------------------------------------------------ decoding
+    @classmethod
+    def from_bytes(cls, blobs: list) -> "QuantileColumn | None":
+        """Decode many :meth:`SlidingQuantiles.to_bytes` outputs (None when
+        they hold different parameters); raises what
+        ``SlidingQuantiles.from_bytes`` raises, for the first blob it
+        rejects."""
+        if not blobs:
+            return None
+        ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingQuantiles"], _HEAD.size + 2 + _CRC.size, 0)
+        ok &= buf[starts + 3] == _q._FORMAT_VERSION
+        idx = np.flatnonzero(ok)
+        params, fast = None, None
+        if idx.size:
+            fields = np.ndarray(idx.size, dtype=_FIELDS, buffer=buf[(starts[idx][:, None] + _PARAMS_AT
+                                                                     + np.arange(_FIELDS.itemsize))].tobytes())
+            first = fields[0]
+            params = (int(first["window"]), float(first["eps"]), float(first["accuracy"]))
+            keep = ((fields["window"] == first["window"]) & (fields["eps"] == first["eps"])
+                    & (fields["accuracy"] == first["accuracy"]) & (fields["newest"] != INT64_MIN))
+            try:
+                probe = SlidingQuantiles(*params)
+            except ValueError:
+                keep[:], params = False, None
+            ok[idx[~keep]] = False
+            newest = fields["newest"][keep]
+            idx = idx[keep]
+        if idx.size:
+            fast, accepted = _decode(buf, starts[idx] + _HEAD.size, starts[idx] + lengths[idx] - _CRC.size, newest,
+                                     probe)
+            ok[idx[~accepted]] = False
+        slow = np.flatnonzero(~ok)
+        if slow.size == 0:
+            return cls(params, fast)
+        sketches = [SlidingQuantiles.from_bytes(bytes(blobs[i])) for i in slow.tolist()]
+        if params is None:
+            params = sketches[0]._params()
+        if any(s._params() != params for s in sketches):
+            return None
+        slow_part = cls._keyed(sketches)
+        if fast is None or len(fast) == 0:
+            return cls(params, slow_part)
+        position = np.empty(ok.size, dtype=np.int64)
+        position[np.flatnonzero(ok)] = np.arange(len(fast))
+        position[slow] = len(fast) + np.arange(slow.size)
+        return cls(params, KeyedCounters.concat([fast, slow_part]).take(position))
+
+    # -------------------------------------------------------------- union
+    def union(self, group_starts) -> "QuantileColumn":
+        """Each group's :meth:`SlidingQuantiles.merge_all` (group ``i``:
+        sketches ``group_starts[i]`` to the next start, in order), every
+        bin of every group in one
+        :meth:`~ehist.keyed_counters.KeyedCounters.unite`; a group whose
+        count comes near int64 by ``merge_all`` itself (which raises
+        SumOverflowError past it)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        b = self.bins
+        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(b))))
+        rough = np.bincount(group_of, weights=_units(b), minlength=starts.size)
+        heavy = np.flatnonzero(rough >= 2.0 ** 62)
+        united = b.unite(starts)
+        if heavy.size:
+            ends = np.append(starts[1:], len(b))
+            exact = [SlidingQuantiles.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
+                     for g in heavy.tolist()]
+            position = np.arange(starts.size)
+            position[heavy] = starts.size + np.arange(heavy.size)
+            united = KeyedCounters.concat([united, self._keyed(exact)]).take(position)
+        return QuantileColumn(self.params, united)
+
+    # ------------------------------------------------------------- answers
+    def bin_bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every bin's :meth:`SlidingQuantiles.bin_bounds` (aligned with
+        ``bins.keys``): ``now`` None (each sketch's newest) or one time per
+        sketch, never earlier than its newest."""
+        b = self.bins
+        full = self.params[0]
+        at = b.newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), (len(b),))
+        late = b.has_newest & (at < b.newest)
+        wide = window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                                       or not 1 <= int(window) <= full)
+        if late.any() or wide:  # the sketch's own query raises what is wrong
+            i = int(np.flatnonzero(late)[0]) if late.any() else 0
+            self[i].bin_bounds(None if now is None else int(at[i]), window)
+        return b.col.bounds(at[b.owner], full if window is None else int(window))
+
+    def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every sketch's :meth:`SlidingQuantiles.bounds`: its window count."""
+        lo, up = self.bin_bounds(now, window)
+        return _sums(lo, self.bins.offsets), _sums(up, self.bins.offsets)
+
+    def quantiles(self, q: float, now=None, window: int | None = None) -> np.ndarray:
+        """Every sketch's :meth:`SlidingQuantiles.quantile` of ``q``
+        (NaN for an empty window)."""
+        lo, up = self.bin_bounds(now, window)
+        b = self.bins
+        return _quantiles(self._probe.mapping, b.keys, lo, up, b.owner, len(b), q)
+
+    def union_quantiles(self, group_starts, q: float, now=None, window: int | None = None) -> np.ndarray:
+        """Each group's quantile from its sketches' summed bin bounds,
+        without merging (:meth:`SlidingQuantiles.union_bounds`, then
+        :func:`~quantiles.quantiles_from_bounds`), as of ``now`` (one time
+        per group; default: the group's newest)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        b = self.bins
+        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(b))))
+        if now is None:
+            group_now = np.full(starts.size, INT64_MIN, dtype=np.int64)
+            np.maximum.at(group_now, group_of[b.has_newest], b.newest[b.has_newest])
+        else:
+            group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape)
+        at = group_now[group_of]
+        lo, up = self.bin_bounds(np.where(b.has_newest, at, b.newest), window)
+        # each group's bins: the sums over its sketches, by bin key
+        group = group_of[b.owner]
+        order = np.lexsort((b.keys, group))
+        g, k = group[order], b.keys[order]
+        first = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]) if g.size else np.zeros(0, np.int64)
+        lower = np.add.reduceat(lo[order], first) if first.size else lo[:0]
+        upper = np.add.reduceat(up[order], first) if first.size else up[:0]
+        return _quantiles(self._probe.mapping, k[first], lower, upper, g[first], starts.size, q)
+
+    # ------------------------------------------------------------ encoding
+    def to_bytes(self) -> list:
+        """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
+        n = len(self)
+        if n == 0:
+            return []
+        b = self.bins
+        counts = np.diff(b.offsets)
+        owner = b.owner
+        local = np.arange(b.keys.size) - b.offsets[:-1][owner]
+        regions, r_off = KeyedCounters(b.offsets, local, b.col, b.newest, b.has_newest).write()
+        # the bin keys: m, then the first zigzag-encoded, then key - previous key - 1
+        first = local == 0
+        gaps = np.empty(b.keys.size, dtype=np.uint64)
+        k = b.keys
+        gaps[first] = ((k[first] << 1) ^ (k[first] >> 63)).view(np.uint64)
+        rest = ~first
+        gaps[rest] = (k[rest] - np.concatenate([[0], k[:-1]])[rest] - 1).astype(np.uint64)
+        v_off = np.concatenate([[0], np.cumsum(1 + counts)])
+        flat = np.empty(int(v_off[-1]), dtype=np.uint64)
+        flat[v_off[:-1]] = counts.astype(np.uint64)
+        flat[v_off[:-1][owner] + 1 + local] = gaps
+        vbuf, nbytes = varint_stream(flat)
+        k_off = np.concatenate([[0], np.cumsum(nbytes)])[v_off]
+        heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
+                                           + _FIELDS.descr))
+        heads["magic"], heads["family"], heads["version"] = MAGIC, FAMILIES["SlidingQuantiles"], _q._FORMAT_VERSION
+        heads["flags"] = b.has_newest.astype(np.uint16)
+        heads["window"], heads["eps"], heads["accuracy"] = self.params
+        heads["newest"] = b.newest
+        head_buf = np.frombuffer(heads.tobytes(), dtype=np.uint8)
+        size = _HEAD.size
+        has = b.has_newest
+        head_len = np.where(has, size, size - 8)
+        src = np.concatenate([head_buf, vbuf, regions])
+        pieces = np.empty((n, 3, 2), dtype=np.int64)
+        pieces[:, 0, 0] = np.arange(n) * size
+        pieces[:, 0, 1] = pieces[:, 0, 0] + head_len
+        pieces[:, 1, 0], pieces[:, 1, 1] = head_buf.size + k_off[:-1], head_buf.size + k_off[1:]
+        # a sketch never updated: its bin count only (no counter region)
+        pieces[:, 2, 0] = head_buf.size + vbuf.size + r_off[:-1]
+        pieces[:, 2, 1] = np.where(has, head_buf.size + vbuf.size + r_off[1:], pieces[:, 2, 0])
+        flat_pieces = pieces.reshape(-1, 2)
+        lengths = (pieces[:, :, 1] - pieces[:, :, 0]).sum(axis=1)
+        joined = src[_ranges(flat_pieces[:, 0], flat_pieces[:, 1])].tobytes()
+        ends = np.cumsum(lengths).tolist()
+        crc32, pack = zlib.crc32, _CRC.pack
+        out = []
+        for a, e in zip([0] + ends[:-1], ends):
+            body = joined[a:e]
+            out.append(body + pack(crc32(body)))
+        return out
+
+
+def _quantiles(mapping, keys, lo, up, owner, n: int, q: float) -> np.ndarray:
+    """Each owner's :func:`~quantiles.quantiles_from_bounds` of ``q`` from
+    its bins (``owner`` non-decreasing, keys increasing within an owner):
+    the representative of the first bin whose estimated cumulative count
+    reaches ``q`` times the estimated total, each owner's bins summed
+    apart as the one-sketch function sums them."""
+    used = up > 0
+    keys, mid, owner = keys[used], (lo * 0.5 + up * 0.5)[used], owner[used]
+    out = np.full(n, np.nan)
+    if keys.size == 0:
+        return out
+    counts = np.bincount(owner, minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    run = np.cumsum(mid)  # halves and integers: exact below 2**52
+    local = run - np.concatenate([[0.0], run])[offsets[:-1]][owner]
+    has = counts > 0
+    total = np.zeros(n)
+    total[has] = local[offsets[1:][has] - 1]
+    reach = local >= float(q) * total[owner]
+    # the first bin reaching the target (the last when rounding leaves none)
+    none = np.iinfo(np.int64).max
+    first = np.full(n, none)
+    np.minimum.at(first, owner[reach], np.flatnonzero(reach))
+    first = np.where(first == none, offsets[1:] - 1, first)
+    out[has] = mapping.values(keys[first[has]])
+    return out
+
+
+def _sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each segment's int64 sum (0 for an empty one)."""
+    out = np.zeros(offsets.size - 1, dtype=np.int64)
+    has = np.diff(offsets) > 0
+    if has.any():
+        out[has] = np.add.reduceat(x, offsets[:-1][has])
+    return out
+
+
+def _units(b: KeyedCounters) -> np.ndarray:
+    """Each sketch's units, as floats."""
+    counts = np.diff(b.col.offsets)
+    owner = np.repeat(b.owner, counts)
+    return np.bincount(owner, weights=np.ldexp(1.0, b.col.exps.astype(np.int64)), minlength=len(b))
+
+
+def _decode(buf, starts, ends, newest, probe) -> tuple[KeyedCounters, np.ndarray]:
+    """The bin keys and counter regions after the heads (``buf[starts[i]:
+    ends[i]]``): ``(the accepted sketches, accepted mask)``, every check of
+    ``SlidingQuantiles.from_bytes``."""
+    count = starts.size
+    stops = np.flatnonzero(buf < 0x80)
+    last = max(stops.size - 1, 0)
+    first = np.searchsorted(stops, starts)
+
+    def varint(k, of):
+        at = np.minimum(first[of] + k, last)
+        stop = stops[at]
+        begin = np.where(k == 0, starts[of], stops[np.maximum(at - 1, 0)] + 1)
+        missing = (first[of] + k > last) | (stop >= ends[of])
+        value, malformed = varints_at(buf, np.where(missing, 0, begin), np.where(missing, 0, stop))
+        return value, stop, missing | malformed
+
+    every = np.arange(count)
+    m, m_stop, bad = varint(np.zeros(count, dtype=np.int64), every)
+    most = np.minimum(_q.MAX_BINS, (ends - m_stop - 1) // 2).astype(np.uint64)
+    bad |= (m > most) | (m == 0)  # no bin: left to from_bytes (rare)
+    m = np.where(bad, 0, m).astype(np.int64)
+    k_off = np.concatenate([[0], np.cumsum(m)])
+    owner = np.repeat(every, m)
+    local = np.arange(int(k_off[-1])) - k_off[:-1][owner]
+    gaps, g_stop, g_bad = varint(1 + local, owner)
+    bad[owner[g_bad]] = True
+    is_first = local == 0
+    z = gaps[is_first]
+    first_key = (z >> np.uint64(1)).astype(np.int64) ^ -(z & np.uint64(1)).astype(np.int64)
+    steps = np.where(is_first, 0.0, gaps.astype(np.float64))
+    span = np.bincount(owner, weights=steps, minlength=count) + np.maximum(m - 1, 0)
+    base = np.zeros(count, dtype=np.int64)
+    base[owner[is_first]] = first_key
+    bad |= (m > 0) & (base + span.astype(np.float64) > 2.0 ** 62)  # near int64's edge: from_bytes decides
+    step = np.where(is_first, 0, np.minimum(gaps, np.uint64(1 << 62)).astype(np.int64) + 1)
+    run = np.cumsum(step)
+    keys = base[owner] + run - np.concatenate([[0], run])[k_off[:-1]][owner]
+    bad[owner[~probe.mapping.valid(keys)]] = True
+    # the counter region: m counters, ids 0 .. m - 1
+    region = np.where(m > 0, g_stop[np.maximum(k_off[1:] - 1, 0)] + 1, ends) if owner.size else ends.copy()
+    live = np.flatnonzero(~bad)
+    read, bins = KeyedCounters.read(buf, region[live], ends[live], m[live], probe.window, probe.eh_eps, newest[live])
+    got = np.diff(bins.offsets) == m[live][read]
+    accepted = np.zeros(count, dtype=bool)
+    accepted[live[read][got]] = True
+    kept = live[read][got]
+    bins = bins.take(np.flatnonzero(got))
+    # bin keys in place of the counter ids; a window count near int64: from_bytes decides
+    bins = KeyedCounters(bins.offsets, keys[_ranges(k_off[kept], k_off[kept + 1])], bins.col, bins.newest,
+                         bins.has_newest)
+    heavy = _units(bins) >= 2.0 ** 62
+    if heavy.any():
+        accepted[kept[heavy]] = False
+        bins = bins.take(np.flatnonzero(~heavy))
+    return bins, accepted

@@ -1,0 +1,209 @@
+"""Many keyed-counter sketches at once (ehist/keyed_counters.py,
+frequencies/columnar.py, quantiles/columnar.py), under both engines, against
+each sketch's own methods: bytes round trip, union byte for byte against
+``merge_all``, answers and unions without merging against the sketches'
+own, mutated bytes raising what ``from_bytes`` raises (or decoding as it
+decodes), and the udaf specs' batch paths against their per-key ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ehist.errors import CorruptSketchError
+from frequencies import SlidingCountMin, SlidingHeavyHitters
+from frequencies.columnar import CountMinColumn, HeavyHittersColumn
+from quantiles import SlidingQuantiles, quantiles_from_bounds
+from quantiles.columnar import QuantileColumn
+
+from .conftest import examples
+from .engines import ENGINES, engine
+from .test_fuzz import mutate
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+COLUMNS = {SlidingCountMin: CountMinColumn, SlidingHeavyHitters: HeavyHittersColumn, SlidingQuantiles: QuantileColumn}
+
+
+def make(family, window, params, rng, base):
+    """One sketch: empty, a few rows, or a merge of two (wide buckets)."""
+    def fresh():
+        if family is SlidingCountMin:
+            return SlidingCountMin(window, *params)
+        if family is SlidingHeavyHitters:
+            return SlidingHeavyHitters(window, bits=12, eps=params[0], delta=params[1], level_bits=4)
+        return SlidingQuantiles(window, *params)
+
+    def rows(s):
+        n = int(rng.integers(1, 40))
+        ts = np.sort(rng.integers(0, 3 * window, n)) + base
+        if family is SlidingQuantiles:
+            return s.update(ts, rng.normal(0, 1000, n))
+        values = rng.integers(0, 50, n) if rng.random() < 0.5 else None
+        return s.update(ts, rng.integers(0, 4096, n), values)
+
+    kind = rng.random()
+    if kind < 0.1:
+        return fresh()
+    s = rows(fresh())
+    if kind < 0.3:
+        s = type(s).merge_all([s, rows(fresh())])
+    return s
+
+
+@st.composite
+def batches(draw, family):
+    window = draw(st.sampled_from([1, 50, 10**6]))
+    params = draw(st.sampled_from([(0.1, 0.1), (0.05, 0.2)] if family is not SlidingQuantiles
+                                  else [(0.02, 0.01), (0.1, 0.05)]))
+    base = draw(st.sampled_from([0, 10**12, INT64_MIN + 1, INT64_MAX - 10**7]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    groups = [[make(family, window, params, rng, base) for _ in range(draw(st.integers(1, 4)))]
+              for _ in range(draw(st.integers(1, 5)))]
+    return groups
+
+
+def starts_of(groups) -> np.ndarray:
+    return np.cumsum([0] + [len(g) for g in groups[:-1]]).astype(np.int64)
+
+
+FAMILIES = [pytest.param(SlidingCountMin, id="ecm"), pytest.param(SlidingHeavyHitters, id="hh"),
+            pytest.param(SlidingQuantiles, id="quantiles")]
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=examples(40), deadline=None)
+@given(data=st.data())
+def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
+    groups = data.draw(batches(family))
+    flat = [s for g in groups for s in g]
+    blobs = [s.to_bytes() for s in flat]
+    starts = starts_of(groups)
+    with engine(name):
+        column = COLUMNS[family].from_bytes(blobs)
+        assert column.to_bytes() == blobs
+        assert all(column[i] == s for i, s in enumerate(flat))
+        united = column.union(starts)
+        merged = [family.merge_all(g) for g in groups]
+        assert united.to_bytes() == [m.to_bytes() for m in merged]
+        lower, upper = column.bounds()
+        assert [(int(a), int(b)) for a, b in zip(lower, upper)] == [s.bounds() for s in flat]
+        if family is SlidingCountMin:
+            got = column.union_bounds(starts)
+            expect = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
+            assert [(int(a), int(b)) for a, b in zip(*got)] == [tuple(map(int, e)) for e in expect]
+        if family is SlidingQuantiles:
+            for q in (0.0, 0.5, 0.99):
+                assert np.array_equal(column.quantiles(q), [s.quantile(q) for s in flat], equal_nan=True)
+                expect = []
+                for g in groups:
+                    keys, lo, up = SlidingQuantiles.union_bounds(g)
+                    expect.append(quantiles_from_bounds(g[0].mapping, keys, lo, up, [q])[0])
+                assert np.array_equal(column.union_quantiles(starts, q), expect, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_answers_as_of_a_later_time_and_window(name, family):
+    rng = np.random.default_rng(3)
+    flat = [make(family, 10**6, (0.1, 0.1) if family is not SlidingQuantiles else (0.02, 0.01), rng, 0)
+            for _ in range(12)]
+    later = max(s.newest or 0 for s in flat) + 777
+    nows = np.full(len(flat), later)
+    with engine(name):
+        column = COLUMNS[family].from_bytes([s.to_bytes() for s in flat])
+        lower, upper = column.bounds(nows, 10**5)
+        assert [(int(a), int(b)) for a, b in zip(lower, upper)] == [s.bounds(later, 10**5) for s in flat]
+        with pytest.raises(ValueError) as got:
+            column.bounds(nows - 10**7, None)
+        with pytest.raises(ValueError) as expect:
+            next(s for s in flat if s.newest is not None).bounds(later - 10**7)
+        assert type(got.value) is type(expect.value)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=examples(60), deadline=None)
+@given(data=st.data(), kind=st.integers(0, 6), seed=st.integers(0, 2**32 - 1))
+def test_mutated_bytes_decode_or_raise_as_from_bytes(name, family, data, kind, seed):
+    groups = data.draw(batches(family))
+    blobs = [s.to_bytes() for g in groups for s in g]
+    rng = np.random.default_rng(seed)
+    i = int(rng.integers(0, len(blobs)))
+    blobs[i] = mutate(blobs[i], rng, kind)
+    try:
+        expect = [family.from_bytes(b) for b in blobs]
+    except (ValueError, TypeError) as exc:
+        with engine(name), pytest.raises(type(exc)) as got:
+            COLUMNS[family].from_bytes(blobs)
+        assert str(got.value) == str(exc)
+        return
+    with engine(name):
+        column = COLUMNS[family].from_bytes(blobs)
+    if column is None:  # the mutation changed a parameter: the sketches differ
+        assert len({s._params() if family is not SlidingHeavyHitters else (s.bits, s.level_bits) + s._params()
+                     for s in expect}) > 1
+        return
+    assert column.to_bytes() == [s.to_bytes() for s in expect]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_sketches_of_different_parameters_give_none(family):
+    rng = np.random.default_rng(5)
+    a = make(family, 100, (0.1, 0.1) if family is not SlidingQuantiles else (0.02, 0.01), rng, 0)
+    b = make(family, 200, (0.1, 0.1) if family is not SlidingQuantiles else (0.02, 0.01), rng, 0)
+    assert COLUMNS[family].from_bytes([a.to_bytes(), b.to_bytes()]) is None
+    with pytest.raises(CorruptSketchError):
+        COLUMNS[family].from_bytes([a.to_bytes(), b"EH" + a.to_bytes()[2:-1]])
+
+
+# ------------------------------------------------------------- the udaf specs
+@pytest.fixture(scope="module")
+def specs():
+    pytest.importorskip("pandas")
+    from udaf import Frequencies, HeavyHitters, Quantile
+
+    return {SlidingCountMin: Frequencies("x", 1000, eps=0.1, delta=0.1),
+            SlidingHeavyHitters: HeavyHitters("x", 1000, bits=12, phi=0.2, eps=0.1, delta=0.1),
+            SlidingQuantiles: Quantile("x", 1000, q=0.9)}
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
+    from udaf.spec import Spec
+
+    spec = specs[family]
+    cls = type(spec)
+    rng = np.random.default_rng(11)
+    groups = [[spec.make(1000).update(*_rows(family, rng)) for _ in range(int(rng.integers(1, 5)))]
+              for _ in range(9)]
+    blobs = [s.to_bytes() for g in groups for s in g]
+    starts = starts_of(groups)
+    with engine(name):
+        assert cls.merge_groups(blobs, starts) == Spec.merge_groups.__func__(cls, blobs, starts)
+        nows = np.full(len(blobs), 5000)
+        got = cls.answers(blobs + [None], np.append(nows, 0), 500)
+        expect = [family.from_bytes(b).estimate(5000, 500) for b in blobs] + [np.nan]
+        assert np.array_equal(got.estimate, expect, equal_nan=True)
+        union = spec.union(blobs, starts)
+        if family is SlidingCountMin:
+            bounds = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
+            assert [(int(a), int(b)) for a, b in zip(union.lower, union.upper)] == \
+                [tuple(map(int, b)) for b in bounds]
+        if family is SlidingQuantiles:
+            assert np.array_equal(union.estimate, spec._union_one_by_one(blobs, starts).estimate, equal_nan=True)
+        if family is SlidingQuantiles:
+            keyed = spec.key_answers(blobs, nows, 500)
+            assert np.array_equal(keyed.estimate, [s.quantile(0.9, 5000, 500) for g in groups for s in g],
+                                  equal_nan=True)
+
+
+def _rows(family, rng):
+    n = int(rng.integers(1, 60))
+    ts = np.sort(rng.integers(0, 3000, n))
+    if family is SlidingQuantiles:
+        return ts, rng.normal(100, 30, n)
+    return ts, rng.integers(0, 4096, n)
