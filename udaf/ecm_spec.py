@@ -274,11 +274,12 @@ class Frequencies(_Weighted):
 
 
     @classmethod
-    def estimate_frequency(cls, sketches, arrays, nows, window):
+    def estimate_frequency(cls, blobs, arrays, nows, window):
         """``ecm_sketch_frequency``: one item per row (its column or a
         literal), hashed with each sketch's seed."""
         import pyarrow as pa
 
+        sketches = cls.decoded(blobs)
         item_array = arrays["item"]
         present, kept = items(item_array, "item", "ecm_sketch_frequency")
         out = np.full(len(sketches), np.nan)
@@ -294,11 +295,12 @@ class Frequencies(_Weighted):
 
 
     @classmethod
-    def estimate_inner_product(cls, sketches, arrays, nows, window):
+    def estimate_inner_product(cls, blobs, arrays, nows, window):
         """``ecm_sketch_inner_product``: each row's sketch joined with the
         row's ``other`` sketch (null when either is null)."""
         import pyarrow as pa
 
+        sketches = cls.decoded(blobs)
         from .inputs import bad_value, check_arrow_type
 
         other = arrays["other"]
@@ -460,18 +462,20 @@ class HeavyHitters(_Weighted):
 
 
     @classmethod
-    def estimate_heavy_hitters(cls, sketches, arrays, nows, window):
+    def estimate_heavy_hitters(cls, blobs, arrays, nows, window):
         """``sliding_hh_sketch_heavy_hitters``: the list of each sketch
         (the type :attr:`answer_type` declares)."""
+        sketches = cls.decoded(blobs)
         phi = arrays["phi"]
         return cls.answer_array([None if s is None else cls._listed(
             s.heavy_hitters(phi, None if nows is None else int(nows[i]), window)) for i, s in enumerate(sketches)])
 
     @classmethod
-    def estimate_frequency(cls, sketches, arrays, nows, window):
+    def estimate_frequency(cls, blobs, arrays, nows, window):
         """``sliding_hh_sketch_frequency``: one id per row."""
         import pyarrow as pa
 
+        sketches = cls.decoded(blobs)
         present, kept = items(arrays["item"], "item", "sliding_hh_sketch_frequency")
         kept_rows = np.flatnonzero(present)
         out = np.full(len(sketches), np.nan)

@@ -380,8 +380,9 @@ def _sketch_groups(arrays, names, fn: str, classes):
 def _merged_rows(blobs, starts) -> list:
     """One sketch per row (bytes, None for a row without any): each row's
     union, by its family's merge."""
-    ends = np.append(starts[1:], len(blobs)).tolist()
-    return [spec_for_bytes(blobs[a]).merge(blobs[a:z]) if z > a else None for a, z in zip(starts.tolist(), ends)]
+    from .union import merged
+
+    return merged(spec_for_bytes(blobs[0]), blobs, starts) if blobs else [None] * starts.size
 
 
 class _Shown(str):
@@ -436,10 +437,9 @@ def _estimator(fn, classes, name: str, estimator):
         if starts is not None:
             blobs = _merged_rows(blobs, starts)
         nows, window, unit = _query(arrays, names, fn)
-        sketches = [None if b is None else spec_for_bytes(b).sketch_type.from_bytes(b) for b in blobs]
         extra = {a: arrays[a] if is_column else _literal(arrays, a) for a, is_column in estimator.args}
         with in_user_terms(unit):
-            return getattr(owner, f"estimate_{name}")(sketches, extra, nows, window)
+            return getattr(owner, f"estimate_{name}")(blobs, extra, nows, window)
 
     body.check = _check_query
     return body

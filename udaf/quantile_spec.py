@@ -269,19 +269,29 @@ class Quantile(Spec):
         return None if nows is None else int(nows[i])
 
     @classmethod
-    def estimate_quantile(cls, sketches, arrays, nows, window):
-        """``sliding_quantile_sketch_quantile``: one ``q`` (a literal)."""
+    def estimate_quantile(cls, blobs, arrays, nows, window):
+        """``sliding_quantile_sketch_quantile``: one ``q`` (a literal), every
+        sketch answered at once (:class:`~quantiles.columnar.QuantileColumn`)."""
         import pyarrow as pa
 
         q = _q(arrays["q"])
-        out = [math.nan if s is None else s.quantile(q, cls._now(nows, i), window) for i, s in enumerate(sketches)]
-        return pa.array(np.array(out, dtype=np.float64), type=pa.float64())
+        got = cls._column(blobs)
+        if got is None:  # sketches of different parameters: one by one
+            out = [math.nan if s is None else s.quantile(q, cls._now(nows, i), window)
+                   for i, s in enumerate(cls.decoded(blobs))]
+            return pa.array(np.array(out, dtype=np.float64), type=pa.float64())
+        present, column = got
+        out = np.full(len(blobs), np.nan)
+        if column is not None:
+            out[present] = column.quantiles(q, cls._at(nows, present), window)
+        return pa.array(out, type=pa.float64())
 
     @classmethod
-    def estimate_quantile_bounds(cls, sketches, arrays, nows, window):
+    def estimate_quantile_bounds(cls, blobs, arrays, nows, window):
         """``sliding_quantile_sketch_quantile_bounds``: struct of the two."""
         import pyarrow as pa
 
+        sketches = cls.decoded(blobs)
         q = _q(arrays["q"])
         out = []
         for i, s in enumerate(sketches):
@@ -294,11 +304,12 @@ class Quantile(Spec):
         return pa.array(out, type=pa.struct([("lower", pa.float64()), ("upper", pa.float64())]))
 
     @classmethod
-    def estimate_rank(cls, sketches, arrays, nows, window):
+    def estimate_rank(cls, blobs, arrays, nows, window):
         """``sliding_quantile_sketch_rank``: the share at or below each
         row's value (null for a null value)."""
         import pyarrow as pa
 
+        sketches = cls.decoded(blobs)
         present, values = reals(arrays["value"], "value", "sliding_quantile_sketch_rank", signed=True)
         out = np.full(len(sketches), np.nan)
         for i, s in enumerate(sketches):

@@ -128,7 +128,9 @@ class Spec:
     #: streaming state): a double estimate, or a family's own (a list).
     answer_type: ClassVar[str] = "double"
     #: Scalar functions of stored sketches besides the estimate: name ->
-    #: :class:`Estimator` (``ecm_sketch_frequency``...).
+    #: :class:`Estimator` (``ecm_sketch_frequency``...), each answered by a
+    #: classmethod ``estimate_<name>(blobs, arguments, nows, window)`` given
+    #: the rows' stored bytes (None for null; :meth:`decoded` gives objects).
     estimators: ClassVar[dict] = {}
 
     def __init_subclass__(cls, **kwargs):
@@ -223,6 +225,11 @@ class Spec:
         """(estimate, lower, upper) of one synopsis (bounds None when the
         family has none); ``now`` None: the synopsis' newest."""
         return float(sketch.estimate(now, window)), None, None
+
+    @classmethod
+    def decoded(cls, blobs: list) -> list:
+        """The sketch objects of stored bytes (None for null)."""
+        return [None if b is None else cls.sketch_type.from_bytes(b) for b in blobs]
 
     @classmethod
     def answers(cls, blobs: list, nows, window) -> Answers:

@@ -19,7 +19,7 @@ import numpy as np
 from ._arrow import complete_runs
 from .spec import sketch_family
 
-__all__ = ["UnionAnswers", "UnionSketches", "union_table"]
+__all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
 
 
 class UnionAnswers:
@@ -43,20 +43,20 @@ class UnionAnswers:
         for name, spec in self.specs.items():
             blobs = table.column(name).chunk(0).to_pylist()
             if self.sketches:  # merged sketches, and the answers read from them
-                merged = _merged(type(spec), blobs, starts)
-                answers = spec.key_answers(merged, None if self.at is None else
-                                           np.full(len(merged), self.at, dtype=np.int64), None)
+                united = merged(type(spec), blobs, starts)
+                answers = spec.key_answers(united, None if self.at is None else
+                                           np.full(len(united), self.at, dtype=np.int64), None)
             else:
                 answers = spec.union(blobs, starts, at=self.at)
             out[name] = type(spec).answer_array(answers.estimate)
             if name in self.with_bounds:
                 out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(answers.lower), pa.array(answers.upper)
             if self.sketches:
-                out[f"{name}_sketch"] = pa.array(merged, type=pa.binary())
+                out[f"{name}_sketch"] = pa.array(united, type=pa.binary())
         return pa.RecordBatch.from_pydict(out)
 
 
-def _merged(cls, blobs: list, starts: np.ndarray) -> list:
+def merged(cls, blobs: list, starts: np.ndarray) -> list:
     """Each run's union (bytes; None for a run without a sketch) by the
     family's :meth:`~udaf.spec.Spec.merge_groups`, nulls left out."""
     present = np.array([b is not None for b in blobs], dtype=bool)
@@ -92,7 +92,7 @@ class UnionSketches:
         for c in self.columns:
             blobs = table.column(c).chunk(0).to_pylist()
             cls = sketch_family(blobs, c, "union_table")
-            out[c] = pa.array(_merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
+            out[c] = pa.array(merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
                               type=pa.binary())
         return pa.RecordBatch.from_pydict(out)
 
