@@ -25,6 +25,10 @@ ehist path as a ratio to the native one in the same round:
 * *answer one site's table*: the estimates per row, against the rollup's
   query on that site.
 
+Three kinds of answers: counts and distinct counts; the p99 of the flows'
+bytes (``Quantile`` against Spark's own ``kll_sketch_agg_bigint`` per
+minute, united with ``kll_merge_agg_bigint``); sums.
+
 Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
 holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
 more than the flows themselves, so sums of sparse keys are where sketches
@@ -65,7 +69,7 @@ def tables(spark, request, tmp_path_factory):
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from udaf import Count, Distinct, Sum, sketch_table
+    from udaf import Count, Distinct, Quantile, Sum, sketch_table
 
     name, keys, per = request.param
     base = tmp_path_factory.mktemp(f"scale-{name}")
@@ -79,12 +83,12 @@ def tables(spark, request, tmp_path_factory):
     events = spark.read.parquet(str(base / "events"))
     t = time.perf_counter()
     events.groupBy("site", "src", F.date_trunc("minute", "ts").alias("slot")).agg(
-        F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h")) \
-        .write.parquet(str(base / "rollup"))
+        F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h"),
+        F.kll_sketch_agg_bigint("bytes").alias("k")).write.parquet(str(base / "rollup"))
     native_build = time.perf_counter() - t
     t = time.perf_counter()
     sketch_table(events, ["site", "src"], "ts", n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01),
-                 d=Distinct("dst", "1 day")).write.parquet(str(base / "sketches"))
+                 d=Distinct("dst", "1 day"), q=Quantile("bytes", "1 day", q=0.99)).write.parquet(str(base / "sketches"))
     ehist_build = time.perf_counter() - t
     size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet")) for t in ("rollup", "sketches")}
     RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES,
@@ -97,7 +101,7 @@ def _noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def _paths(roll, sketches, sums: bool) -> dict:
+def _paths(roll, sketches, columns: list) -> dict:
     """(question -> {path -> action}); ``native`` first in each."""
     from pyspark.sql import functions as F
 
@@ -105,15 +109,16 @@ def _paths(roll, sketches, sums: bool) -> dict:
     from udaf import union_table
 
     now, start = F.lit(NOW), F.lit(NOW - HOUR)
-    columns = ["b"] if sums else ["n", "d"]
 
     def answers(df):
-        est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate}
+        est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
+               "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a)}
         return df.select("src", *[est[c](c, now, "1 hour").alias(c) for c in columns])
 
     def native(rows):
         aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
-                "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d")}
+                "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d"),
+                "q": F.kll_sketch_get_quantile_bigint(F.kll_merge_agg_bigint("k"), F.lit(0.99)).alias("q")}
         return rows.where(F.col("slot") > start).groupBy("src").agg(*[aggs[c] for c in columns])
 
     site = F.col("site") == 0
@@ -146,24 +151,27 @@ def _check(events, sketches, keys: int) -> None:
     now = F.lit(NOW)
     got = union_table(sketches.where(F.col("src").isin(sample)), "src").select(
         "src", U.eh_sketch_bounds("n", now, "1 hour").alias("n"), U.eh_sketch_bounds("b", now, "1 hour").alias("b"),
-        U.sliding_hll_sketch_estimate("d", now, "1 hour").alias("d")).collect()
+        U.sliding_hll_sketch_estimate("d", now, "1 hour").alias("d"),
+        U.sliding_quantile_sketch_quantile("q", 0.99, now, "1 hour").alias("q")).collect()
     exact = {r.src: r for r in events.where(F.col("src").isin(sample) & (F.col("ts") > F.lit(NOW - HOUR))).groupBy(
-        "src").agg(F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d")).collect()}
+        "src").agg(F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d"),
+                   F.min("bytes").alias("low"), F.max("bytes").alias("high")).collect()}
     for r in got:
         e = exact.get(r.src)
         if e is None:
             continue
         assert r.n.lower <= e.n <= r.n.upper and r.b.lower <= e.b <= r.b.upper
         assert abs(r.d - e.d) <= max(2.0, 5 * 1.04 / 64 * e.d)
+        assert e.low * 0.99 <= r.q <= e.high * 1.01  # a value of the window, within the bins' accuracy
 
 
 def test_scale(tables):
     name, keys, per, events, roll, sketches = tables
     _check(events, sketches, keys)
-    kinds = [("count + distinct", False)] + ([("sums", True)] if SUMS else [])
-    for kind, sums in kinds:
-        for question, paths in _paths(roll, sketches, sums).items():
-            rounds = ROUNDS if not (sums and question.startswith("unite")) else 1
+    kinds = [("count + distinct", ["n", "d"]), ("p99", ["q"])] + ([("sums", ["b"])] if SUMS else [])
+    for kind, columns in kinds:
+        for question, paths in _paths(roll, sketches, columns).items():
+            rounds = ROUNDS if not (columns == ["b"] and question.startswith("unite")) else 1
             seconds = {p: [] for p in paths}
             for round_ in range(1 + rounds):  # one warm-up round, not counted
                 for p in (list(paths) if round_ % 2 == 0 else list(paths)[::-1]):

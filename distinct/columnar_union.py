@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ehist import compiled as ehist_compiled
 from ehist._validation import INT64_MIN
 
 from .columnar import SketchColumn, encode_entries, future_maxima_blocks
+from .compiled import future_maxima
 
 __all__ = ["union_bytes"]
 
@@ -70,6 +72,10 @@ def union_bytes(sketches, group_starts) -> list:
     np.maximum.at(newest, owner[has], stamp[has])
     g_has = has[starts] | others
 
+    if ehist_compiled.active():  # each group merged and reduced in one compiled loop
+        entry_starts = np.concatenate([[0], np.cumsum(col.counts)])[np.append(starts, n)]
+        group, reg, rank, age = future_maxima(entry_starts, col.reg, col.ts, col.rank, newest, window, ~others)
+        return encode_entries(group, reg, rank, age, np.where(g_has, newest, 0), g_has, window, p, seed)
     group = np.repeat(owner, col.counts)
     reg, ts, rank = col.reg, col.ts, col.rank
     age = newest[group].view(_U64) - ts.view(_U64)  # exact: t <= the group's newest

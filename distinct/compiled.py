@@ -1,11 +1,15 @@
-"""The compiled decoder of stored sliding HyperLogLogs (numba, optional).
+"""The compiled decoder and union of stored sliding HyperLogLogs (numba, optional).
 
 :func:`distinct.columnar.sketches_from_bytes` and
 :meth:`~distinct.columnar.SketchColumn.from_bytes` decode many stored
 sketches in numpy passes over every byte; :func:`decode_entries` reads each
 sketch's payload once, with the same checks, when :func:`ehist.compiled.active`
 (numba installed, the compiled loops not switched off).  Layout:
-:mod:`distinct.hll_layout`.
+:mod:`distinct.hll_layout`.  :func:`future_maxima` is the union's step
+(:func:`distinct.columnar_union.union_bytes`): every group's entries put in
+register and time order and reduced to each register's future possible
+maxima, one group at a time, without the two stable sorts of the whole
+batch the numpy path makes.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import numpy as np
 
 from ehist import compiled
 
-__all__ = ["decode_entries"]
+__all__ = ["decode_entries", "future_maxima"]
 
 
 def decode_entries(buf, starts, ends, ticked, version_2, newest, window, precision):
@@ -42,6 +46,123 @@ def decode_entries(buf, starts, ends, ticked, version_2, newest, window, precisi
         np.ascontiguousarray(version_2, dtype=np.bool_), np.ascontiguousarray(newest, dtype=np.int64),
         np.ascontiguousarray(window, dtype=np.int64), np.ascontiguousarray(precision, dtype=np.int64))
     return ok, counts[ok], reg, ts, rank
+
+
+def future_maxima(group_starts, reg, ts, rank, newest, window: int, keep_all):
+    """Each group's entries (``group_starts``: ``groups + 1`` offsets of
+    ``reg``, ``ts``, ``rank``; each group's sketches one after the other)
+    reduced as :meth:`SlidingHyperLogLog.merge_all` reduces them: entries
+    with an age of ``window`` or more from the group's ``newest`` dropped
+    (unless ``keep_all[g]``: a group whose first sketch stands alone),
+    then of each register only the entries no entry of a later or equal
+    time matches or beats in rank (of equal times, the largest rank).
+
+    Returns
+    -------
+    (group, reg, rank, age): the surviving entries, sorted by group,
+    register and time, ``age`` the group's newest less the time (uint64).
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> g, r, k, a = future_maxima([0, 4], np.array([1, 1, 1, 2]), np.array([5, 7, 6, 7]),
+    ...                            np.array([3, 2, 4, 1]), np.array([7]), 100, np.array([False]))
+    >>> r.tolist(), k.tolist(), a.tolist()          # register 1: rank 4 at time 6 beats 3 at 5; 2 at 7 stays
+    ([1, 1, 2], [4, 2, 1], [1, 0, 0])
+    """
+    starts = np.ascontiguousarray(group_starts, dtype=np.int64)
+    reg, ts, rank = (np.ascontiguousarray(a, dtype=np.int64) for a in (reg, ts, rank))
+    newest = np.ascontiguousarray(newest, dtype=np.int64)
+    keep_all = np.ascontiguousarray(keep_all, dtype=np.bool_)
+    if not (reg.shape == ts.shape == rank.shape and reg.ndim == 1):
+        raise ValueError("reg, ts and rank must be one-dimensional and of one length")
+    if starts.ndim != 1 or starts.size < 1 or starts[0] != 0 or starts[-1] != reg.size or np.any(np.diff(starts) < 0):
+        raise ValueError(f"group_starts must run from 0 to {reg.size} without decreasing")
+    if newest.shape != (starts.size - 1,) or keep_all.shape != newest.shape or int(window) < 1:
+        raise ValueError("newest and keep_all need one value per group, and window must be at least 1")
+    if reg.size and (rank.min() < 0 or rank.max() > 127 or reg.min() < 0 or reg.max() >= 1 << 18):
+        raise ValueError("ranks must be in [0, 127] and registers in [0, 2**18)")
+    return _union_kernel()(starts, reg, ts, rank, newest, int(window), keep_all)
+
+
+def _future_maxima(starts, reg, ts, rank, newest, window, keep_all):
+    groups = starts.size - 1
+    n = reg.size
+    out_g = np.empty(n, dtype=np.int64)
+    out_r = np.empty(n, dtype=np.int64)
+    out_k = np.empty(n, dtype=np.int64)
+    out_a = np.empty(n, dtype=np.uint64)
+    at = 0
+    for g in range(groups):
+        a, b = starts[g], starts[g + 1]
+        if a == b:
+            continue
+        top = np.uint64(newest[g])
+        idx = np.empty(b - a, dtype=np.int64)
+        m = 0
+        for i in range(a, b):
+            age = top - np.uint64(ts[i])
+            if keep_all[g] or age < np.uint64(window):
+                idx[m] = i
+                m += 1
+        if m == 0:
+            continue
+        idx = idx[:m]
+        # by register, then time: one sort of a packed key where the times' span fits 38 bits
+        t_lo, t_hi = ts[idx[0]], ts[idx[0]]
+        for i in idx:
+            t_lo = min(t_lo, ts[i])
+            t_hi = max(t_hi, ts[i])
+        if np.uint64(t_hi) - np.uint64(t_lo) < np.uint64(1 << 38):
+            key = np.empty(m, dtype=np.int64)
+            for q in range(m):
+                i = idx[q]
+                key[q] = (reg[i] << 45) | (np.int64(np.uint64(ts[i]) - np.uint64(t_lo)) << 7) | rank[i]
+            idx = idx[np.argsort(key)]
+        else:
+            idx = idx[np.argsort(ts[idx], kind="mergesort")]
+            idx = idx[np.argsort(reg[idx], kind="mergesort")]
+        # each register's list from its latest time back: a time's largest rank survives iff it beats every later
+        start = at
+        j = m - 1
+        while j >= 0:
+            r = reg[idx[j]]
+            best = -1
+            while j >= 0 and reg[idx[j]] == r:
+                t = ts[idx[j]]
+                block = -1
+                while j >= 0 and reg[idx[j]] == r and ts[idx[j]] == t:
+                    if rank[idx[j]] > block:
+                        block = rank[idx[j]]
+                    j -= 1
+                if block > best:
+                    out_g[at] = g
+                    out_r[at] = r
+                    out_k[at] = block
+                    out_a[at] = top - np.uint64(t)
+                    at += 1
+                    best = block
+        # written latest first (registers descending): put the group's entries in order
+        lo, hi = start, at - 1
+        while lo < hi:
+            for arr in (out_r, out_k):
+                x = arr[lo]
+                arr[lo] = arr[hi]
+                arr[hi] = x
+            y = out_a[lo]
+            out_a[lo] = out_a[hi]
+            out_a[hi] = y
+            lo += 1
+            hi -= 1
+    return out_g[:at], out_r[:at], out_k[:at], out_a[:at]
+
+
+_UNION = None
+
+
+def _union_kernel():
+    global _UNION
+    if _UNION is None:
+        _UNION = compiled.jit(_future_maxima)
+    return _UNION
 
 
 _COMPILED = None

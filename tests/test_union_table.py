@@ -126,9 +126,10 @@ def test_union_column_refuses_a_total_past_int64_and_bad_groups():
     assert len(union_column(HistogramColumn.from_histograms([], 10, 0.5), [])) == 0
 
 
+@pytest.mark.parametrize("name", ENGINES)
 @settings(max_examples=examples(100), deadline=None)
 @given(st.integers(1, 3000), st.sampled_from([4, 6, 8]), st.integers(0, 2**32 - 1))
-def test_hll_union_bytes_is_merge_all_byte_for_byte(window, precision, seed):
+def test_hll_union_bytes_is_merge_all_byte_for_byte(name, window, precision, seed):
     """Sliding HyperLogLogs (distinct/columnar_union.py): empty sketches,
     groups of one, times at the int64 edges, sketches of different ages."""
     from distinct import SlidingHyperLogLog
@@ -145,7 +146,8 @@ def test_hll_union_bytes_is_merge_all_byte_for_byte(window, precision, seed):
             group.append(SlidingHyperLogLog(window, precision, seed=3).update(ts, rng.integers(0, 300, n)))
         groups.append(group)
     flat = [h for g in groups for h in g]
-    out = union_bytes(flat, np.cumsum([0] + [len(g) for g in groups[:-1]]))
+    with engine(name):
+        out = union_bytes(flat, np.cumsum([0] + [len(g) for g in groups[:-1]]))
     assert out == [SlidingHyperLogLog.merge_all(g).to_bytes() for g in groups]
 
 
@@ -265,3 +267,16 @@ def test_compiled_loops_refuse_bad_input():
         compiled.crc_matches(np.zeros(8, dtype=np.uint8), [0], [3])
     with pytest.raises(ValueError, match="precisions must be in"):
         decode_entries(np.zeros(8, dtype=np.uint8), [0], [8], [False], [True], [5], [10], [3])
+    from distinct.compiled import future_maxima
+
+    with pytest.raises(ValueError, match="group_starts must run from 0 to 4"):
+        future_maxima([0, 3], z, z, z, [0], 10, [False])
+    with pytest.raises(ValueError, match="ranks must be in"):
+        future_maxima([0, 4], z, z, z + 128, [0], 10, [False])
+    with pytest.raises(ValueError, match="one value per group"):
+        future_maxima([0, 4], z, z, z, [0, 1], 10, [False])
+    out, lengths = compiled.encode_varints(np.array([0, 127, 128, 2**64 - 1], dtype=np.uint64))
+    from ehist.serialization import encode_varints
+
+    assert out.tobytes() == encode_varints(np.array([0, 127, 128, 2**64 - 1], dtype=np.uint64))
+    assert lengths.tolist() == [1, 1, 2, 10]
