@@ -273,14 +273,18 @@ def _crc_all(buf, starts, lengths, table):
 
 _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
+_desc = None  # the compiled _desc_order and _ascending, which they call
+_asc = None
+_INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _gcd = None
 
 
 def _kernel(name: str = "compress"):
-    global _one, _varint, _gcd
+    global _one, _desc, _asc, _varint, _gcd
     if name not in _COMPILED:
         if name == "compress":
+            _desc, _asc = jit(_desc_order), jit(_ascending)
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
         elif name == "crc":
@@ -304,15 +308,24 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         return n
     top = hi[0]
     # the cuts: distinct lo, hi and the cutoff in [cutoff, top)
-    every = np.empty(2 * n + 1, dtype=np.int64)
-    every[:n] = lo
-    every[n:2 * n] = hi
-    every[2 * n] = cutoff
-    every.sort()
+    # (one merge of lo ascending, hi ascending (hi is non-increasing: read from the end) and the cutoff)
+    lo_sorted = _asc(lo)
     cuts = np.empty(2 * n + 1, dtype=np.int64)
     m = 0
-    for j in range(every.size):
-        c = every[j]
+    p = 0
+    q = n - 1
+    took_cutoff = False
+    while p < n or q >= 0 or not took_cutoff:
+        c_lo = lo[lo_sorted[p]] if p < n else _INT64_MAX
+        c_hi = hi[q] if q >= 0 else _INT64_MAX
+        c = min(c_lo, c_hi)
+        if not took_cutoff and cutoff <= c:
+            c = cutoff
+            took_cutoff = True
+        elif c_lo <= c_hi:
+            p += 1
+        else:
+            q -= 1
         if c >= cutoff and c < top and (m == 0 or cuts[m - 1] != c):
             cuts[m] = c
             m += 1
@@ -321,8 +334,7 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
     size = np.empty(n, dtype=np.int64)
     for i in range(n):
         size[i] = np.int64(1) << exps[i]
-    lo_sorted = np.argsort(lo)
-    hi_sorted = np.argsort(hi)
+    hi_sorted = np.arange(n - 1, -1, -1)  # hi ascending
     mass_lo = 0
     count_lo = 0
     less_lo = 0
@@ -431,10 +443,8 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
     at = np.int64(0)  # not the literal 0: one type at every call of _one (one compilation of it)
     for g in range(groups):
         a, b = starts[g], starts[g + 1]
-        if order:  # merge_all's order: stable sorts by the last key first (~x orders as -x)
-            idx = np.arange(b - a - 1, -1, -1)
-            idx = idx[np.argsort(~lo[a:b][idx], kind="mergesort")]
-            idx = idx[np.argsort(~hi[a:b][idx], kind="mergesort")]
+        if order:  # merge_all's order: newest first; ties: larger lo, then the later bucket
+            idx = _desc(hi[a:b], lo[a:b])
             kept = _one(exps[a:b][idx], hi[a:b][idx], lo[a:b][idx], cutoff[g], k, factor, out_e, out_hi, out_lo, at)
         else:
             # copies: the arrays _one takes in both branches are of one type (one compilation of it)
@@ -443,6 +453,130 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
         counts[g] = kept
         at += kept
     return out_e[:at], out_hi[:at], out_lo[:at], counts
+
+
+def _desc_order(hi, lo):
+    """Positions of the buckets sorted by hi descending, then lo
+    descending, then position descending (merge_all's order): a merge of
+    the natural runs (histograms arrive as such runs)."""
+    n = hi.size
+    idx = np.empty(n, dtype=np.int64)
+    # each natural run (the key never rises), its equal keys reversed: then every run is in the order
+    bounds = np.empty(n + 1, dtype=np.int64)
+    runs = 0
+    i = 0
+    while i < n:
+        bounds[runs] = i
+        runs += 1
+        j = i + 1
+        while j < n and (hi[j] < hi[j - 1] or (hi[j] == hi[j - 1] and lo[j] <= lo[j - 1])):
+            j += 1
+        # write i..j-1 with equal-key stretches reversed
+        a = i
+        while a < j:
+            b = a + 1
+            while b < j and hi[b] == hi[a] and lo[b] == lo[a]:
+                b += 1
+            for q in range(b - a):
+                idx[a + q] = b - 1 - q
+            a = b
+        i = j
+    bounds[runs] = n
+    if runs == 1:
+        return idx
+    tmp = np.empty(n, dtype=np.int64)
+    src, dst = idx, tmp
+    while runs > 1:
+        r = 0
+        out_runs = 0
+        while r < runs:
+            a, m = bounds[r], bounds[min(r + 1, runs)]
+            z = bounds[min(r + 2, runs)]
+            p, q, o = a, m, a
+            while p < m and q < z:
+                x, y = src[p], src[q]
+                # x first iff its key is larger (hi, then lo, then position)
+                if hi[x] > hi[y] or (hi[x] == hi[y] and (lo[x] > lo[y] or (lo[x] == lo[y] and x > y))):
+                    dst[o] = x
+                    p += 1
+                else:
+                    dst[o] = y
+                    q += 1
+                o += 1
+            while p < m:
+                dst[o] = src[p]
+                p += 1
+                o += 1
+            while q < z:
+                dst[o] = src[q]
+                q += 1
+                o += 1
+            bounds[out_runs] = a
+            out_runs += 1
+            r += 2
+        bounds[out_runs] = n
+        runs = out_runs
+        src, dst = dst, src
+    return src
+
+
+def _ascending(x):
+    """Positions of ``x`` in ascending order (ties in any order): a merge of
+    its natural runs, descending ones reversed (nearly sorted input, as the
+    buckets' ``lo`` newest first)."""
+    n = x.size
+    idx = np.empty(n, dtype=np.int64)
+    bounds = np.empty(n + 1, dtype=np.int64)
+    runs = 0
+    i = 0
+    while i < n:
+        bounds[runs] = i
+        runs += 1
+        j = i + 1
+        if j < n and x[j] < x[i]:  # a falling run: reversed
+            while j < n and x[j] <= x[j - 1]:
+                j += 1
+            for q in range(j - i):
+                idx[i + q] = j - 1 - q
+        else:
+            while j < n and x[j] >= x[j - 1]:
+                j += 1
+            for q in range(i, j):
+                idx[q] = q
+        i = j
+    bounds[runs] = n
+    tmp = np.empty(n, dtype=np.int64)
+    src, dst = idx, tmp
+    while runs > 1:
+        r = 0
+        out_runs = 0
+        while r < runs:
+            a, m = bounds[r], bounds[min(r + 1, runs)]
+            z = bounds[min(r + 2, runs)]
+            p, q, o = a, m, a
+            while p < m and q < z:
+                if x[src[q]] < x[src[p]]:
+                    dst[o] = src[q]
+                    q += 1
+                else:
+                    dst[o] = src[p]
+                    p += 1
+                o += 1
+            while p < m:
+                dst[o] = src[p]
+                p += 1
+                o += 1
+            while q < z:
+                dst[o] = src[q]
+                q += 1
+                o += 1
+            bounds[out_runs] = a
+            out_runs += 1
+            r += 2
+        bounds[out_runs] = n
+        runs = out_runs
+        src, dst = dst, src
+    return src
 
 
 _FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bits of the flags field)
