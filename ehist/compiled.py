@@ -322,7 +322,7 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         if not took_cutoff and cutoff <= c:
             c = cutoff
             took_cutoff = True
-        elif c_lo <= c_hi:
+        elif p < n and (q < 0 or c_lo <= c_hi):  # (a time may equal the sentinel: ask which is left)
             p += 1
         else:
             q -= 1

@@ -280,3 +280,12 @@ def test_compiled_loops_refuse_bad_input():
 
     assert out.tobytes() == encode_varints(np.array([0, 127, 128, 2**64 - 1], dtype=np.uint64))
     assert lengths.tolist() == [1, 1, 2, 10]
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_union_column_of_times_at_the_int64_maximum(name):
+    """A bucket at the largest int64 time (the compiled cut merge once took
+    it for its end-of-list sentinel and looped)."""
+    parts = [ExponentialHistogram(100, 0.5).update(np.array([INT64_MAX - 5, INT64_MAX - p, INT64_MAX])) for p in (1, 2)]
+    united = union_column(HistogramColumn.from_histograms(parts), [0], name)
+    assert united[0] == ExponentialHistogram.merge_all(parts)
