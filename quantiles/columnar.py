@@ -85,6 +85,61 @@ class QuantileColumn:
     def _keyed(sketches: list) -> KeyedCounters:
         return KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
 
+    # ------------------------------------------------------------ building
+    @classmethod
+    def build(cls, timestamps, starts, values, params: tuple) -> "QuantileColumn":
+        """One sketch per run of rows (``starts``: where each run begins;
+        rows sorted by time within a run), as
+        ``SlidingQuantiles(*params).update(run_ts, run_values)`` builds it:
+        each run's rows older than its newest less the window left out,
+        every (run, value bin)'s histogram built in one
+        :meth:`~ehist.columnar.HistogramColumn.build`, then settled at the
+        run's newest.  Raises what ``update`` raises (a run past the bin
+        limit goes through ``update`` itself)."""
+        from ehist.columnar import HistogramColumn
+        from ehist.counters import settle
+
+        probe = SlidingQuantiles(*params)
+        ts = np.asarray(timestamps, dtype=np.int64)
+        x = np.asarray(values, dtype=np.float64)
+        starts = np.asarray(starts, dtype=np.int64)
+        runs = starts.size
+        lengths = np.diff(np.append(starts, ts.size))
+        run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+        if ts.size and (not np.isfinite(x).all() or int(ts.min()) == INT64_MIN
+                        or np.any((ts[1:] < ts[:-1]) & (run[1:] == run[:-1]))):
+            return cls._one_by_one(ts, x, starts, params)  # update's messages, and its sort
+        has = lengths > 0
+        newest = np.zeros(runs, dtype=np.int64)
+        newest[has] = ts[np.append(starts[1:], ts.size)[has] - 1]
+        window = probe.window
+        everything = newest[run] < INT64_MIN + window  # a cutoff below int64: every row stays
+        cutoff = np.where(everything, INT64_MIN, newest[run] - np.where(everything, 0, window))
+        keep = everything | (ts > cutoff)
+        ts, x, run = ts[keep], x[keep], run[keep]
+        bins = probe.mapping.keys(x)
+        order = np.lexsort((bins, run))  # stable: time order within a (run, bin)
+        ts, bins, run = ts[order], bins[order], run[order]
+        first = np.flatnonzero(np.r_[True, (bins[1:] != bins[:-1]) | (run[1:] != run[:-1])]) if ts.size \
+            else np.zeros(0, dtype=np.int64)
+        per_run = np.bincount(run[first], minlength=runs)
+        if per_run.size and per_run.max() > _q.MAX_BINS:
+            return cls._one_by_one(np.asarray(timestamps, dtype=np.int64), np.asarray(values, dtype=np.float64),
+                                   starts, params)
+        col = HistogramColumn.build(ts, first, window=window, eps=probe.eh_eps)
+        counter_run = run[first]
+        col = settle(col, window, newest[counter_run])
+        kept = np.flatnonzero(np.diff(col.offsets) > 0)
+        counts = np.bincount(counter_run[kept], minlength=runs)
+        return cls(params, KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), bins[first][kept], col.take(kept),
+                                         np.where(has, newest, 0), has))
+
+    @classmethod
+    def _one_by_one(cls, ts, x, starts, params) -> "QuantileColumn":
+        ends = np.append(starts[1:], ts.size)
+        sketches = [SlidingQuantiles(*params).update(ts[a:b], x[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        return cls(params, cls._keyed(sketches))
+
     # ------------------------------------------------------------ decoding
     @classmethod
     def from_bytes(cls, blobs: list) -> "QuantileColumn | None":

@@ -207,3 +207,20 @@ def _rows(family, rng):
     if family is SlidingQuantiles:
         return ts, rng.normal(100, 30, n)
     return ts, rng.integers(0, 4096, n)
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 30, 10**6, 2**62]),
+       base=st.sampled_from([0, INT64_MIN + 1, INT64_MAX - 500]))
+def test_quantile_column_build_is_update_per_run(name, seed, window, base):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, int(rng.integers(1, 8)))
+    ts = np.concatenate([np.sort(rng.integers(0, 400, n)) + base for n in lengths]).astype(np.int64)
+    x = np.round(rng.normal(0, 50, ts.size), int(rng.integers(0, 3)))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    with engine(name):
+        column = QuantileColumn.build(ts, starts, x, (window, 0.05, 0.01))
+    ends = np.append(starts[1:], ts.size)
+    expect = [SlidingQuantiles(window, 0.05, 0.01).update(ts[a:b], x[a:b]).to_bytes() for a, b in zip(starts, ends)]
+    assert column.to_bytes() == expect

@@ -100,6 +100,13 @@ class Quantile(Spec):
     def update(self, sketch, t, data):
         return sketch.update(t, data.arrays["value"])
 
+    def partials(self, t, starts, data, window, now=None):
+        """Every key's sketch at once (:meth:`~quantiles.columnar.QuantileColumn.build`)."""
+        present = data.present
+        kept = np.concatenate([[0], np.cumsum(present)])[starts]
+        column = QuantileColumn.build(t[present], kept, data.arrays["value"], (window, self.eps, self.accuracy))
+        return column.to_bytes(), None
+
     # ---------------------------------------------------------- answering
     def answer(self, sketch, now, window):
         """The key's ``q``-quantile (an instance method: it reads ``q``)."""
