@@ -17,9 +17,10 @@ from ehist._validation import (
     check_window,
     resolve_query,
 )
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
+from ehist.synopsis import Synopsis
 
 from ._batch import checked_hashes, hashed_batch
 
@@ -63,7 +64,7 @@ def trailing_zeros(w: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
-class SlidingFM:
+class SlidingFM(Synopsis):
     r"""Distinct count over a sliding window: PCSA with a timestamp per bit.
 
     ``m`` bitmaps of 64 bits; an item hashing to ``h`` sets bit
@@ -131,25 +132,22 @@ class SlidingFM:
         """``0.78 / sqrt(m)``."""
         return 0.78 / math.sqrt(self._m)
 
-    def __repr__(self) -> str:
-        head = f"SlidingFM(window={self._window}, num_bitmaps={self._m}, seed={self._seed}"
-        if self._newest is None:
-            return head + ", empty)"
-        return f"{head}, newest={self._newest})"
+    _names = ("windows", "num_bitmaps", "seeds")
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingFM):
-            return NotImplemented
-        return (
-            (self._window, self._m, self._seed, self._newest)
-            == (other._window, other._m, other._seed, other._newest)
-            and np.array_equal(self._table, other._table)
-        )
+    def _params(self) -> tuple:
+        return self._window, self._m, self._seed
 
-    __hash__ = None
+    def _repr_params(self) -> list:
+        return [f"window={self._window}", f"num_bitmaps={self._m}", f"seed={self._seed}"]
 
-    def __reduce__(self):
-        return (SlidingFM.from_bytes, (self.to_bytes(),))
+    def _same_state(self, other) -> bool:
+        return self._newest == other._newest and np.array_equal(self._table, other._table)
+
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 5000, 3)
+        parts = [cls(1000, 16, seed=2).update(ts[p::3], ts[p::3] % 700) for p in range(3)]
+        return [cls(1000, 16, seed=2), parts[0], cls.merge_all(parts), cls(2**62, 8).update([-2**63 + 1, 5], [1, 2])]
 
     def copy(self) -> "SlidingFM":
         out = SlidingFM(self._window, self._m, self._seed)
@@ -245,25 +243,18 @@ class SlidingFM:
         return self._estimate_at(max(now - window, INT64_MIN))
 
     # ----------------------------------------------------------------- merge
-    def merge(self, other: "SlidingFM") -> "SlidingFM":
-        """The sketch of the interleaved stream (exactly): element-wise max of
-        the bit timestamps.  Neither argument changes.
-
-        Raises
-        ------
-        IncompatibleSketchError (a ValueError)
-            Different window, number of bitmaps or seed (names both values).
-        """
-        if not isinstance(other, SlidingFM):
-            raise TypeError(f"can only merge with a SlidingFM, got {type(other).__name__}")
-        require_same("SlidingFM", (("windows", self._window, other._window), ("num_bitmaps", self._m, other._m),
-                                   ("seeds", self._seed, other._seed)))
-        out = self.copy()
-        if other._newest is None:
-            return out
-        np.maximum(out._writable(), other._table, out=out._table)
-        out._newest = other._newest if out._newest is None else max(out._newest, other._newest)
-        out._expire()
+    @classmethod
+    def _union(cls, sketches: list) -> "SlidingFM":
+        """The sketch of the interleaved streams (exactly): element-wise max
+        of the bit timestamps."""
+        out = sketches[0].copy()
+        for other in sketches[1:]:
+            if other._newest is None:
+                continue
+            np.maximum(out._writable(), other._table, out=out._table)
+            out._newest = other._newest if out._newest is None else max(out._newest, other._newest)
+        if out._newest is not None:
+            out._expire()
         return out
 
     # --------------------------------------------------------- serialization

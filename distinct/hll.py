@@ -15,9 +15,10 @@ from ehist._validation import (
     check_window,
     resolve_query,
 )
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
 from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
+from ehist.synopsis import Synopsis
 
 from . import hll_layout as L
 from ._batch import checked_hashes, hashed_batch
@@ -109,7 +110,7 @@ def _sorted_entries(reg: np.ndarray, ts: np.ndarray, rank: np.ndarray, p: int):
     return key >> (time_bits + 7), ((key >> 7) & ((1 << time_bits) - 1)) + base, key & 127
 
 
-class SlidingHyperLogLog:
+class SlidingHyperLogLog(Synopsis):
     r"""Distinct count over a sliding window: HyperLogLog with, per register,
     the list of future possible maxima (LFPM).
 
@@ -182,27 +183,26 @@ class SlidingHyperLogLog:
         """Number of (timestamp, rank) entries kept over all registers."""
         return int(self._reg.size)
 
-    def __repr__(self) -> str:
-        head = f"SlidingHyperLogLog(window={self._window}, precision={self._p}, seed={self._seed}"
-        if self._newest is None:
-            return head + ", empty)"
-        return f"{head}, entries={len(self)}, newest={self._newest})"
+    _names = ("windows", "precisions", "seeds")
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingHyperLogLog):
-            return NotImplemented
-        return (
-            (self._window, self._p, self._seed, self._newest)
-            == (other._window, other._p, other._seed, other._newest)
-            and np.array_equal(self._reg, other._reg)
-            and np.array_equal(self._ts, other._ts)
-            and np.array_equal(self._rank, other._rank)
-        )
+    def _params(self) -> tuple:
+        return self._window, self._p, self._seed
 
-    __hash__ = None
+    def _repr_params(self) -> list:
+        return [f"window={self._window}", f"precision={self._p}", f"seed={self._seed}"]
 
-    def __reduce__(self):
-        return (SlidingHyperLogLog.from_bytes, (self.to_bytes(),))
+    def _repr_state(self) -> list:
+        return [f"entries={len(self)}", f"newest={self._newest}"]
+
+    def _same_state(self, other) -> bool:
+        return (self._newest == other._newest and np.array_equal(self._reg, other._reg)
+                and np.array_equal(self._ts, other._ts) and np.array_equal(self._rank, other._rank))
+
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 5000, 3)
+        parts = [cls(1000, 8, seed=2).update(ts[p::3], ts[p::3] % 700) for p in range(3)]
+        return [cls(1000, 8, seed=2), parts[0], cls.merge_all(parts), cls(2**62, 4).update([-2**63 + 1, 5], [1, 2])]
 
     def copy(self) -> "SlidingHyperLogLog":
         out = SlidingHyperLogLog(self._window, self._p, self._seed)
@@ -306,49 +306,22 @@ class SlidingHyperLogLog:
         return float(estimates_from_rank_counts(counts, self._m)[0])
 
     # ----------------------------------------------------------------- merge
-    def merge(self, other: "SlidingHyperLogLog") -> "SlidingHyperLogLog":
-        """The sketch of the interleaved stream (exactly): the union of the
-        lists, reduced to future possible maxima.  Neither argument changes.
-
-        Raises
-        ------
-        IncompatibleSketchError (a ValueError)
-            Different window, precision or seed (names both values).
-        """
-        if not isinstance(other, SlidingHyperLogLog):
-            raise TypeError(
-                f"can only merge with a SlidingHyperLogLog, got {type(other).__name__}"
-            )
-        require_same("SlidingHyperLogLog", (("windows", self._window, other._window), ("precisions", self._p, other._p),
-                                            ("seeds", self._seed, other._seed)))
-        out = self.copy()
-        if other._newest is None:
-            return out
-        newest = other._newest if out._newest is None else max(out._newest, other._newest)
-        out._combine([(other._reg, other._ts, other._rank)], newest)
-        return out
-
     @classmethod
     def merge_all(cls, sketches) -> "SlidingHyperLogLog":
         """The union of any number of sketches in one pass (one sort of
-        all their entries): the sketch :meth:`merge` folded over the list
-        gives, entry for entry, at a third of its time for four sketches
-        of 5k entries.  None of the inputs changes.
+        all their entries), exactly: the union of the lists, reduced to
+        future possible maxima (:meth:`merge` of two is this of two).
+        None of the inputs changes.
 
         >>> parts = [SlidingHyperLogLog(100, 8).update(range(p, 90, 3), range(p, 90, 3)) for p in range(3)]
         >>> SlidingHyperLogLog.merge_all(parts) == parts[0].merge(parts[1]).merge(parts[2])
         True
         """
-        sketches = list(sketches)
-        if not sketches:
-            raise ValueError("merge_all needs at least one sketch")
-        first = sketches[0]
-        for other in sketches:  # what merge checks, for every pair, before anything changes
-            if not isinstance(other, SlidingHyperLogLog):
-                raise TypeError(f"can only merge with a SlidingHyperLogLog, got {type(other).__name__}")
-            require_same("SlidingHyperLogLog", (("windows", first._window, other._window),
-                                                ("precisions", first._p, other._p), ("seeds", first._seed, other._seed)))
-        out = first.copy()
+        return super().merge_all(sketches)
+
+    @classmethod
+    def _union(cls, sketches: list) -> "SlidingHyperLogLog":
+        out = sketches[0].copy()
         others = [s for s in sketches[1:] if s._newest is not None]
         if others:
             newest = max(s._newest for s in others)

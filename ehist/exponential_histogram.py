@@ -26,8 +26,9 @@ from ._validation import (
     sort_batch,
 )
 from .canonical import canonical_exponents
-from .errors import CorruptSketchError, IncompatibleSketchError, QueryTimeError, SumOverflowError
+from .errors import CorruptSketchError, QueryTimeError, SumOverflowError
 from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
+from .synopsis import Synopsis
 
 from .eh_layout import BITS as _BITS
 from .eh_layout import FLAG_HAS_NEWEST as _FLAG_HAS_NEWEST
@@ -45,7 +46,7 @@ __all__ = ["ExponentialHistogram"]
 _U64_MAX = 2**64 - 1
 
 
-class ExponentialHistogram:
+class ExponentialHistogram(Synopsis):
     r"""Sliding-window count and sum of non-negative integers.
 
     Elements are ``(timestamp, value)`` pairs with int64 timestamps and
@@ -219,33 +220,30 @@ class ExponentialHistogram:
         l = (k + 1) // 2
         return (l + 1) * (math.log2(2 * n_elements * max_value / k + 1) + 1) + 1
 
-    def __repr__(self) -> str:
-        head = f"ExponentialHistogram(window={self._window}, eps={self._eps:g}"
-        if self._newest is None:
-            return head + ", empty)"
-        merged = ", merged" if self._merged else ""
-        return (
-            f"{head}, buckets={len(self)}, total={self._total}, "
-            f"newest={self._newest}{merged})"
-        )
+    _names = ("windows", "eps")
+    _noun = "histograms"
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, ExponentialHistogram):
-            return NotImplemented
-        return (
-            self._window == other._window
-            and self._eps == other._eps
-            and self._newest == other._newest
-            and self._merged == other._merged
-            and np.array_equal(self._exps, other._exps)
-            and np.array_equal(self._hi, other._hi)
-            and np.array_equal(self._lo, other._lo)
-        )
+    def _params(self) -> tuple:
+        return self._window, self._eps
 
-    __hash__ = None  # mutable
+    def _repr_params(self) -> list:
+        return [f"window={self._window}", f"eps={self._eps:g}"]
 
-    def __reduce__(self):
-        return (ExponentialHistogram.from_bytes, (self.to_bytes(),))
+    def _repr_state(self) -> list:
+        return [f"buckets={len(self)}", f"total={self._total}", f"newest={self._newest}"] + (
+            ["merged"] if self._merged else [])
+
+    def _same_state(self, other) -> bool:
+        return (self._newest == other._newest and self._merged == other._merged
+                and np.array_equal(self._exps, other._exps) and np.array_equal(self._hi, other._hi)
+                and np.array_equal(self._lo, other._lo))
+
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 3000, 7)
+        parts = [cls(500, 0.1).update(ts[p::3], (ts[p::3] % 11)) for p in range(3)]
+        return [cls(500, 0.1), cls(500, 0.05).update(ts), parts[0], cls.merge_all(parts),
+                cls(2**62, 0.5).update(np.array([-2**63 + 1, 2**62]))]
 
     def copy(self) -> "ExponentialHistogram":
         """An independent copy."""
@@ -483,21 +481,6 @@ class ExponentialHistogram:
         return lower.astype(np.float64), upper.astype(np.float64)
 
     # ----------------------------------------------------------------- merge
-    def _check_compatible(self, other) -> None:
-        if not isinstance(other, ExponentialHistogram):
-            raise TypeError(
-                f"can only merge with an ExponentialHistogram, got {type(other).__name__}"
-            )
-        if self._window != other._window:
-            raise IncompatibleSketchError(
-                f"cannot merge histograms with different windows: "
-                f"{self._window} and {other._window}"
-            )
-        if self._eps != other._eps:
-            raise IncompatibleSketchError(
-                f"cannot merge histograms with different eps: {self._eps} and {other._eps}"
-            )
-
     def merge(self, other: "ExponentialHistogram") -> "ExponentialHistogram":
         """Order-preserving union with a histogram of another stream.
 
@@ -544,17 +527,11 @@ class ExponentialHistogram:
         >>> lower <= 100 <= upper, abs(m.estimate() - 100) <= 0.1 * 100
         (True, True)
         """
-        hs = list(histograms)
-        if not hs:
-            raise ValueError("merge_all needs at least one histogram")
-        first = hs[0]
-        if not isinstance(first, ExponentialHistogram):
-            raise TypeError(
-                f"can only merge ExponentialHistogram objects, got {type(first).__name__}"
-            )
-        for h in hs[1:]:
-            first._check_compatible(h)
-        out = first.copy()
+        return super().merge_all(histograms)
+
+    @classmethod
+    def _union(cls, hs: list) -> "ExponentialHistogram":
+        out = hs[0].copy()
         out._absorb(hs[1:])
         return out
 

@@ -26,9 +26,10 @@ from ehist._validation import (
 from ehist.columnar import HistogramColumn
 from ehist.counters import (apply_keyed, dense, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
                             settled_total, write_counters)
-from ehist.errors import CorruptSketchError, SumOverflowError, require_same
+from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Writer, check_newest, open_synopsis
+from ehist.synopsis import Synopsis
 
 __all__ = ["SlidingCountMin", "dimensions"]
 
@@ -71,7 +72,7 @@ def counter_ids(hashes: np.ndarray, width: int, depth: int) -> np.ndarray:
     return cols.astype(np.int64) + (np.arange(depth, dtype=np.int64) * width)[:, None]
 
 
-class SlidingCountMin:
+class SlidingCountMin(Synopsis):
     r"""Frequencies of items over a sliding window (the ECM-sketch).
 
     A Count-Min sketch of ``depth`` rows of ``width`` counters, each counter
@@ -195,26 +196,27 @@ class SlidingCountMin:
         """Buckets kept, over all counters."""
         return int(self._col.exps.size)
 
+    _names = ("window", "eps", "delta", "eh_eps", "seed")
+
     def _params(self) -> tuple:
         return self._window, self._eps, self._delta, self._eh_eps, self._seed
 
-    def __repr__(self) -> str:
-        head = (f"SlidingCountMin(window={self._window}, eps={self._eps:g}, delta={self._delta:g}, "
-                f"width={self._width}, depth={self._depth}")
-        if self._newest is None:
-            return head + ", empty)"
-        return f"{head}, counters used={self._keys.size}, buckets={len(self)}, newest={self._newest})"
+    def _repr_params(self) -> list:
+        return [f"window={self._window}", f"eps={self._eps:g}", f"delta={self._delta:g}", f"width={self._width}",
+                f"depth={self._depth}"]
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingCountMin):
-            return NotImplemented
-        return (self._params() == other._params() and self._newest == other._newest
-                and keyed_equal((self._keys, self._col), (other._keys, other._col)))
+    def _repr_state(self) -> list:
+        return [f"counters used={self._keys.size}", f"buckets={len(self)}", f"newest={self._newest}"]
 
-    __hash__ = None
+    def _same_state(self, other) -> bool:
+        return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
 
-    def __reduce__(self):
-        return (SlidingCountMin.from_bytes, (self.to_bytes(),))
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 3000, 7)
+        parts = [cls(500, eps=0.1, delta=0.1, seed=4).update(ts[p::3], ts[p::3] % 23, (ts[p::3] % 5))
+                 for p in range(3)]
+        return [cls(500, eps=0.1, delta=0.1, seed=4), parts[0], cls.merge_all(parts)]
 
     def copy(self) -> "SlidingCountMin":
         out = SlidingCountMin(*self._params())
@@ -461,12 +463,6 @@ class SlidingCountMin:
         return int(lower[0]), int(upper[0])
 
     # ---------------------------------------------------------------- merge
-    def _check_compatible(self, other) -> None:
-        if not isinstance(other, SlidingCountMin):
-            raise TypeError(f"can only merge with a SlidingCountMin, got {type(other).__name__}")
-        require_same("SlidingCountMin", zip(("window", "eps", "delta", "eh_eps", "seed"), self._params(),
-                                            other._params()))
-
     def merge(self, other: "SlidingCountMin") -> "SlidingCountMin":
         """The sketch of the union of two streams (interleaved in time, or
         partitions of one stream); neither argument changes.  Counters
@@ -483,16 +479,7 @@ class SlidingCountMin:
         return SlidingCountMin.merge_all([self, other])
 
     @classmethod
-    def merge_all(cls, sketches) -> "SlidingCountMin":
-        """Merge any number of sketches at once (same guarantee as
-        :meth:`merge`); none of the inputs changes."""
-        sk = list(sketches)
-        if not sk:
-            raise ValueError("merge_all needs at least one sketch")
-        if not isinstance(sk[0], SlidingCountMin):
-            raise TypeError(f"can only merge SlidingCountMin objects, got {type(sk[0]).__name__}")
-        for s in sk[1:]:
-            sk[0]._check_compatible(s)
+    def _union(cls, sk: list) -> "SlidingCountMin":
         live = [s for s in sk if s._newest is not None]
         out = sk[0].copy()
         if len(live) <= 1:

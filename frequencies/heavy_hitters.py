@@ -12,9 +12,10 @@ import numpy as np
 
 from ehist._validation import _integral_array, check_positive_int, checked_total, coerce_timestamps, \
     coerce_values, sort_batch
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError
 from ehist.hashing import hash64
 from ehist.serialization import Writer, open_synopsis
+from ehist.synopsis import Synopsis
 
 from .count_min import SlidingCountMin
 
@@ -52,7 +53,7 @@ def levels_of(bits: int, level_bits: int) -> tuple[int, ...]:
     return tuple(range(level_bits, bits, level_bits)) + (bits,)
 
 
-class SlidingHeavyHitters:
+class SlidingHeavyHitters(Synopsis):
     r"""The items above a fraction ``phi`` of a sliding window's total.
 
     Items are integer ids in ``[0, 2**bits)`` (IPv4 addresses: ``bits=32``;
@@ -159,6 +160,8 @@ class SlidingHeavyHitters:
         """Newest timestamp seen (None when empty)."""
         return self._levels[-1].newest
 
+    _names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
+
     def _params(self) -> tuple:
         return (self._bits, self._level_bits) + self._levels[-1]._params()
 
@@ -166,20 +169,22 @@ class SlidingHeavyHitters:
         """Buckets kept, over all levels."""
         return sum(len(x) for x in self._levels)
 
-    def __repr__(self) -> str:
-        head = (f"SlidingHeavyHitters(window={self.window}, bits={self._bits}, eps={self.eps:g}, "
-                f"delta={self.delta:g}, levels={len(self._levels)}")
-        return head + (", empty)" if self.newest is None else f", buckets={len(self)}, newest={self.newest})")
+    def _repr_params(self) -> list:
+        return [f"window={self.window}", f"bits={self._bits}", f"eps={self.eps:g}", f"delta={self.delta:g}",
+                f"levels={len(self._levels)}"]
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingHeavyHitters):
-            return NotImplemented
-        return self._params() == other._params() and all(a == b for a, b in zip(self._levels, other._levels))
+    def _repr_state(self) -> list:
+        return [f"buckets={len(self)}", f"newest={self.newest}"]
 
-    __hash__ = None
+    def _same_state(self, other) -> bool:
+        return all(a == b for a, b in zip(self._levels, other._levels))
 
-    def __reduce__(self):
-        return (SlidingHeavyHitters.from_bytes, (self.to_bytes(),))
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 3000, 7)
+        ids = np.where(ts % 3 == 0, 1000, ts % 4000)
+        parts = [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4).update(ts[p::2], ids[p::2]) for p in range(2)]
+        return [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4), parts[0], cls.merge_all(parts)]
 
     def copy(self) -> "SlidingHeavyHitters":
         out = object.__new__(SlidingHeavyHitters)
@@ -275,9 +280,8 @@ class SlidingHeavyHitters:
         """
         _check_phi(phi)
         sk = list(sketches)
-        names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
         for s in sk[1:]:
-            require_same("SlidingHeavyHitters", zip(names, sk[0]._params(), s._params()))
+            sk[0]._check_compatible(s)
         stamps = [s.newest for s in sk if s.newest is not None]
         if now is None and stamps:
             now = max(stamps)
@@ -322,24 +326,9 @@ class SlidingHeavyHitters:
         return self._levels[-1].estimate(now, window)
 
     # ---------------------------------------------------------------- merge
-    def merge(self, other: "SlidingHeavyHitters") -> "SlidingHeavyHitters":
-        """The sketch of the union of two streams, level by level; neither
-        argument changes.  Raises IncompatibleSketchError (a ValueError)
-        naming the first parameter that differs."""
-        return SlidingHeavyHitters.merge_all([self, other])
-
     @classmethod
-    def merge_all(cls, sketches) -> "SlidingHeavyHitters":
-        """Merge any number of sketches at once; none of the inputs changes."""
-        sk = list(sketches)
-        if not sk:
-            raise ValueError("merge_all needs at least one sketch")
-        for s in sk:
-            if not isinstance(s, SlidingHeavyHitters):
-                raise TypeError(f"can only merge SlidingHeavyHitters objects, got {type(s).__name__}")
-        names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
-        for s in sk[1:]:
-            require_same("SlidingHeavyHitters", zip(names, sk[0]._params(), s._params()))
+    def _union(cls, sk: list) -> "SlidingHeavyHitters":
+        """Level by level (:meth:`SlidingCountMin.merge_all`)."""
         out = sk[0].copy()
         out._levels = [SlidingCountMin.merge_all([s._levels[j] for s in sk]) for j in range(len(out._levels))]
         return out

@@ -17,9 +17,10 @@ from ehist._validation import (
     resolve_query,
     sort_batch,
 )
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError
 from ehist.hashing import as_hashes, check_seed, hash64
 from ehist.serialization import Writer, check_newest, open_synopsis, times_before
+from ehist.synopsis import Synopsis
 
 from .stable import check_p, median_abs_stable, stable_variates
 from .stable_sketch import float_values, rows_for
@@ -35,7 +36,7 @@ _FLAG_HAS_NEWEST = 1
 _BLOCK_CELLS = 1 << 22  # atoms x rows per block of new data
 
 
-class SlidingLpNorm:
+class SlidingLpNorm(Synopsis):
     r"""L_p norm of the vector of a sliding window, ``p`` in (0, 2].
 
     Elements are ``(timestamp, index, value)``: value ``>= 0`` added to
@@ -145,31 +146,28 @@ class SlidingLpNorm:
         low = (1 - eps) / (cf + cf * cf * rho / self._k) ** (1 / q)
         return low, 1 + eps
 
-    def __repr__(self) -> str:
-        head = (f"SlidingLpNorm(p={self._p:g}, window={self._window}, eps={self._eps:g}, "
-                f"delta={self._delta:g}, rows={self._rows}, seed={self._seed}")
-        if self._newest is None:
-            return head + ", empty)"
-        return f"{head}, buckets={len(self)}, newest={self._newest})"
+    _names = ("p", "windows", "eps", "delta", "seeds", "rows")
 
     def _params(self):
         return (self._p, self._window, self._eps, self._delta, self._seed, self._rows)
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingLpNorm):
-            return NotImplemented
-        return (
-            self._params() == other._params()
-            and self._newest == other._newest
-            and np.array_equal(self._hi, other._hi)
-            and np.array_equal(self._lo, other._lo)
-            and np.array_equal(self._sk, other._sk)
-        )
+    def _repr_params(self) -> list:
+        return [f"p={self._p:g}", f"window={self._window}", f"eps={self._eps:g}", f"delta={self._delta:g}",
+                f"rows={self._rows}", f"seed={self._seed}"]
 
-    __hash__ = None
+    def _repr_state(self) -> list:
+        return [f"buckets={len(self)}", f"newest={self._newest}"]
 
-    def __reduce__(self):
-        return (SlidingLpNorm.from_bytes, (self.to_bytes(),))
+    def _same_state(self, other) -> bool:
+        return (self._newest == other._newest and np.array_equal(self._hi, other._hi)
+                and np.array_equal(self._lo, other._lo) and np.array_equal(self._sk, other._sk))
+
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 400, 3)
+        parts = [cls(1.5, 200, eps=0.3, delta=0.3, seed=2).update(ts[p::2], ts[p::2] % 17, (ts[p::2] % 5) * 1.0)
+                 for p in range(2)]
+        return [cls(0.5, 50, eps=0.3, delta=0.3), parts[0], cls.merge_all(parts)]
 
     def copy(self) -> "SlidingLpNorm":
         out = SlidingLpNorm(self._p, self._window, self._eps, self._delta, self._seed, self._rows)
@@ -389,23 +387,21 @@ class SlidingLpNorm:
         return float(np.dot(y, z)) / (2.0 * self._rows)
 
     # ----------------------------------------------------------------- merge
-    def _check_compatible(self, other) -> None:
-        if not isinstance(other, SlidingLpNorm):
-            raise TypeError(f"expected a SlidingLpNorm, got {type(other).__name__}")
-        names = ("p", "windows", "eps", "delta", "seeds", "rows")
-        require_same("SlidingLpNorm", zip(names, self._params(), other._params()))
+    @classmethod
+    def _union(cls, sketches: list) -> "SlidingLpNorm":
+        """Order-preserving unions, one sketch after the other: the buckets
+        of both, sorted by newest timestamp, re-bucketed by the same greedy
+        rule (a bucket's time interval is the union of its parts').  A
+        query composes every bucket whose interval lies inside the window,
+        so the merged estimate leaves out at most one straddling bucket of
+        each input's history: the same kind of underestimate as
+        :meth:`estimate`, measured in the tests."""
+        out = sketches[0]
+        for other in sketches[1:]:
+            out = out._merge_two(other)
+        return out if len(sketches) > 1 else out.copy()
 
-    def merge(self, other: "SlidingLpNorm") -> "SlidingLpNorm":
-        """Order-preserving union with the sketch of another stream.
-
-        The buckets of both, sorted by newest timestamp, are re-bucketed by
-        the same greedy rule (a bucket's time interval is the union of its
-        parts').  Neither argument changes.  A query composes every bucket
-        whose interval lies inside the window, so the merged estimate leaves
-        out at most one straddling bucket of each input's history: the same
-        kind of underestimate as :meth:`estimate`, measured in the tests.
-        """
-        self._check_compatible(other)
+    def _merge_two(self, other: "SlidingLpNorm") -> "SlidingLpNorm":
         out = self.copy()
         if other._newest is None:
             return out

@@ -8,9 +8,10 @@ from statistics import NormalDist
 import numpy as np
 
 from ehist._validation import check_positive_int
-from ehist.errors import CorruptSketchError, require_same
+from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed, hash64
 from ehist.serialization import Writer, open_synopsis
+from ehist.synopsis import Synopsis
 
 from .stable import check_p, median_abs_stable, stable_density, stable_variates
 
@@ -69,7 +70,7 @@ def aggregate(hashes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nd
     return uniq, np.bincount(inverse, weights=values, minlength=uniq.size)
 
 
-class StableSketch:
+class StableSketch(Synopsis):
     r"""Indyk's linear sketch of a vector for its L_p norm, ``p`` in (0, 2].
 
     Row ``r`` holds ``y_r = sum_i X[r, i] * v_i`` with ``X`` i.i.d. standard
@@ -127,20 +128,31 @@ class StableSketch:
         """A copy of the row values ``y``."""
         return self._y.copy()
 
-    def __repr__(self) -> str:
-        return f"StableSketch(p={self._p:g}, rows={self._rows}, seed={self._seed})"
+    _names = ("p", "rows", "seeds")
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, StableSketch):
-            return NotImplemented
-        return (self._p, self._rows, self._seed) == (other._p, other._rows, other._seed) and np.array_equal(
-            self._y, other._y
-        )
+    def _params(self) -> tuple:
+        return self._p, self._rows, self._seed
 
-    __hash__ = None
+    def __repr__(self) -> str:  # no time: no state to show
+        return f"StableSketch({', '.join(self._repr_params())})"
 
-    def __reduce__(self):
-        return (StableSketch.from_bytes, (self.to_bytes(),))
+    def _repr_params(self) -> list:
+        return [f"p={self._p:g}", f"rows={self._rows}", f"seed={self._seed}"]
+
+    def _same_state(self, other) -> bool:
+        return np.array_equal(self._y, other._y)
+
+    @classmethod
+    def _examples(cls) -> list:
+        return [cls(1.0, 64, seed=3), cls(2.0, 64, seed=3).update(["a", "b", "b"], [1.0, 2.0, -0.5])]
+
+    @classmethod
+    def _union(cls, sketches: list) -> "StableSketch":
+        """The sketch of the sum of the vectors."""
+        out = sketches[0].copy()
+        for other in sketches[1:]:
+            out._y += other._y
+        return out
 
     def copy(self) -> "StableSketch":
         out = StableSketch(self._p, self._rows, self._seed)
@@ -165,12 +177,6 @@ class StableSketch:
         """``median |y| / median |X_p|``: the estimated L_p norm."""
         return float(np.median(np.abs(self._y))) / median_abs_stable(self._p)
 
-    def _check_compatible(self, other) -> None:
-        if not isinstance(other, StableSketch):
-            raise TypeError(f"expected a StableSketch, got {type(other).__name__}")
-        require_same("StableSketch", (("p", self._p, other._p), ("rows", self._rows, other._rows),
-                                      ("seeds", self._seed, other._seed)))
-
     def __add__(self, other: "StableSketch") -> "StableSketch":
         self._check_compatible(other)
         out = self.copy()
@@ -182,10 +188,6 @@ class StableSketch:
         out = self.copy()
         out._y -= other._y
         return out
-
-    def merge(self, other: "StableSketch") -> "StableSketch":
-        """The sketch of the sum of the two vectors (same as ``+``)."""
-        return self + other
 
     def inner_product(self, other: "StableSketch") -> float:
         """AGMS-style estimate of ``<u, v>`` from two p = 2 sketches with the

@@ -19,8 +19,9 @@ from ehist._validation import (
 )
 from ehist.counters import (apply_keyed, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
                             settled_total, write_counters)
-from ehist.errors import CorruptSketchError, SumOverflowError, require_same
+from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.serialization import Writer, check_newest, open_synopsis
+from ehist.synopsis import Synopsis
 
 from .mapping import LogMapping, check_accuracy
 
@@ -67,7 +68,7 @@ def _check_qs(qs) -> np.ndarray:
     return q
 
 
-class SlidingQuantiles:
+class SlidingQuantiles(Synopsis):
     r"""Quantiles and ranks of the values of the last ``w <= N`` time units.
 
     Values fall in bins of relative width ``accuracy`` (an order-preserving
@@ -177,25 +178,25 @@ class SlidingQuantiles:
         """Buckets kept, over all bins."""
         return int(self._col.exps.size)
 
+    _names = ("window", "eps", "accuracy")
+
     def _params(self) -> tuple:
         return self._window, self._eps, self._accuracy
 
-    def __repr__(self) -> str:
-        head = f"SlidingQuantiles(window={self._window}, eps={self._eps:g}, accuracy={self._accuracy:g}"
-        if self._newest is None:
-            return head + ", empty)"
-        return f"{head}, bins={self._keys.size}, buckets={len(self)}, newest={self._newest})"
+    def _repr_params(self) -> list:
+        return [f"window={self._window}", f"eps={self._eps:g}", f"accuracy={self._accuracy:g}"]
 
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SlidingQuantiles):
-            return NotImplemented
-        return (self._params() == other._params() and self._newest == other._newest
-                and keyed_equal((self._keys, self._col), (other._keys, other._col)))
+    def _repr_state(self) -> list:
+        return [f"bins={self._keys.size}", f"buckets={len(self)}", f"newest={self._newest}"]
 
-    __hash__ = None
+    def _same_state(self, other) -> bool:
+        return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
 
-    def __reduce__(self):
-        return (SlidingQuantiles.from_bytes, (self.to_bytes(),))
+    @classmethod
+    def _examples(cls) -> list:
+        ts = np.arange(0, 3000, 7)
+        parts = [cls(500, eps=0.05).update(ts[p::3], (ts[p::3] % 97) - 40.5) for p in range(3)]
+        return [cls(500, eps=0.05), parts[0], cls.merge_all(parts)]
 
     def copy(self) -> "SlidingQuantiles":
         out = SlidingQuantiles(*self._params())
@@ -340,11 +341,6 @@ class SlidingQuantiles:
         return keys, lower, upper
 
     # ---------------------------------------------------------------- merge
-    def _check_compatible(self, other) -> None:
-        if not isinstance(other, SlidingQuantiles):
-            raise TypeError(f"can only merge with a SlidingQuantiles, got {type(other).__name__}")
-        require_same("SlidingQuantiles", zip(("window", "eps", "accuracy"), self._params(), other._params()))
-
     def merge(self, other: "SlidingQuantiles") -> "SlidingQuantiles":
         """The sketch of the union of two streams (interleaved in time, or
         partitions of one stream); neither argument changes.  Bins add;
@@ -362,16 +358,7 @@ class SlidingQuantiles:
         return SlidingQuantiles.merge_all([self, other])
 
     @classmethod
-    def merge_all(cls, sketches) -> "SlidingQuantiles":
-        """Merge any number of sketches at once (same guarantee as
-        :meth:`merge`); none of the inputs changes."""
-        sk = list(sketches)
-        if not sk:
-            raise ValueError("merge_all needs at least one sketch")
-        if not isinstance(sk[0], SlidingQuantiles):
-            raise TypeError(f"can only merge SlidingQuantiles objects, got {type(sk[0]).__name__}")
-        for s in sk[1:]:
-            sk[0]._check_compatible(s)
+    def _union(cls, sk: list) -> "SlidingQuantiles":
         live = [s for s in sk if s._newest is not None]
         if len(live) <= 1:
             return (live[0] if live else sk[0]).copy()

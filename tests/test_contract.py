@@ -202,3 +202,62 @@ def test_core_packages_import_without_spark():
         "sys.exit(1 if bad else 0)\n"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ------------------------------------------------------- over the registry
+# Every class built on ehist.synopsis.Synopsis registers itself with its
+# examples (the first empty): the checks below run over all of them, so a
+# new family is covered by defining it (and fails here until it gives
+# examples and, above, a stream to compare with).
+from ehist.errors import IncompatibleSketchError  # noqa: E402
+from ehist.synopsis import SYNOPSES as REGISTERED  # noqa: E402
+
+
+def registered():
+    return [pytest.param(cls, id=name) for name, cls in sorted(REGISTERED.items())]
+
+
+def test_the_registry_holds_every_family_and_this_suite_streams_each():
+    assert {s.name for s in SYNOPSES} | {"StableSketch"} == set(REGISTERED)
+
+
+@pytest.mark.parametrize("cls", registered())
+def test_examples_round_trip_pickle_copy_and_repr(cls):
+    examples = cls._examples()
+    assert len(examples) >= 2
+    for x in examples:
+        assert type(x) is cls
+        assert cls.from_bytes(x.to_bytes()) == x and cls.from_bytes(x.to_bytes()).to_bytes() == x.to_bytes()
+        assert pickle.loads(pickle.dumps(x)) == x
+        c = x.copy()
+        assert c == x and c is not x
+        assert repr(x).startswith(f"{cls.__name__}(")
+        assert x.__hash__ is None
+    if hasattr(examples[0], "_newest"):  # the first empty
+        assert examples[0].newest is None and repr(examples[0]).endswith(", empty)")
+    assert any(x != examples[0] for x in examples[1:])
+
+
+@pytest.mark.parametrize("cls", registered())
+def test_merge_all_checks_and_unions(cls):
+    examples = cls._examples()
+    with pytest.raises(ValueError, match="at least one"):
+        cls.merge_all([])
+    other = next(c for c in REGISTERED.values() if c is not cls)._examples()[0]
+    with pytest.raises(TypeError, match=f"can only merge {cls.__name__} objects, got {type(other).__name__}"):
+        cls.merge_all([examples[0], other])
+    with pytest.raises(TypeError, match=f"can only merge .*{type(other).__name__}"):
+        examples[0].merge(other)
+    for x in examples:
+        before = x.to_bytes()
+        assert cls.merge_all([x]) == x and cls.merge_all([x]) is not x
+        same = [y for y in examples if y._params() == x._params()]
+        united = cls.merge_all(same)
+        assert x.to_bytes() == before  # inputs unchanged
+        assert cls.from_bytes(united.to_bytes()) == united
+    # sketches of different parameters: the message names the first that differs, with both values
+    kinds = {x._params(): x for x in examples}
+    if len(kinds) > 1:
+        a, b = list(kinds.values())[:2]
+        with pytest.raises(IncompatibleSketchError, match="cannot merge .* with different .*: .* and "):
+            a.merge(b)
