@@ -16,6 +16,7 @@ from pyspark.errors import PythonException  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from ehist import ExponentialHistogram  # noqa: E402
+from quantiles import SlidingQuantiles, quantiles_from_bounds  # noqa: E402
 from tests.conftest import ansi_mode  # noqa: E402
 from udaf import Count, Distinct, LpNorm, Sum, aggregate, register, sketch_table, sliding_over  # noqa: E402
 from udaf import functions as U  # noqa: E402
@@ -322,7 +323,9 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
     table) answers their union without building it: sliding HyperLogLogs
     the merge's estimate to the last bit, histograms the sums of the
     parts' bounds (never wider than the merged histogram's, within eps of
-    the exact answer), every other family the merge's answer; from Python
+    the exact answer), quantile sketches the quantile of the summed bin
+    bounds (as aggregate answers from partials), every other family the
+    merge's answer; from Python
     and from SQL alike, a null or empty array answering null."""
     pdf, sdf = flows
     parts = sdf.groupBy("k", (F.col("ts") % 3).alias("site")).agg(
@@ -358,7 +361,10 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
             assert (r.b.lower, r.b.upper) == tuple(map(sum, zip(*mine)))
             assert merged[r.k].b.lower <= r.b.lower <= want <= r.b.upper <= merged[r.k].b.upper
             assert r.e == (r.b.lower + r.b.upper) / 2 and abs(r.e - want) <= 0.02 * want
-            assert r.d == merged[r.k].d and r.lp == merged[r.k].lp and r.q == merged[r.k].q
+            assert r.d == merged[r.k].d and r.lp == merged[r.k].lp
+            quantile_parts = [SlidingQuantiles.from_bytes(bytes(p.q)) for p in parts_rows if p.k == r.k]
+            keys, lo, up = SlidingQuantiles.union_bounds(quantile_parts, now, w)
+            assert r.q == quantiles_from_bounds(quantile_parts[0].mapping, keys, lo, up, [0.9])[0]
     empty = spark.createDataFrame([(None,), ([],)], "s array<binary>")
     assert [r[0] for r in empty.select(U.eh_sketch_estimate("s"), U.sliding_hll_sketch_estimate("s")).collect()] \
         == [None, None]

@@ -434,11 +434,15 @@ def _estimator(fn, classes, name: str, estimator):
 
     def body(arrays, names):
         blobs, starts = _sketch_groups(arrays, names, fn, classes)
-        if starts is not None:
-            blobs = _merged_rows(blobs, starts)
         nows, window, unit = _query(arrays, names, fn)
         extra = {a: arrays[a] if is_column else _literal(arrays, a) for a, is_column in estimator.args}
         with in_user_terms(unit):
+            if starts is not None:  # arrays of sketches: the family's union answer, else the merge's
+                of_unions = getattr(owner, f"estimate_{name}_of_unions", None)
+                got = None if of_unions is None else of_unions(blobs, starts, extra, nows, window)
+                if got is not None:
+                    return got
+                blobs = _merged_rows(blobs, starts)
             return getattr(owner, f"estimate_{name}")(blobs, extra, nows, window)
 
     body.check = _check_query

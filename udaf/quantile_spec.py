@@ -294,6 +294,21 @@ class Quantile(Spec):
         return pa.array(out, type=pa.float64())
 
     @classmethod
+    def estimate_quantile_of_unions(cls, blobs, starts, arrays, nows, window):
+        """``sliding_quantile_sketch_quantile`` of arrays of sketches: each
+        row's quantile from its sketches' summed bin bounds, without
+        merging (what ``aggregate`` answers from partials), every row at
+        once; None for sketches of different parameters (the merge then
+        refuses them)."""
+        import pyarrow as pa
+
+        q = _q(arrays["q"])
+        column = QuantileColumn.from_bytes([bytes(b) for b in blobs]) if blobs else None
+        if column is None:
+            return None if blobs else pa.array(np.full(starts.size, np.nan), type=pa.float64())
+        return pa.array(column.union_quantiles(starts, q, nows, window), type=pa.float64())
+
+    @classmethod
     def estimate_quantile_bounds(cls, blobs, arrays, nows, window):
         """``sliding_quantile_sketch_quantile_bounds``: struct of the two."""
         import pyarrow as pa
