@@ -22,9 +22,8 @@ order of ``_params()``) and defines ``_params()``, ``_repr_params()``,
 ``to_bytes()`` and ``from_bytes()``.  Each concrete class registers itself
 in :data:`SYNOPSES` (the contract tests run over it), with its examples
 (``_examples()``: instances that exercise its state, the first empty).
+For instance:
 
-Examples
---------
 >>> import numpy as np
 >>> from ehist import ExponentialHistogram
 >>> a = ExponentialHistogram(100, 0.1).update(np.arange(50))
