@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ehist._validation import coerce_timestamps, sort_batch
+from ehist.validation import coerce_timestamps, sort_batch
 from ehist.hashing import as_hashes, hash64
 
 

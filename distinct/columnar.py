@@ -55,7 +55,7 @@ import zlib
 import numpy as np
 
 from ehist import compiled as ehist_compiled
-from ehist._validation import (
+from ehist.validation import (
     INT64_MIN,
     check_positive_int,
     check_window,

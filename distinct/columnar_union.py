@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ehist import compiled as ehist_compiled
-from ehist._validation import INT64_MIN
+from ehist.validation import INT64_MIN
 
 from .columnar import SketchColumn, encode_entries, future_maxima_blocks
 from .compiled import future_maxima

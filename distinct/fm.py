@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ehist._validation import (
+from ehist.validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
+from ehist.serialization import Layout, check_newest, times_before, scale_down, unscale_ages
 from ehist.synopsis import Synopsis
 
 from ._batch import checked_hashes, hashed_batch
@@ -34,11 +34,10 @@ _LINEAR_COUNTING_LIMIT = 3.0  # use linear counting on bit 0 below 3m
 #: The format, declared here once (its only codec is this module's; the
 #: table is drawn in :meth:`SlidingFM.to_bytes`): versions, flags and the
 #: ``struct`` format of the parameters (window, num_bitmaps, seed).
-PARAMETERS = "qIQ"
-_FORMAT_VERSION = 2
-_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
 _FLAG_TICK = 2  # version 2: bit ages stored in units of their gcd
+LAYOUT = Layout("SlidingFM", version=2, read=(1, 2), flags=_FLAG_HAS_NEWEST | _FLAG_TICK, parameters="qIQ",
+                what="window, num_bitmaps and seed")
 
 
 _CHUNK = 8192  # items per pass: temporaries stay in cache
@@ -283,16 +282,14 @@ class SlidingFM(Synopsis):
         tick.
         """
         if self._newest is None:
-            w = Writer("SlidingFM", _FORMAT_VERSION, 0)
-            w.struct(PARAMETERS, self._window, self._m, self._seed)
+            w = LAYOUT.writer(0, self._window, self._m, self._seed)
             return w.finish()
         live = self._table != _UNSET
         kept = np.where(live.any(axis=1), _BITS - np.argmax(live[:, ::-1], axis=1), 0)
         vals = self._table[np.arange(_BITS)[None, :] < kept[:, None]]
         set_bits = vals != _UNSET
         tick, ages = scale_down((self._newest - vals[set_bits]).astype(np.uint64))
-        w = Writer("SlidingFM", _FORMAT_VERSION, _FLAG_HAS_NEWEST | (_FLAG_TICK if tick > 1 else 0))
-        w.struct(PARAMETERS, self._window, self._m, self._seed)
+        w = LAYOUT.writer(_FLAG_HAS_NEWEST | (_FLAG_TICK if tick > 1 else 0), self._window, self._m, self._seed)
         w.struct("q", self._newest)
         if tick > 1:
             w.varints([tick])
@@ -306,8 +303,8 @@ class SlidingFM(Synopsis):
     def from_bytes(cls, data) -> "SlidingFM":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
-        r, flags, out = open_synopsis(
-            data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST | _FLAG_TICK, PARAMETERS, "window, num_bitmaps and seed", cls,
+        r, flags, out = LAYOUT.open(
+            data, cls,
             # a sketch with a newest: 8 bytes of it and a bit count per bitmap, before a table of m x 64 is made
             least=lambda flags, window, m, seed: 8 + int(m) if flags & _FLAG_HAS_NEWEST else 0,
         )

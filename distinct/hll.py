@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ehist._validation import (
+from ehist.validation import (
     INT64_MIN,
     check_positive_int,
     check_window,
@@ -17,7 +17,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
-from ehist.serialization import Writer, check_newest, open_synopsis, times_before, scale_down, unscale_ages
+from ehist.serialization import check_newest, times_before, scale_down, unscale_ages
 from ehist.synopsis import Synopsis
 
 from . import hll_layout as L
@@ -26,8 +26,6 @@ from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
 
-_FORMAT_VERSION = L.FORMAT_VERSION
-_READ_VERSIONS = L.READ_VERSIONS
 _FLAG_HAS_NEWEST = L.FLAG_HAS_NEWEST
 _FLAG_TICK = L.FLAG_TICK
 
@@ -340,8 +338,7 @@ class SlidingHyperLogLog(Synopsis):
         tick, ages = scale_down((self._newest - self._ts).astype(np.uint64) if n else np.zeros(0, dtype=np.uint64))
         if tick > 1:
             flags |= _FLAG_TICK
-        w = Writer("SlidingHyperLogLog", _FORMAT_VERSION, flags)
-        w.struct(L.PARAMETERS, self._window, self._p, self._seed)
+        w = L.LAYOUT.writer(flags, self._window, self._p, self._seed)
         if self._newest is None:
             return w.finish()
         w.struct("q", self._newest)
@@ -358,9 +355,7 @@ class SlidingHyperLogLog(Synopsis):
     def from_bytes(cls, data) -> "SlidingHyperLogLog":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingHyperLogLog"
-        r, flags, out = open_synopsis(
-            data, name, _READ_VERSIONS, L.KNOWN_FLAGS, L.PARAMETERS, "window, precision and seed", cls
-        )
+        r, flags, out = L.LAYOUT.open(data, cls)
         p = out._p
         ticked = bool(flags & _FLAG_TICK)
         if ticked and r.version < 2:

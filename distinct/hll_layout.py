@@ -34,9 +34,9 @@ import struct
 
 import numpy as np
 
-from ehist.serialization import FAMILIES, FLAGS_AT, VERSION_AT
+from ehist.serialization import FAMILIES, FLAGS_AT, VERSION_AT, Layout
 
-__all__ = ["FAMILY", "FORMAT_VERSION", "READ_VERSIONS", "FLAG_HAS_NEWEST", "FLAG_TICK", "KNOWN_FLAGS",
+__all__ = ["FAMILY", "FORMAT_VERSION", "READ_VERSIONS", "FLAG_HAS_NEWEST", "FLAG_TICK", "KNOWN_FLAGS", "LAYOUT",
            "PARAMETERS", "PREAMBLE", "PARAMS", "NEWEST", "FIELDS", "HEAD_BYTES", "FLAGS_AT", "VERSION_AT",
            "flags_of", "version_of", "head_fields"]
 
@@ -48,6 +48,9 @@ FLAG_TICK = 2  # version 2: ages stored in units of their gcd
 KNOWN_FLAGS = FLAG_HAS_NEWEST | FLAG_TICK
 #: ``struct`` format of the parameters after the preamble: window, precision, seed.
 PARAMETERS = "qBQ"
+#: The declaration every codec of the family reads (ehist.serialization.Layout).
+LAYOUT = Layout("SlidingHyperLogLog", FORMAT_VERSION, READ_VERSIONS, KNOWN_FLAGS, PARAMETERS,
+                "window, precision and seed")
 PREAMBLE = struct.Struct("<2sBBH")
 PARAMS = struct.Struct("<" + PARAMETERS)
 NEWEST = struct.Struct("<q")

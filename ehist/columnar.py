@@ -51,7 +51,7 @@ import numpy as np
 
 from . import compiled
 from . import eh_layout as L
-from ._validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
+from .validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
 from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
 from .exponential_histogram import ExponentialHistogram

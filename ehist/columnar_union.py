@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import INT64_MAX, INT64_MIN, k_of_eps
+from .validation import INT64_MAX, INT64_MIN, k_of_eps
 from . import compiled
 from .compress import MARGIN, compress
 from .errors import SumOverflowError

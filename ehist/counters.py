@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import eh_layout
-from ._validation import INT64_MIN
+from .validation import INT64_MIN
 from .columnar import HistogramColumn, decode_compact
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram

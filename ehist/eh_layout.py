@@ -55,11 +55,11 @@ import struct
 
 import numpy as np
 
-from .serialization import FAMILIES, FLAGS_AT, PREAMBLE_BYTES, VERSION_AT
+from .serialization import FAMILIES, FLAGS_AT, PREAMBLE_BYTES, VERSION_AT, Layout
 
 __all__ = ["FAMILY", "FORMAT_VERSION", "READ_VERSIONS", "FLAG_HAS_NEWEST", "FLAG_MERGED", "FLAG_SHARED",
            "FLAG_TICK", "KNOWN_FLAGS", "PARAMETERS", "HEAD", "NEWEST", "HEAD_BYTES", "FLAGS_AT", "VERSION_AT",
-           "BITS", "MAX_EXPONENT", "flags_of", "version_of", "head_fields"]
+           "BITS", "MAX_EXPONENT", "LAYOUT", "flags_of", "version_of", "head_fields"]
 
 FAMILY = FAMILIES["ExponentialHistogram"]
 FORMAT_VERSION = 2
@@ -71,6 +71,8 @@ FLAG_TICK = 8  # version 2: deltas and widths are in units of a tick (their gcd)
 KNOWN_FLAGS = FLAG_HAS_NEWEST | FLAG_MERGED | FLAG_SHARED | FLAG_TICK
 #: ``struct`` format of the parameters after the preamble: window, eps.
 PARAMETERS = "qd"
+#: The declaration every codec of the family reads (ehist.serialization.Layout).
+LAYOUT = Layout("ExponentialHistogram", FORMAT_VERSION, READ_VERSIONS, KNOWN_FLAGS, PARAMETERS, "window and eps")
 #: Preamble and parameters; the newest timestamp follows when flagged.
 HEAD = struct.Struct("<2sBBH" + PARAMETERS)
 NEWEST = struct.Struct("<q")

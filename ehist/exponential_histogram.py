@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import compress as _compress
-from ._validation import (
+from .validation import (
     INT64_MAX,
     INT64_MIN,
     check_eps,
@@ -27,7 +27,7 @@ from ._validation import (
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, QueryTimeError, SumOverflowError
-from .serialization import Writer, check_newest, check_tick, open_synopsis, scale_down
+from .serialization import check_newest, check_tick, scale_down
 from .synopsis import Synopsis
 
 from .eh_layout import BITS as _BITS
@@ -35,11 +35,8 @@ from .eh_layout import FLAG_HAS_NEWEST as _FLAG_HAS_NEWEST
 from .eh_layout import FLAG_MERGED as _FLAG_MERGED
 from .eh_layout import FLAG_SHARED as _FLAG_SHARED
 from .eh_layout import FLAG_TICK as _FLAG_TICK
-from .eh_layout import FORMAT_VERSION as _FORMAT_VERSION
-from .eh_layout import KNOWN_FLAGS as _KNOWN_FLAGS
 from .eh_layout import MAX_EXPONENT as _MAX_EXPONENT
-from .eh_layout import PARAMETERS
-from .eh_layout import READ_VERSIONS as _READ_VERSIONS
+from .eh_layout import LAYOUT as _LAYOUT
 
 __all__ = ["ExponentialHistogram"]
 
@@ -587,7 +584,7 @@ class ExponentialHistogram(Synopsis):
             flags |= _FLAG_MERGED
         n = int(self._exps.size)
         if n == 0:
-            w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags).struct(PARAMETERS, self._window, self._eps)
+            w = _LAYOUT.writer(flags, self._window, self._eps)
             if self._newest is not None:
                 w.struct("q", self._newest)
             return w.varints([0]).finish()
@@ -612,8 +609,7 @@ class ExponentialHistogram(Synopsis):
         tick, stored = scale_down(stored)
         if tick > 1:
             flags |= _FLAG_TICK
-        w = Writer("ExponentialHistogram", _FORMAT_VERSION, flags)
-        w.struct(PARAMETERS, self._window, self._eps).struct("q", self._newest)
+        w = _LAYOUT.writer(flags, self._window, self._eps).struct("q", self._newest)
         w.varints([n, starts.size]).varints(runs)
         if tick > 1:
             w.varints([tick])
@@ -632,9 +628,7 @@ class ExponentialHistogram(Synopsis):
             expected and what was found.
         """
         name = "ExponentialHistogram"
-        r, flags, h = open_synopsis(
-            data, name, _READ_VERSIONS, _KNOWN_FLAGS, PARAMETERS, "window and eps", cls
-        )
+        r, flags, h = _LAYOUT.open(data, cls)
         shared_flag, tick_flag = bool(flags & _FLAG_SHARED), bool(flags & _FLAG_TICK)
         if (shared_flag or tick_flag) and r.version < 2:
             raise CorruptSketchError(f"{name}: expected no shared-timestamps or tick flag in format "

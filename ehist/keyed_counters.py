@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import INT64_MIN
+from .validation import INT64_MIN
 from .columnar import HistogramColumn, decode_compact_flat, varints_at
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream

@@ -38,7 +38,7 @@ import zlib
 
 import numpy as np
 
-from ehist._validation import INT64_MAX, INT64_MIN
+from ehist.validation import INT64_MAX, INT64_MIN
 from ehist.columnar import sealed, sealed_heads, varints_at
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
@@ -50,11 +50,11 @@ from .heavy_hitters import SlidingHeavyHitters, levels_of
 
 __all__ = ["CountMinColumn", "HeavyHittersColumn"]
 
-_ECM_HEAD = struct.Struct("<2sBBH" + _cm.PARAMETERS + "q")  # preamble, parameters, newest
+_ECM_HEAD = struct.Struct(_cm.LAYOUT.head.format + "q")  # preamble, parameters, newest
 _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("eh_eps", "<f8"), ("seed", "<u8"),
                         ("newest", "<i8")])
 _ECM_PARAMS_AT = 6
-_HH_HEAD = struct.Struct("<2sBBH" + _hh.PARAMETERS)
+_HH_HEAD = _hh.LAYOUT.head
 _CRC = struct.Struct("<I")
 
 
@@ -124,7 +124,7 @@ class CountMinColumn:
 
     @classmethod
     def _decode(cls, buf, starts, lengths, ok) -> "CountMinColumn | None":
-        ok = ok & (buf[starts + 3] == _cm._FORMAT_VERSION) if starts.size else ok
+        ok = ok & (buf[starts + 3] == _cm.LAYOUT.version) if starts.size else ok
         idx = np.flatnonzero(ok)
         params = None
         fast = None
@@ -262,7 +262,7 @@ class CountMinColumn:
         heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
                                            + _ECM_FIELDS.descr))
         heads["magic"], heads["family"], heads["version"], heads["flags"] = MAGIC, FAMILIES["SlidingCountMin"], \
-            _cm._FORMAT_VERSION, flags
+            _cm.LAYOUT.version, flags
         for name, value in zip(("window", "eps", "delta", "eh_eps", "seed"), self.params):
             heads[name] = value
         heads["newest"] = c.newest
@@ -441,7 +441,7 @@ class HeavyHittersColumn:
         """``[self[i].to_bytes() for i in range(len(self))]``."""
         levels = self.levels.to_bytes()
         depth = self.depth
-        head = _HH_HEAD.pack(MAGIC, FAMILIES["SlidingHeavyHitters"], _hh._FORMAT_VERSION, 0, self.bits,
+        head = _HH_HEAD.pack(MAGIC, FAMILIES["SlidingHeavyHitters"], _hh.LAYOUT.version, 0, self.bits,
                              self.level_bits) + bytes([depth])
         out = []
         crc32, pack = zlib.crc32, _CRC.pack

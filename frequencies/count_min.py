@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ehist._validation import (
+from ehist.validation import (
     INT64_MAX,
     INT64_MIN,
     check_eps,
@@ -28,17 +28,18 @@ from ehist.counters import (apply_keyed, dense, empty, keyed_copy, keyed_equal, 
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
-from ehist.serialization import Writer, check_newest, open_synopsis
+from ehist.serialization import Layout, check_newest
 from ehist.synopsis import Synopsis
 
 __all__ = ["SlidingCountMin", "dimensions"]
 
 #: ``struct`` format of the parameters after the preamble: window, eps,
 #: delta, eh_eps, seed.
-PARAMETERS = "qdddQ"
-_FORMAT_VERSION = 2  # 2: compact counters (ehist.counters); 1 still read
-_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
+#: The byte layout (drawn in :meth:`SlidingCountMin.to_bytes`): format 2
+#: stores compact counters (:mod:`ehist.counters`); 1 is still read.
+LAYOUT = Layout("SlidingCountMin", version=2, read=(1, 2), flags=_FLAG_HAS_NEWEST, parameters="qdddQ",
+                what="window, eps, delta, eh_eps and seed")
 #: The most counters (width x depth) a sketch may have: 4 Mi histograms.
 MAX_COUNTERS = 1 << 22
 # Row r's columns come from mix64(hash ^ _ROW_KEYS[r]): one key per row.
@@ -533,7 +534,7 @@ class SlidingCountMin(Synopsis):
         (34 bytes more a counter).
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
-        w = Writer("SlidingCountMin", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
+        w = LAYOUT.writer(flags, *self._params())
         if self._newest is None:
             return w.varints([0]).finish()
         return write_counters(w.struct("q", self._newest), self._col, self._keys).finish()
@@ -549,8 +550,7 @@ class SlidingCountMin(Synopsis):
             merge produces; the message says what was expected and found.
         """
         name = "SlidingCountMin"
-        r, flags, s = open_synopsis(data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST, PARAMETERS,
-                                    "window, eps, delta, eh_eps and seed", cls)
+        r, flags, s = LAYOUT.open(data, cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
         if newest is None:
             n = r.varint("counter count")

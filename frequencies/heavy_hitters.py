@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ehist._validation import _integral_array, check_positive_int, checked_total, coerce_timestamps, \
+from ehist.validation import integral_array, check_positive_int, checked_total, coerce_timestamps, \
     coerce_values, sort_batch
 from ehist.errors import CorruptSketchError
 from ehist.hashing import hash64
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Layout
 from ehist.synopsis import Synopsis
 
 from .count_min import SlidingCountMin
@@ -22,9 +22,9 @@ from .count_min import SlidingCountMin
 __all__ = ["SlidingHeavyHitters", "HeavyHitter"]
 
 #: ``struct`` format of the parameters after the preamble: bits, level bits.
-PARAMETERS = "BB"
-_FORMAT_VERSION = 2  # 2: its levels' counters compact; 1 still read
-_READ_VERSIONS = (1, 2)
+#: The byte layout (drawn in :meth:`SlidingHeavyHitters.to_bytes`): no
+#: flags; format 2 holds levels of compact counters, 1 is still read.
+LAYOUT = Layout("SlidingHeavyHitters", version=2, read=(1, 2), flags=0, parameters="BB", what="bits and level bits")
 
 
 def _check_phi(phi) -> None:
@@ -204,7 +204,7 @@ class SlidingHeavyHitters(Synopsis):
                 bad = next(int(i) for i in items if not 0 <= int(i) < 1 << self._bits)
                 raise ValueError(f"items must be integer ids in [0, 2**{self._bits}), found {bad}")
             return np.array([int(i) for i in items], dtype=np.uint64)
-        x = _integral_array(items, "items")
+        x = integral_array(items, "items")
         if x.ndim != 1:
             x = x.reshape(-1)
         if x.dtype.kind == "b":
@@ -356,7 +356,7 @@ class SlidingHeavyHitters(Synopsis):
                end-4     4  CRC-32 of everything before
         """
         blobs = [x.to_bytes() for x in self._levels]
-        w = Writer("SlidingHeavyHitters", _FORMAT_VERSION, 0).struct(PARAMETERS, self._bits, self._level_bits)
+        w = LAYOUT.writer(0, self._bits, self._level_bits)
         w.varints([len(blobs)]).varints(np.array([len(b) for b in blobs], dtype=np.uint64))
         return w.raw(b"".join(blobs)).finish()
 
@@ -370,7 +370,7 @@ class SlidingHeavyHitters(Synopsis):
             Truncated, altered or foreign bytes, levels that disagree.
         """
         name = "SlidingHeavyHitters"
-        r, _, lengths = open_synopsis(data, name, _READ_VERSIONS, 0, PARAMETERS, "bits and level bits", levels_of)
+        r, _, lengths = LAYOUT.open(data, levels_of)
         n = r.varint("level count")
         if n != len(lengths):
             raise CorruptSketchError(f"{name}: expected {len(lengths)} levels, found {n}")

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ehist._validation import (
+from ehist.validation import (
     INT64_MIN,
     check_eps,
     check_window,
@@ -19,7 +19,7 @@ from ehist._validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import as_hashes, check_seed, hash64
-from ehist.serialization import Writer, check_newest, open_synopsis, times_before
+from ehist.serialization import Layout, check_newest, times_before
 from ehist.synopsis import Synopsis
 
 from .stable import check_p, median_abs_stable, stable_variates
@@ -30,9 +30,9 @@ __all__ = ["SlidingLpNorm"]
 #: The format, declared here once (its only codec is this module's; the
 #: table is drawn in :meth:`SlidingLpNorm.to_bytes`): version, flag and the
 #: ``struct`` format of the parameters (p, window, eps, delta, seed, rows).
-PARAMETERS = "dqddQI"
-_FORMAT_VERSION = 1
 _FLAG_HAS_NEWEST = 1
+LAYOUT = Layout("SlidingLpNorm", version=1, read=(1,), flags=_FLAG_HAS_NEWEST, parameters="dqddQI",
+                what="parameters")
 _BLOCK_CELLS = 1 << 22  # atoms x rows per block of new data
 
 
@@ -455,8 +455,7 @@ class SlidingLpNorm(Synopsis):
              end-4     4  CRC-32
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
-        w = Writer("SlidingLpNorm", _FORMAT_VERSION, flags)
-        w.struct(PARAMETERS, self._p, self._window, self._eps, self._delta, self._seed, self._rows)
+        w = LAYOUT.writer(flags, self._p, self._window, self._eps, self._delta, self._seed, self._rows)
         if self._newest is None:
             return w.finish()
         w.struct("q", self._newest)
@@ -475,9 +474,7 @@ class SlidingLpNorm(Synopsis):
     def from_bytes(cls, data) -> "SlidingLpNorm":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingLpNorm"
-        r, flags, out = open_synopsis(
-            data, name, _FORMAT_VERSION, _FLAG_HAS_NEWEST, PARAMETERS, "parameters", cls
-        )
+        r, flags, out = LAYOUT.open(data, cls)
         rows = out._rows
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()

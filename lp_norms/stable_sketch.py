@@ -7,17 +7,17 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ehist._validation import check_positive_int
+from ehist.validation import check_positive_int
 from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed, hash64
-from ehist.serialization import Writer, open_synopsis
+from ehist.serialization import Layout
 from ehist.synopsis import Synopsis
 
 from .stable import check_p, median_abs_stable, stable_density, stable_variates
 
 __all__ = ["StableSketch", "rows_for", "sketch_matrix"]
 
-_FORMAT_VERSION = 1
+LAYOUT = Layout("StableSketch", version=1, read=(1,), flags=0, parameters="dIQ", what="p, rows and seed")
 # variates generated per block (rows x indexes), bounding temporary memory
 _BLOCK = 1 << 20
 
@@ -203,8 +203,7 @@ class StableSketch(Synopsis):
     def to_bytes(self) -> bytes:
         """Versioned bytes (family id 2): preamble, p (float64), rows
         (uint32), seed (uint64), rows x float64, CRC-32."""
-        w = Writer("StableSketch", _FORMAT_VERSION, 0)
-        w.struct("dIQ", self._p, self._rows, self._seed)
+        w = LAYOUT.writer(0, self._p, self._rows, self._seed)
         w.raw(self._y.astype("<f8").tobytes())
         return w.finish()
 
@@ -212,7 +211,7 @@ class StableSketch(Synopsis):
     def from_bytes(cls, data) -> "StableSketch":
         """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "StableSketch"
-        r, _flags, out = open_synopsis(data, name, _FORMAT_VERSION, 0, "dIQ", "p, rows and seed", cls)
+        r, _flags, out = LAYOUT.open(data, cls)
         rows = out._rows
         out._y = np.frombuffer(r.raw(8 * rows, f"{rows} row values"), dtype="<f8").astype(np.float64)
         r.expect_end()

@@ -34,7 +34,7 @@ import zlib
 
 import numpy as np
 
-from ehist._validation import INT64_MAX, INT64_MIN
+from ehist.validation import INT64_MAX, INT64_MIN
 from ehist.columnar import sealed_heads, varints_at
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
@@ -45,7 +45,7 @@ from .sliding import SlidingQuantiles
 __all__ = ["QuantileColumn"]
 
 _FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("accuracy", "<f8"), ("newest", "<i8")])
-_HEAD = struct.Struct("<2sBBH" + _q.PARAMETERS + "q")  # preamble, parameters, newest
+_HEAD = struct.Struct(_q.LAYOUT.head.format + "q")  # preamble, parameters, newest
 _PARAMS_AT = 6
 _CRC = struct.Struct("<I")
 
@@ -150,7 +150,7 @@ class QuantileColumn:
         if not blobs:
             return None
         ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingQuantiles"], _HEAD.size + 2 + _CRC.size, 0)
-        ok &= buf[starts + 3] == _q._FORMAT_VERSION
+        ok &= buf[starts + 3] == _q.LAYOUT.version
         idx = np.flatnonzero(ok)
         params, fast = None, None
         if idx.size:
@@ -288,7 +288,7 @@ class QuantileColumn:
         k_off = np.concatenate([[0], np.cumsum(nbytes)])[v_off]
         heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
                                            + _FIELDS.descr))
-        heads["magic"], heads["family"], heads["version"] = MAGIC, FAMILIES["SlidingQuantiles"], _q._FORMAT_VERSION
+        heads["magic"], heads["family"], heads["version"] = MAGIC, FAMILIES["SlidingQuantiles"], _q.LAYOUT.version
         heads["flags"] = b.has_newest.astype(np.uint16)
         heads["window"], heads["eps"], heads["accuracy"] = self.params
         heads["newest"] = b.newest

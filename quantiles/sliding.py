@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from ehist._validation import (
+from ehist.validation import (
     INT64_MAX,
     INT64_MIN,
     check_window,
@@ -20,7 +20,7 @@ from ehist._validation import (
 from ehist.counters import (apply_keyed, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
-from ehist.serialization import Writer, check_newest, open_synopsis
+from ehist.serialization import Layout, check_newest
 from ehist.synopsis import Synopsis
 
 from .mapping import LogMapping, check_accuracy
@@ -28,10 +28,11 @@ from .mapping import LogMapping, check_accuracy
 __all__ = ["SlidingQuantiles", "quantiles_from_bounds", "cdf_from_bounds", "quantile_bounds_from_bounds"]
 
 #: ``struct`` format of the parameters after the preamble: window, eps, accuracy.
-PARAMETERS = "qdd"
-_FORMAT_VERSION = 2  # 2: compact counters (ehist.counters); 1 still read
-_READ_VERSIONS = (1, 2)
 _FLAG_HAS_NEWEST = 1
+#: The byte layout (drawn in :meth:`SlidingQuantiles.to_bytes`): format 2
+#: stores compact counters (:mod:`ehist.counters`); 1 is still read.
+LAYOUT = Layout("SlidingQuantiles", version=2, read=(1, 2), flags=_FLAG_HAS_NEWEST, parameters="qdd",
+                what="window, eps and accuracy")
 #: The most value bins a sketch may hold (every finite float64 at accuracy
 #: 1e-6 needs about 7.4e8; a window of them would not fit in memory anyway).
 MAX_BINS = 1 << 22
@@ -400,7 +401,7 @@ class SlidingQuantiles(Synopsis):
                end-4     4  CRC-32 of everything before
         """
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
-        w = Writer("SlidingQuantiles", _FORMAT_VERSION, flags).struct(PARAMETERS, *self._params())
+        w = LAYOUT.writer(flags, *self._params())
         if self._newest is None:
             return w.varints([0]).finish()
         k = self._keys
@@ -424,8 +425,7 @@ class SlidingQuantiles(Synopsis):
             merge produces; the message says what was expected and found.
         """
         name = "SlidingQuantiles"
-        r, flags, s = open_synopsis(data, name, _READ_VERSIONS, _FLAG_HAS_NEWEST, PARAMETERS,
-                                    "window, eps and accuracy", cls)
+        r, flags, s = LAYOUT.open(data, cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None
         m = r.varint("bin count")
         if newest is None:

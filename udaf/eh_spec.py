@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ehist import ExponentialHistogram
-from ehist._validation import check_eps
+from ehist.validation import check_eps
 from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.columnar_union import union_column
 from ehist.errors import QueryTimeError

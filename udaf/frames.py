@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ehist._validation import check_window
+from ehist.validation import check_window
 from lp_norms.stable import check_p, median_abs_stable, stable_variates
 from lp_norms.stable_sketch import index_hashes
 

@@ -1,4 +1,15 @@
-"""Input coercion shared by the synopses: timestamps, values, parameters."""
+"""Input checks shared by every synopsis family: timestamps, values,
+parameters and query times, with one message per mistake.
+
+Public: the other packages (``distinct``, ``lp_norms``, ``frequencies``,
+``quantiles``, ``udaf``) check their inputs with these, so a window, an
+eps, a timestamp or a ``now`` is refused in the same words everywhere.
+
+>>> check_window(3600), k_of_eps(0.1)
+(3600, 10)
+>>> resolve_query(None, 60, newest=100, max_window=3600)
+(100, 60)
+"""
 
 from __future__ import annotations
 
@@ -14,7 +25,13 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
 
+__all__ = ["INT64_MIN", "INT64_MAX", "check_window", "check_eps", "k_of_eps", "datetime_message", "integral_array",
+           "coerce_times", "coerce_timestamps", "coerce_values", "sort_batch", "checked_total", "resolve_query",
+           "check_positive_int"]
+
+
 def check_window(window) -> int:
+    """A window as a Python int in ``[1, 2**63 - 1]`` (timestamp units)."""
     if isinstance(window, (bool, np.bool_)) or not isinstance(window, numbers.Integral):
         raise ValueError(
             f"window must be a positive integer (timestamp units), got {window!r}"
@@ -26,6 +43,7 @@ def check_window(window) -> int:
 
 
 def check_eps(eps) -> float:
+    """A relative error as a float in ``(0, 1)``."""
     if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
         raise ValueError(f"eps must be a number in (0, 1), got {eps!r}")
     eps = float(eps)
@@ -51,7 +69,7 @@ def datetime_message(what: str, dtype) -> str:
     )
 
 
-def _integral_array(x, what: str) -> np.ndarray:
+def integral_array(x, what: str) -> np.ndarray:
     """Coerce to an integer numpy array, rejecting NaN and fractions."""
     arr = np.asarray(x)
     if arr.ndim == 0:
@@ -101,7 +119,7 @@ def _one_int(v, what):
 
 def coerce_times(values, what: str = "timestamps") -> np.ndarray:
     """Integral times as int64 (query times may be any int64)."""
-    ts = _integral_array(values, what)
+    ts = integral_array(values, what)
     if ts.dtype.kind == "b":
         raise ValueError(f"{what} must be integers, got booleans")
     if ts.dtype == np.uint64 and ts.size and ts.max() > np.uint64(INT64_MAX):
@@ -122,7 +140,7 @@ def coerce_values(values, n: int) -> np.ndarray | None:
     """Non-negative integer values, or None meaning 'all ones'."""
     if values is None:
         return None
-    v = _integral_array(values, "values")
+    v = integral_array(values, "values")
     if v.shape[0] != n:
         raise ValueError(
             f"timestamps and values have different lengths ({n} and {v.shape[0]})"
