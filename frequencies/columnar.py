@@ -110,6 +110,68 @@ class CountMinColumn:
         return cls(first._params(), KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches],
                                                              [s.newest for s in sketches]))
 
+    # ------------------------------------------------------------ building
+    @classmethod
+    def build(cls, timestamps, starts, hashes, values, params: tuple) -> "CountMinColumn":
+        """One sketch per run of rows (``starts``: where each run begins,
+        rows sorted by time within a run; items already hashed with the
+        sketches' seed; ``values`` None for ones), as
+        ``SlidingCountMin(*params).update_hashes(run_ts, run_hashes,
+        run_values)`` builds it: each run's rows older than its newest less
+        the window left out, every (run, counter)'s histogram built in one
+        :meth:`~ehist.columnar.HistogramColumn.build`, then settled at the
+        run's newest.  A run whose total may pass int64, or rows ``update``
+        would refuse, go through ``update_hashes`` itself (its message)."""
+        from ehist.columnar import HistogramColumn
+        from ehist.counters import settle
+
+        from .count_min import counter_ids
+
+        probe = SlidingCountMin(*params)
+        ts = np.asarray(timestamps, dtype=np.int64)
+        h = np.asarray(hashes).view(np.uint64) if np.asarray(hashes).dtype == np.int64 else np.asarray(hashes,
+                                                                                                       np.uint64)
+        v = None if values is None else np.asarray(values)
+        starts = np.asarray(starts, dtype=np.int64)
+        runs = starts.size
+        lengths = np.diff(np.append(starts, ts.size))
+        run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+        bad = ts.size and (int(ts.min()) == INT64_MIN or np.any((ts[1:] < ts[:-1]) & (run[1:] == run[:-1])))
+        if v is not None:
+            bad = bad or v.dtype.kind not in "iu" or (v.size and (v.min() < 0 or v.max() >= 2**62))
+        if not bad and v is not None and v.size:  # a run's total near int64: update decides
+            bad = np.bincount(run, weights=v.astype(np.float64), minlength=runs).max() >= 2.0 ** 62
+        if bad:
+            ends = np.append(starts[1:], ts.size)
+            return cls.from_sketches([SlidingCountMin(*params).update_hashes(ts[a:b], h[a:b], None if v is None
+                                                                             else v[a:b])
+                                      for a, b in zip(starts.tolist(), ends.tolist())])
+        v = None if v is None else v.astype(np.int64)
+        has = lengths > 0
+        newest = np.zeros(runs, dtype=np.int64)
+        newest[has] = ts[np.append(starts[1:], ts.size)[has] - 1]
+        window = probe.window
+        everything = newest[run] < INT64_MIN + window  # a cutoff below int64: every row stays
+        keep = everything | (ts > np.where(everything, INT64_MIN, newest[run] - np.where(everything, 0, window)))
+        ts, h, run = ts[keep], h[keep], run[keep]
+        v = None if v is None else v[keep]
+        depth = probe.counters // probe.width
+        ids = counter_ids(h, probe.width, depth).T.ravel()  # each row's counters, row by row
+        row_run = np.repeat(run, depth)
+        order = np.lexsort((ids, row_run))  # stable: time order within a (run, counter)
+        ids, row_run = ids[order], row_run[order]
+        t_all = np.repeat(ts, depth)[order]
+        v_all = None if v is None else np.repeat(v, depth)[order]
+        first = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (row_run[1:] != row_run[:-1])]) if ids.size \
+            else np.zeros(0, dtype=np.int64)
+        col = HistogramColumn.build(t_all, first, v_all, window=window, eps=probe.eh_eps)
+        counter_run = row_run[first]
+        col = settle(col, window, newest[counter_run])
+        kept = np.flatnonzero(np.diff(col.offsets) > 0)
+        counts = np.bincount(counter_run[kept], minlength=runs)
+        return cls(probe._params(), KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), ids[first][kept],
+                                                  col.take(kept), np.where(has, newest, 0), has))
+
     # ------------------------------------------------------------ decoding
     @classmethod
     def from_bytes(cls, blobs: list) -> "CountMinColumn | None":

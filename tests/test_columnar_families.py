@@ -224,3 +224,44 @@ def test_quantile_column_build_is_update_per_run(name, seed, window, base):
     ends = np.append(starts[1:], ts.size)
     expect = [SlidingQuantiles(window, 0.05, 0.01).update(ts[a:b], x[a:b]).to_bytes() for a, b in zip(starts, ends)]
     assert column.to_bytes() == expect
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(40), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 30, 10**6, 2**62]),
+       base=st.sampled_from([0, INT64_MIN + 1, INT64_MAX - 500]), ones=st.booleans())
+def test_count_min_column_build_is_update_per_run(name, seed, window, base, ones):
+    from ehist.hashing import hash64
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, int(rng.integers(1, 8)))
+    ts = np.concatenate([np.sort(rng.integers(0, 400, n)) + base for n in lengths]).astype(np.int64)
+    h = hash64(rng.integers(0, 60, ts.size), 3)
+    v = None if ones else rng.integers(0, 2**40, ts.size)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    params = (window, 0.1, 0.1, 0.05, 3)
+    with engine(name):
+        column = CountMinColumn.build(ts, starts, h, v, params)
+    ends = np.append(starts[1:], ts.size)
+    expect = [SlidingCountMin(*params).update_hashes(ts[a:b], h[a:b], None if v is None else v[a:b]).to_bytes()
+              for a, b in zip(starts, ends)]
+    assert column.to_bytes() == expect
+
+
+def test_frequencies_partials_equal_the_per_key_build(specs):
+    from udaf.ecm_spec import _Weighted
+    from udaf.spec import Data
+
+    spec = specs[SlidingCountMin]
+    rng = np.random.default_rng(2)
+    keys = np.sort(rng.integers(0, 40, 600))
+    t = np.concatenate([np.sort(rng.integers(0, 5000, int((keys == k).sum()))) for k in np.unique(keys)])
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    present = rng.random(t.size) < 0.9
+    data = Data(present, {"item": rng.integers(0, 4096, int(present.sum())).astype(np.uint64)})
+    now = np.full(starts.size, 6000)
+    for at in (None, now):
+        got, answers = spec.partials(t, starts, data, 1000, at)
+        want, expect = _Weighted.partials(spec, t, starts, Data(present, dict(data.arrays)), 1000, at)
+        assert got == want
+        assert np.array_equal(answers.lower, expect.lower) and np.array_equal(answers.upper, expect.upper)

@@ -115,8 +115,9 @@ class _Weighted(Spec):
                               **({} if self.value is None else {"value": words[present, 1]})})
 
     def partials(self, t, starts, data, window, now=None):
-        """One sketch per key (built one key at a time), with the window
-        total's bounds as of ``now`` (default: each key's newest row)."""
+        """One sketch per key (built one key at a time: heavy hitters; the
+        ECM-sketch builds every key at once), with the window total's
+        bounds as of ``now`` (default: each key's newest row)."""
         present = data.present
         pos = np.concatenate([[0], np.cumsum(present)])
         ends = np.append(starts[1:], t.size)
@@ -182,6 +183,20 @@ class Frequencies(_Weighted):
     def update(self, sketch, t, data):
         with as_key_sum_overflow():
             return sketch.update_hashes(t, self._hashes(data), self._values(data))
+
+    def partials(self, t, starts, data, window, now=None):
+        """Every key's sketch at once (:meth:`~frequencies.columnar.CountMinColumn.build`),
+        with the window total's bounds as of ``now`` (default: each key's
+        newest row)."""
+        present = data.present
+        kept = np.concatenate([[0], np.cumsum(present)])[starts]
+        with as_key_sum_overflow():
+            column = CountMinColumn.build(t[present], kept, self._hashes(data), self._values(data),
+                                          (window, self.eps, self.delta, self.eh_eps, self.seed))
+        at = None if now is None else np.where(column.counters.has_newest, np.asarray(now, dtype=np.int64),
+                                               column.counters.newest)
+        lower, upper = column.bounds(at)
+        return column.to_bytes(), Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
     def answer(cls, sketch, now, window):
