@@ -603,6 +603,30 @@ def varints_at(buf: np.ndarray, v_start: np.ndarray, v_stop: np.ndarray) -> tupl
     return values, malformed
 
 
+def region_varints(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """A reader of the varints that open byte regions ``buf[starts[i]:
+    ends[i]]`` (counts, gaps, lengths before a region's other bytes),
+    without decoding the rest: the ``k``-th varint of a region ends at the
+    ``k``-th byte below 0x80 from its start.  Returns ``read(k, of)``:
+    ``(values, stop bytes, bad)`` of varint ``k[j]`` of region ``of[j]``
+    (bad: running past the region's end, or malformed)."""
+    stops = np.flatnonzero(buf < 0x80)
+    last = max(stops.size - 1, 0)
+    first = np.searchsorted(stops, starts)
+
+    def read(k, of):
+        if stops.size == 0:
+            return np.zeros(k.size, dtype=_U64), np.zeros(k.size, dtype=np.int64), np.ones(k.size, dtype=bool)
+        at = np.minimum(first[of] + k, last)
+        stop = stops[at]
+        begin = np.where(k == 0, starts[of], stops[np.maximum(at - 1, 0)] + 1)
+        missing = (first[of] + k > last) | (stop >= ends[of])
+        value, malformed = varints_at(buf, np.where(missing, 0, begin), np.where(missing, 0, stop))
+        return value, stop, missing | malformed
+
+    return read
+
+
 def payload_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, head: int, bad: np.ndarray,
                     tail: int = _CRC.size):
     """Every varint of the payloads ``[start + head, end - tail)`` of blobs

@@ -521,62 +521,13 @@ def _desc_order(hi, lo):
 
 
 def _ascending(x):
-    """Positions of ``x`` in ascending order (ties in any order): a merge of
-    its natural runs, descending ones reversed (nearly sorted input, as the
-    buckets' ``lo`` newest first)."""
+    """Positions of ``x`` in ascending order (ties in any order), by
+    :func:`_desc_order` of the bitwise complement read backwards (``~x``
+    orders as ``-x`` without overflow; nearly descending input, as the
+    buckets' ``lo`` newest first, becomes a few long runs)."""
     n = x.size
-    idx = np.empty(n, dtype=np.int64)
-    bounds = np.empty(n + 1, dtype=np.int64)
-    runs = 0
-    i = 0
-    while i < n:
-        bounds[runs] = i
-        runs += 1
-        j = i + 1
-        if j < n and x[j] < x[i]:  # a falling run: reversed
-            while j < n and x[j] <= x[j - 1]:
-                j += 1
-            for q in range(j - i):
-                idx[i + q] = j - 1 - q
-        else:
-            while j < n and x[j] >= x[j - 1]:
-                j += 1
-            for q in range(i, j):
-                idx[q] = q
-        i = j
-    bounds[runs] = n
-    tmp = np.empty(n, dtype=np.int64)
-    src, dst = idx, tmp
-    while runs > 1:
-        r = 0
-        out_runs = 0
-        while r < runs:
-            a, m = bounds[r], bounds[min(r + 1, runs)]
-            z = bounds[min(r + 2, runs)]
-            p, q, o = a, m, a
-            while p < m and q < z:
-                if x[src[q]] < x[src[p]]:
-                    dst[o] = src[q]
-                    q += 1
-                else:
-                    dst[o] = src[p]
-                    p += 1
-                o += 1
-            while p < m:
-                dst[o] = src[p]
-                p += 1
-                o += 1
-            while q < z:
-                dst[o] = src[q]
-                q += 1
-                o += 1
-            bounds[out_runs] = a
-            out_runs += 1
-            r += 2
-        bounds[out_runs] = n
-        runs = out_runs
-        src, dst = dst, src
-    return src
+    back = _desc(~x[::-1], np.zeros(n, dtype=np.int64))
+    return n - 1 - back
 
 
 _FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bits of the flags field)

@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from .validation import INT64_MIN
-from .columnar import HistogramColumn, decode_compact_flat, varints_at
+from .columnar import HistogramColumn, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
 
@@ -123,6 +123,17 @@ class KeyedCounters:
                    np.concatenate([p.keys for p in parts]), HistogramColumn.concat([p.col for p in parts]),
                    np.concatenate([p.newest for p in parts]), np.concatenate([p.has_newest for p in parts]))
 
+    @classmethod
+    def placed(cls, a: "KeyedCounters", a_at, b: "KeyedCounters", b_at) -> "KeyedCounters":
+        """One column of ``a``'s sketches at positions ``a_at`` and ``b``'s
+        at ``b_at`` (together every position once): the vectorized
+        decoder's sketches and those the family decoded itself, in the
+        blobs' order."""
+        position = np.empty(len(a) + len(b), dtype=np.int64)
+        position[np.asarray(a_at, dtype=np.int64)] = np.arange(len(a))
+        position[np.asarray(b_at, dtype=np.int64)] = len(a) + np.arange(len(b))
+        return cls.concat([a, b]).take(position)
+
     def take(self, indices) -> "KeyedCounters":
         """The sketches at ``indices``, in that order."""
         idx = np.asarray(indices, dtype=np.int64)
@@ -196,25 +207,10 @@ class KeyedCounters:
         count = starts.size
         ok = ends > starts
         idx = np.flatnonzero(ok)
-        # the k-th varint of a region ends at the k-th byte below 0x80 from its start: only the
-        # count, gaps and lengths are read here (the counters are the histogram decoder's)
-        stops = np.flatnonzero(buf < 0x80)
+        # only the count, gaps and lengths are read here (the counters are the histogram decoder's)
         rs, re = starts[idx], ends[idx]
         size = np.broadcast_to(np.asarray(size, dtype=np.int64), (count,))[idx]
-        first = np.searchsorted(stops, rs)
-        last_stop = max(stops.size - 1, 0)
-
-        def header(k, of):
-            """Varint ``k`` of region ``of`` (arrays): (value, stop byte, bad)."""
-            if stops.size == 0:
-                return np.zeros(k.size, dtype=_U64), np.zeros(k.size, dtype=np.int64), np.ones(k.size, dtype=bool)
-            at = np.minimum(first[of] + k, last_stop)
-            stop = stops[at]
-            begin = np.where(k == 0, rs[of], stops[np.maximum(at - 1, 0)] + 1)
-            missing = (first[of] + k > last_stop) | (stop >= re[of])
-            value, malformed = varints_at(buf, np.where(missing, 0, begin), np.where(missing, 0, stop))
-            return value, stop, missing | malformed
-
+        header = region_varints(buf, rs, re)
         zero = np.zeros(idx.size, dtype=np.int64)
         n, n_stop, bad = header(zero, np.arange(idx.size))
         remaining = re - n_stop - 1

@@ -39,7 +39,7 @@ import zlib
 import numpy as np
 
 from ehist.validation import INT64_MAX, INT64_MIN
-from ehist.columnar import sealed, sealed_heads, varints_at
+from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
 
@@ -228,10 +228,7 @@ class CountMinColumn:
         slow_part = KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
         if fast is None or len(fast) == 0:
             return cls(params, slow_part)
-        position = np.empty(ok.size, dtype=np.int64)
-        position[np.flatnonzero(ok)] = np.arange(len(fast))
-        position[slow] = len(fast) + np.arange(slow.size)
-        return cls(params, KeyedCounters.concat([fast, slow_part]).take(position))
+        return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
 
     # -------------------------------------------------------------- union
     def union(self, group_starts) -> "CountMinColumn":
@@ -252,9 +249,8 @@ class CountMinColumn:
             exact = [SlidingCountMin.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
                      for g in heavy.tolist()]
             replaced = KeyedCounters.from_keyed([(s._keys, s._col) for s in exact], [s.newest for s in exact])
-            position = np.arange(starts.size)
-            position[heavy] = starts.size + np.arange(heavy.size)
-            united = KeyedCounters.concat([united, replaced]).take(position)
+            light = np.setdiff1d(np.arange(starts.size), heavy)
+            united = KeyedCounters.placed(united.take(light), light, replaced, heavy)
         return CountMinColumn(self.params, united)
 
     # ------------------------------------------------------------- answers
@@ -420,16 +416,14 @@ class HeavyHittersColumn:
             pos = starts[idx] + _HH_HEAD.size
             good = buf[pos] == depth
             pos = pos + 1
-            stops = np.flatnonzero(buf < 0x80)
+            read = region_varints(buf, pos, ends)
             sizes = np.zeros((idx.size, depth), dtype=np.int64)
+            every = np.arange(idx.size)
             for j in range(depth):
-                at = np.minimum(np.searchsorted(stops, pos), max(stops.size - 1, 0))
-                stop = stops[at] if stops.size else pos
-                good &= (stop >= pos) & (stop < ends)
-                value, bad = varints_at(buf, np.where(good, pos, 0), np.where(good, stop, 0))
+                value, stop, bad = read(np.full(idx.size, j), every)
                 good &= ~bad & (value < np.uint64(1 << 40))
                 sizes[:, j] = np.where(good, value, 0).astype(np.int64)
-                pos = np.where(good, stop + 1, pos)
+            pos = np.where(good, stop + 1, pos)  # after the last length: the levels
             good &= sizes.sum(axis=1) == ends - pos
             good &= (sizes >= 1).all(axis=1)
             ok[idx[~good]] = False
@@ -471,10 +465,8 @@ class HeavyHittersColumn:
         if slow_levels.params != fast.params:
             return None
         depth = len(levels_of(*shape))
-        position = np.empty(len(blobs), dtype=np.int64)
-        position[np.flatnonzero(ok)] = np.arange(len(fast) // depth)
-        position[slow] = len(fast) // depth + np.arange(slow.size)
-        merged = KeyedCounters.concat([fast.counters, slow_levels.counters]).take(_level_rows(position, depth))
+        merged = KeyedCounters.placed(fast.counters, _level_rows(np.flatnonzero(ok), depth), slow_levels.counters,
+                                      _level_rows(slow, depth))
         return cls(*shape, CountMinColumn(fast.params, merged))
 
     def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:

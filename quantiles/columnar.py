@@ -35,7 +35,7 @@ import zlib
 import numpy as np
 
 from ehist.validation import INT64_MAX, INT64_MIN
-from ehist.columnar import sealed_heads, varints_at
+from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
 
@@ -182,10 +182,7 @@ class QuantileColumn:
         slow_part = cls._keyed(sketches)
         if fast is None or len(fast) == 0:
             return cls(params, slow_part)
-        position = np.empty(ok.size, dtype=np.int64)
-        position[np.flatnonzero(ok)] = np.arange(len(fast))
-        position[slow] = len(fast) + np.arange(slow.size)
-        return cls(params, KeyedCounters.concat([fast, slow_part]).take(position))
+        return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
 
     # -------------------------------------------------------------- union
     def union(self, group_starts) -> "QuantileColumn":
@@ -205,9 +202,8 @@ class QuantileColumn:
             ends = np.append(starts[1:], len(b))
             exact = [SlidingQuantiles.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
                      for g in heavy.tolist()]
-            position = np.arange(starts.size)
-            position[heavy] = starts.size + np.arange(heavy.size)
-            united = KeyedCounters.concat([united, self._keyed(exact)]).take(position)
+            light = np.setdiff1d(np.arange(starts.size), heavy)
+            united = KeyedCounters.placed(united.take(light), light, self._keyed(exact), heavy)
         return QuantileColumn(self.params, united)
 
     # ------------------------------------------------------------- answers
@@ -365,17 +361,7 @@ def _decode(buf, starts, ends, newest, probe) -> tuple[KeyedCounters, np.ndarray
     ends[i]]``): ``(the accepted sketches, accepted mask)``, every check of
     ``SlidingQuantiles.from_bytes``."""
     count = starts.size
-    stops = np.flatnonzero(buf < 0x80)
-    last = max(stops.size - 1, 0)
-    first = np.searchsorted(stops, starts)
-
-    def varint(k, of):
-        at = np.minimum(first[of] + k, last)
-        stop = stops[at]
-        begin = np.where(k == 0, starts[of], stops[np.maximum(at - 1, 0)] + 1)
-        missing = (first[of] + k > last) | (stop >= ends[of])
-        value, malformed = varints_at(buf, np.where(missing, 0, begin), np.where(missing, 0, stop))
-        return value, stop, missing | malformed
+    varint = region_varints(buf, starts, ends)
 
     every = np.arange(count)
     m, m_stop, bad = varint(np.zeros(count, dtype=np.int64), every)
