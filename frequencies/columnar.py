@@ -127,12 +127,18 @@ class CountMinColumn:
 
         from .count_min import counter_ids
 
+        from ehist.columnar import _check_starts
+        from ehist.hashing import as_hashes
+        from ehist.validation import coerce_times
+
         probe = SlidingCountMin(*params)
-        ts = np.asarray(timestamps, dtype=np.int64)
-        h = np.asarray(hashes).view(np.uint64) if np.asarray(hashes).dtype == np.int64 else np.asarray(hashes,
-                                                                                                       np.uint64)
+        ts = coerce_times(timestamps)
+        h = as_hashes(hashes)
         v = None if values is None else np.asarray(values)
-        starts = np.asarray(starts, dtype=np.int64)
+        if h.shape != ts.shape or (v is not None and v.shape != ts.shape):
+            raise ValueError(f"timestamps, hashes and values have different lengths ({ts.size}, {h.size} and "
+                             f"{ts.size if v is None else v.size})")
+        starts = _check_starts(starts, ts.size)
         runs = starts.size
         lengths = np.diff(np.append(starts, ts.size))
         run = np.repeat(np.arange(runs, dtype=np.int64), lengths)

@@ -99,10 +99,15 @@ class QuantileColumn:
         from ehist.columnar import HistogramColumn
         from ehist.counters import settle
 
+        from ehist.columnar import _check_starts
+        from ehist.validation import coerce_times
+
         probe = SlidingQuantiles(*params)
-        ts = np.asarray(timestamps, dtype=np.int64)
+        ts = coerce_times(timestamps)
         x = np.asarray(values, dtype=np.float64)
-        starts = np.asarray(starts, dtype=np.int64)
+        if x.shape != ts.shape:
+            raise ValueError(f"timestamps and values have different lengths ({ts.size} and {x.size})")
+        starts = _check_starts(starts, ts.size)
         runs = starts.size
         lengths = np.diff(np.append(starts, ts.size))
         run = np.repeat(np.arange(runs, dtype=np.int64), lengths)

@@ -265,3 +265,17 @@ def test_frequencies_partials_equal_the_per_key_build(specs):
         want, expect = _Weighted.partials(spec, t, starts, Data(present, dict(data.arrays)), 1000, at)
         assert got == want
         assert np.array_equal(answers.lower, expect.lower) and np.array_equal(answers.upper, expect.upper)
+
+
+def test_builds_refuse_bad_input():
+    ts = np.array([1, 2, 3])
+    with pytest.raises(ValueError, match="different lengths"):
+        QuantileColumn.build(ts, [0], [1.0, 2.0], (100, 0.02, 0.01))
+    with pytest.raises(ValueError, match="different lengths"):
+        CountMinColumn.build(ts, [0], np.arange(2, dtype=np.uint64), None, (100, 0.1, 0.1, 0.1, 0))
+    with pytest.raises(ValueError, match="starts must begin at 0"):
+        QuantileColumn.build(ts, [1, 2], [1.0, 2.0, 3.0], (100, 0.02, 0.01))
+    with pytest.raises(ValueError, match="values must be finite"):  # update's own message
+        QuantileColumn.build(ts, [0], [1.0, np.nan, 3.0], (100, 0.02, 0.01))
+    with pytest.raises(ValueError, match="non-negative"):
+        CountMinColumn.build(ts, [0], np.arange(3, dtype=np.uint64), np.array([1, -1, 2]), (100, 0.1, 0.1, 0.1, 0))
