@@ -299,8 +299,14 @@ class HistogramColumn:
         if len(self) == 0:
             return []
         payload, byte_starts, byte_ends, flags = self._encode()
-        flags = flags.tolist()
         head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, self.window, self.eps)
+        if compiled.active():  # head, newest, payload and CRC of every blob in one compiled pass
+            buf, offsets = compiled.seal(head, flags, self.newest, self.has_newest, payload, byte_starts, byte_ends)
+            whole = buf.tobytes()
+            bounds = offsets.tolist()
+            return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        payload = payload.tobytes()
+        flags = flags.tolist()
         heads = {f: head[:L.FLAGS_AT] + struct.pack("<H", f) + head[L.FLAGS_AT + 2:] for f in set(flags)}
         crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
         out = []
@@ -318,12 +324,15 @@ class HistogramColumn:
         if len(self) == 0:
             return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
         payload, byte_starts, byte_ends, flags = self._encode()
-        buf = np.insert(np.frombuffer(payload, dtype=np.uint8), byte_starts, flags.astype(np.uint8))
+        buf = np.insert(payload, byte_starts, flags.astype(np.uint8))
         return buf, np.concatenate([[0], byte_ends + np.arange(1, len(self) + 1)]).astype(np.int64)
 
     def _encode(self):
-        """(payload bytes, each histogram's start and end in it, its flags):
-        the varints after each histogram's head and newest."""
+        """(payload as uint8, each histogram's start and end in it, its
+        flags): the varints after each histogram's head and newest."""
+        if compiled.active():
+            return compiled.encode_histograms(self.exps, self.hi, self.lo, self.offsets, self.newest,
+                                              self.has_newest, self.merged)
         hists = len(self)
         counts = np.diff(self.offsets)
         owner = np.repeat(np.arange(hists, dtype=np.int64), counts)
@@ -385,7 +394,6 @@ class HistogramColumn:
         flat[end_stamps[owner[merged_at]] + local[merged_at]] = gap // tick[owner[merged_at]]
         flat[end_stamps[ordered]] = last_gap // tick[ordered]
         payload, nbytes = varint_stream(flat)
-        payload = payload.tobytes()
         byte_ends = np.cumsum(nbytes)[first + n_values - 1]
         byte_starts = np.concatenate([[0], byte_ends[:-1]])
         flags = (np.where(self.has_newest, L.FLAG_HAS_NEWEST, 0) | np.where(self.merged, L.FLAG_MERGED, 0)

@@ -77,6 +77,14 @@ def union_column(column, group_starts):
     groups = starts.size
     if groups == 0:
         return HistogramColumn(column.window, column.eps, [0], [], [], [], [], [], [])
+    if compiled.active():  # one compiled pass over the groups; totals near int64's edge below
+        ok, exps, hi, lo, counts, newest, has, merged = compiled.union_groups(
+            column.exps, column.hi, column.lo, column.offsets, column.newest, column.has_newest, column.merged,
+            np.append(starts, n), column.window, k_of_eps(column.eps))
+        if ok:
+            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            return HistogramColumn(column.window, column.eps, offsets, exps.astype(np.int8), hi, lo, newest, has,
+                                   merged)
     sizes = np.diff(np.append(starts, n))
     owner = np.repeat(np.arange(groups), sizes)  # each histogram's group
     first = np.zeros(n, dtype=bool)

@@ -35,7 +35,8 @@ import numpy as np
 
 from .compress import MARGIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups",
+__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
+           "encode_histograms", "seal", "write_varint",
            "decode_histograms", "crc_matches", "encode_varints"]
 
 try:  # optional: ehist[fast]
@@ -159,6 +160,113 @@ def compress_groups(exps, hi, lo, group_starts, cutoff, k: int, order: bool = Fa
     return _kernel("compress")(exps, hi, lo, starts, cutoff, int(k), 2.0 * (1.0 - MARGIN), bool(order))
 
 
+def union_groups(exps, hi, lo, offsets, newest, has_newest, merged, group_starts, window: int, k: int):
+    """Every group's :meth:`ExponentialHistogram.merge_all`, compiled: the
+    live prefixes, the copies and the compressed unions of
+    :func:`ehist.columnar_union.union_column` in one pass over the groups
+    (no numpy pass over every bucket between them).
+
+    Parameters
+    ----------
+    exps, hi, lo : numpy.ndarray
+        The buckets of every histogram, newest first within each
+        (:class:`~ehist.columnar.HistogramColumn`'s arrays).
+    offsets : numpy.ndarray
+        Histogram ``i`` is buckets ``offsets[i]:offsets[i + 1]``.
+    newest, has_newest, merged : numpy.ndarray
+        Per histogram.
+    group_starts : numpy.ndarray
+        Group ``g`` is histograms ``group_starts[g]:group_starts[g + 1]``
+        (``groups + 1`` entries, none empty).
+    window, k : int
+        The histograms' window and ``ceil(1 / eps)``.
+
+    Returns
+    -------
+    (ok, exps, hi, lo, counts, newest, has_newest, merged): per group its
+    bucket count, newest timestamp and flags, the buckets in group order.
+    ``ok`` is False, and nothing else is computed, when a group's total
+    reaches ``TOTAL_LIMIT / 2``: those are left to the exact Python paths.
+    """
+    if np.asarray(exps).size and (np.min(exps) < 0 or np.max(exps) > 62):
+        raise ValueError(f"exponents must lie in [0, 62], got {np.min(exps)} to {np.max(exps)}")
+    exps = np.ascontiguousarray(exps, dtype=np.int8)  # the column's own dtype: no copy
+    hi, lo, offsets, newest, group_starts = (np.ascontiguousarray(a, dtype=np.int64) for a in (
+        hi, lo, offsets, newest, group_starts))
+    has_newest, merged = (np.ascontiguousarray(a, dtype=np.bool_) for a in (has_newest, merged))
+    hists = offsets.size - 1
+    if not (exps.ndim == hi.ndim == lo.ndim == 1 and exps.size == hi.size == lo.size == offsets[-1]
+            and offsets[0] == 0 and np.all(np.diff(offsets) >= 0)):
+        raise ValueError(f"exps, hi and lo must hold offsets[-1] buckets with offsets from 0 up, got {exps.shape}, "
+                         f"{hi.shape}, {lo.shape} and offsets {offsets.tolist()[:8]}")
+    if newest.shape != (hists,) or has_newest.shape != (hists,) or merged.shape != (hists,):
+        raise ValueError(f"newest, has_newest and merged must have one value per histogram ({hists})")
+    if (group_starts.ndim != 1 or group_starts.size < 1 or group_starts[0] != 0 or group_starts[-1] != hists
+            or np.any(np.diff(group_starts) <= 0)):
+        raise ValueError(f"group_starts must run from 0 to {hists}, strictly increasing, got "
+                         f"{group_starts.tolist()[:8]}")
+    if int(window) < 1 or int(k) < 1:
+        raise ValueError(f"window and k must be at least 1, got {window} and {k}")
+    _kernel("compress")
+    return _kernel("union")(exps, hi, lo, offsets, newest, has_newest, merged, group_starts, np.int64(window),
+                            np.int64(k), 2.0 * (1.0 - MARGIN), float(TOTAL_LIMIT / 2))
+
+
+def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged):
+    """The payloads of :meth:`ExponentialHistogram.to_bytes` (the varints
+    after the head and newest; layout in :mod:`ehist.eh_layout`) of many
+    histograms in one compiled pass: ``(payload, byte_starts, byte_ends,
+    flags)``, histogram ``i``'s payload at ``payload[byte_starts[i]:
+    byte_ends[i]]`` and its flags (has newest, merged, shared timestamps,
+    tick).  The arrays are a :class:`~ehist.columnar.HistogramColumn`'s,
+    whose invariants they must hold (exponents in [0, 62], a newest
+    timestamp with every bucket)."""
+    exps = np.ascontiguousarray(exps, dtype=np.int8)
+    hi, lo, offsets, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (hi, lo, offsets, newest))
+    has_newest, merged = (np.ascontiguousarray(a, dtype=np.bool_) for a in (has_newest, merged))
+    hists = offsets.size - 1
+    if not (exps.size == hi.size == lo.size == offsets[-1] and offsets[0] == 0 and np.all(np.diff(offsets) >= 0)
+            and newest.shape == has_newest.shape == merged.shape == (hists,)):
+        raise ValueError("exps, hi, lo, offsets, newest, has_newest and merged must describe one column of "
+                         f"histograms, got {exps.shape}, {hi.shape}, {lo.shape}, {offsets.shape}, {newest.shape}")
+    _kernel("decode")  # the compiled gcd
+    return _kernel("encode")(exps, hi, lo, offsets, newest, has_newest, merged)
+
+
+def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends) -> tuple[np.ndarray, np.ndarray]:
+    """Whole blobs, one after the other: ``(buf, offsets)``, blob ``i`` at
+    ``buf[offsets[i]:offsets[i + 1]]``: ``head`` (the preamble and
+    parameters, its flags field set to ``flags[i]``), the little-endian
+    ``newest[i]`` where ``has_newest[i]``, the payload span, and the
+    CRC-32 of all of it (:mod:`ehist.serialization`'s framing), in one
+    compiled pass.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> import zlib
+    >>> buf, offsets = seal(b"EH\\x01\\x02\\x00\\x00", [1], [7], [True], np.array([3], dtype=np.uint8), [0], [1])
+    >>> blob = buf.tobytes()
+    >>> blob[:-4] == b"EH\\x01\\x02\\x01\\x00" + (7).to_bytes(8, "little") + b"\\x03"
+    True
+    >>> int.from_bytes(blob[-4:], "little") == zlib.crc32(blob[:-4]), offsets.tolist()
+    (True, [0, 19])
+    """
+    from .serialization import FLAGS_AT
+
+    head = np.frombuffer(bytes(head), dtype=np.uint8)
+    payload = np.ascontiguousarray(payload, dtype=np.uint8)
+    flags = np.ascontiguousarray(flags, dtype=np.uint16)
+    newest, byte_starts, byte_ends = (np.ascontiguousarray(a, dtype=np.int64) for a in (newest, byte_starts,
+                                                                                        byte_ends))
+    has_newest = np.ascontiguousarray(has_newest, dtype=np.bool_)
+    if not (flags.shape == newest.shape == has_newest.shape == byte_starts.shape == byte_ends.shape
+            and flags.ndim == 1):
+        raise ValueError("flags, newest, has_newest and the byte spans must have one value per blob")
+    spans(payload, byte_starts, byte_ends)
+    if head.size < FLAGS_AT + 2:
+        raise ValueError(f"the head must hold the preamble's flags field, got {head.size} bytes")
+    return _kernel("seal")(head, FLAGS_AT, flags, newest, has_newest, payload, byte_starts, byte_ends, _CRC_TABLE)
+
+
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
     """Decode the payloads ``buf[starts[i]:ends[i]]`` of exponential
     histograms (the bytes after the head fields, before the CRC; layout in
@@ -244,6 +352,131 @@ def _encode_varints(values):
     return out, lengths
 
 
+def write_varint(out, at, value):
+    """Write ``value`` (uint64) as a minimal LEB128 varint at ``out[at]``
+    and return the next position: :func:`read_varint`'s inverse, for
+    compiled encoders to :func:`jit`."""
+    v = np.uint64(value)
+    while v >= np.uint64(0x80):
+        out[at] = np.uint8((v & np.uint64(0x7F)) | np.uint64(0x80))
+        v >>= np.uint64(7)
+        at += 1
+    out[at] = np.uint8(v)
+    return at + 1
+
+
+def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged):
+    hists = offsets.size - 1
+    # a histogram takes at most 2 x 10 bytes of counts and tick, and per bucket 2 run varints (<= 2 bytes: an
+    # exponent below 63, a length below 2**14 here or 10 bytes), a bitmap bit, a delta and a width (10 bytes each)
+    out = np.empty(32 * hists + 42 * exps.size + 16, dtype=np.uint8)
+    byte_starts = np.empty(hists, dtype=np.int64)
+    byte_ends = np.empty(hists, dtype=np.int64)
+    flags = np.empty(hists, dtype=np.uint8)
+    at = 0
+    for i in range(hists):
+        a, z = offsets[i], offsets[i + 1]
+        n = z - a
+        f = (1 if has_newest[i] else 0) | (2 if merged[i] else 0)
+        byte_starts[i] = at
+        if n == 0:
+            out[at] = 0
+            at += 1
+            byte_ends[i] = at
+            flags[i] = f
+            continue
+        n_runs = 1
+        n_same = 0
+        for b in range(a + 1, z):
+            if exps[b] != exps[b - 1]:
+                n_runs += 1
+            if hi[b] == hi[b - 1]:
+                n_same += 1
+        maps = (n + _BITS - 1) // _BITS
+        bitmap = n_same > maps
+        # the tick: the gcd of the deltas and widths
+        g = np.uint64(0)
+        prev = newest[i]
+        for b in range(a, z):
+            if bitmap and b > a and hi[b] == hi[b - 1]:
+                continue
+            g = _gcd(g, np.uint64(prev) - np.uint64(hi[b]))
+            prev = hi[b]
+        if merged[i]:
+            for b in range(a, z):
+                g = _gcd(g, np.uint64(hi[b]) - np.uint64(lo[b]))
+        else:
+            g = _gcd(g, np.uint64(hi[z - 1]) - np.uint64(lo[z - 1]))
+        ticked = g >= np.uint64(2)
+        tick = g if ticked else np.uint64(1)
+        if bitmap:
+            f |= _FLAG_SHARED
+        if ticked:
+            f |= _FLAG_TICK
+        flags[i] = f
+        at = _wvarint(out, at, np.uint64(n))
+        at = _wvarint(out, at, np.uint64(n_runs))
+        run = a
+        for b in range(a + 1, z + 1):
+            if b == z or exps[b] != exps[b - 1]:
+                at = _wvarint(out, at, np.uint64(exps[run]))
+                at = _wvarint(out, at, np.uint64(b - run))
+                run = b
+        if ticked:
+            at = _wvarint(out, at, tick)
+        if bitmap:
+            for m in range(maps):
+                out[at + m] = 0
+            for j in range(1, n):
+                if hi[a + j] == hi[a + j - 1]:
+                    out[at + j // _BITS] |= np.uint8(1 << (j % _BITS))
+            at += maps
+        prev = newest[i]
+        for b in range(a, z):
+            if bitmap and b > a and hi[b] == hi[b - 1]:
+                continue
+            at = _wvarint(out, at, (np.uint64(prev) - np.uint64(hi[b])) // tick)
+            prev = hi[b]
+        if merged[i]:
+            for b in range(a, z):
+                at = _wvarint(out, at, (np.uint64(hi[b]) - np.uint64(lo[b])) // tick)
+        else:
+            at = _wvarint(out, at, (np.uint64(hi[z - 1]) - np.uint64(lo[z - 1])) // tick)
+        byte_ends[i] = at
+    return out[:at], byte_starts, byte_ends, flags
+
+
+def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, table):
+    count = starts.size
+    offsets = np.empty(count + 1, dtype=np.int64)
+    offsets[0] = 0
+    for i in range(count):
+        offsets[i + 1] = offsets[i] + head.size + (8 if has_newest[i] else 0) + (ends[i] - starts[i]) + 4
+    out = np.empty(offsets[count], dtype=np.uint8)
+    for i in range(count):
+        at = offsets[i]
+        for j in range(head.size):
+            out[at + j] = head[j]
+        out[at + flags_at] = np.uint8(flags[i] & 0xFF)
+        out[at + flags_at + 1] = np.uint8(flags[i] >> 8)
+        at += head.size
+        if has_newest[i]:
+            v = np.uint64(newest[i])
+            for j in range(8):
+                out[at + j] = np.uint8((v >> np.uint64(8 * j)) & np.uint64(0xFF))
+            at += 8
+        for j in range(starts[i], ends[i]):
+            out[at] = payload[j]
+            at += 1
+        c = np.uint32(0xFFFFFFFF)
+        for j in range(offsets[i], at):
+            c = table[(c ^ out[j]) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
+        c = c ^ np.uint32(0xFFFFFFFF)
+        for j in range(4):
+            out[at + j] = np.uint8((c >> np.uint32(8 * j)) & np.uint32(0xFF))
+    return out, offsets
+
+
 def _crc_table() -> np.ndarray:
     table = np.zeros(256, dtype=np.uint32)
     for i in range(256):
@@ -277,18 +510,26 @@ _desc = None  # the compiled _desc_order and _ascending, which they call
 _asc = None
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
+_wvarint = None  # the compiled write_varint, which _encode_all calls
 _gcd = None
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _asc, _varint, _gcd
+    global _one, _desc, _asc, _varint, _gcd, _wvarint
     if name not in _COMPILED:
         if name == "compress":
             _desc, _asc = jit(_desc_order), jit(_ascending)
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
+        elif name == "union":
+            _COMPILED[name] = jit(_union_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
+        elif name == "encode":
+            _wvarint = jit(write_varint)
+            _COMPILED[name] = jit(_encode_all)
+        elif name == "seal":
+            _COMPILED[name] = jit(_seal_all)
         elif name == "varints":
             _COMPILED[name] = jit(_encode_varints)
         else:
@@ -453,6 +694,82 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
         counts[g] = kept
         at += kept
     return out_e[:at], out_hi[:at], out_lo[:at], counts
+
+
+def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, window, k, factor, heavy):
+    groups = gstarts.size - 1
+    n = exps.size
+    out_e = np.empty(n, dtype=np.int64)
+    out_hi = np.empty(n, dtype=np.int64)
+    out_lo = np.empty(n, dtype=np.int64)
+    counts = np.zeros(groups, dtype=np.int64)
+    out_newest = np.empty(groups, dtype=np.int64)
+    out_has = np.ones(groups, dtype=np.bool_)
+    out_merged = np.zeros(groups, dtype=np.bool_)
+    int64_min = np.int64(-(2**63))
+    at = np.int64(0)
+    for g in range(groups):
+        a, z = gstarts[g], gstarts[g + 1]
+        others = False
+        for h in range(a + 1, z):
+            if has_newest[h]:
+                others = True
+        if not others:  # merge_all leaves the first as it is
+            b0, b1 = offsets[a], offsets[a + 1]
+            for b in range(b0, b1):
+                out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
+                at += 1
+            counts[g] = b1 - b0
+            out_newest[g], out_has[g], out_merged[g] = newest[a], has_newest[a], merged[a]
+            continue
+        nw = int64_min
+        for h in range(a, z):
+            if has_newest[h] and newest[h] > nw:
+                nw = newest[h]
+        out_newest[g] = nw
+        all_alive = nw < int64_min + window
+        cutoff = int64_min if all_alive else nw - window
+        parts = 0
+        part = -1
+        live = 0
+        rough = 0.0
+        for h in range(a, z):
+            m = 0
+            for b in range(offsets[h], offsets[h + 1]):  # hi is non-increasing: a live prefix
+                if not all_alive and hi[b] <= cutoff:
+                    break
+                m += 1
+                rough += 2.0 ** exps[b]
+            if m:
+                parts += 1
+                part = h
+                live += m
+        if rough >= heavy:
+            return False, out_e, out_hi, out_lo, counts, out_newest, out_has, out_merged
+        if parts == 1:
+            b0 = offsets[part]
+            for b in range(b0, b0 + live):
+                out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
+                at += 1
+            counts[g] = live
+            out_merged[g] = merged[part]
+        elif parts >= 2:
+            te = np.empty(live, dtype=np.int64)
+            th = np.empty(live, dtype=np.int64)
+            tl = np.empty(live, dtype=np.int64)
+            j = 0
+            for h in range(a, z):
+                for b in range(offsets[h], offsets[h + 1]):
+                    if not all_alive and hi[b] <= cutoff:
+                        break
+                    te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
+                    j += 1
+            idx = _desc(th, tl)
+            kept = _one(te[idx], th[idx], tl[idx], cutoff, k, factor, out_e, out_hi, out_lo, at)
+            counts[g] = kept
+            at += kept
+            out_merged[g] = True
+    return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
 
 
 def _desc_order(hi, lo):

@@ -114,16 +114,38 @@ def test_bytes_round_trip_with_merged_and_empty_histograms(name, data, window, e
     if never:
         hs.append(ExponentialHistogram(window, eps))
     col = HistogramColumn.from_histograms(hs)
-    blobs = col.to_bytes()
-    assert blobs == [h.to_bytes() for h in hs]
-    with engine(name):
+    with engine(name):  # the compiled encoder or numpy's, and the same for the decoders
+        blobs = col.to_bytes()
+        buf, offsets = col.compact_bytes()
         back = HistogramColumn.from_bytes(blobs)
         # ordered and merged histograms take the numpy or compiled path; never-updated ones from_bytes
         fast = _decode_fast(blobs)[0].tolist()
+        again = back.to_bytes()
+    assert blobs == [h.to_bytes() for h in hs]
+    for i, h in enumerate(hs):  # the compact form: the flags byte and the payload of each
+        if h.newest is not None:
+            whole = h.to_bytes()
+            assert buf[offsets[i]:offsets[i + 1]].tobytes() == whole[4:5] + whole[30:-4]
     assert [back[i] for i in range(len(back))] == hs
     assert fast == [h.newest is not None for h in hs]
     assert back.merged.tolist() == [h.merged for h in hs]
-    assert back.to_bytes() == blobs
+    assert again == blobs
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_registry_examples_and_int64_edges_encode_byte_for_byte(name):
+    """Timestamps and deltas at int64's edges, ticks, shared timestamps and
+    merged histograms: each column's bytes are the histograms' own."""
+    edge = [ExponentialHistogram(2**62, 0.5).update(np.array([-2**63 + 1, -2**63 + 2, 2**62])),
+            ExponentialHistogram(2**62, 0.5).update(np.array([2**63 - 2, 2**63 - 1]), np.array([7, 2**40])),
+            ExponentialHistogram(2**62, 0.5)]
+    groups = {}
+    for h in ExponentialHistogram._examples() + edge:
+        groups.setdefault((h.window, h.eps), []).append(h)
+    for hs in groups.values():
+        with engine(name):
+            blobs = HistogramColumn.from_histograms(hs).to_bytes()
+        assert blobs == [h.to_bytes() for h in hs]
 
 
 def reseal(body: bytes) -> bytes:
