@@ -508,6 +508,8 @@ _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
 _desc = None  # the compiled _desc_order and _ascending, which they call
 _asc = None
+_lo_asc = None  # the compiled _lo_ascending, which _compress_one calls
+_bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
@@ -515,10 +517,11 @@ _gcd = None
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _asc, _varint, _gcd, _wvarint
+    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint
     if name not in _COMPILED:
         if name == "compress":
-            _desc, _asc = jit(_desc_order), jit(_ascending)
+            _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
+            _lo_asc = jit(_lo_ascending)
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
         elif name == "union":
@@ -550,7 +553,7 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
     top = hi[0]
     # the cuts: distinct lo, hi and the cutoff in [cutoff, top)
     # (one merge of lo ascending, hi ascending (hi is non-increasing: read from the end) and the cutoff)
-    lo_sorted = _asc(lo)
+    lo_sorted = _lo_asc(hi, lo)
     cuts = np.empty(2 * n + 1, dtype=np.int64)
     m = 0
     p = 0
@@ -629,8 +632,11 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
                 s = np.int64(1) << e[x]
                 lo_x, hi_x, lo_y, hi_y = blo[x], hi[x], blo[y], hi[y]
                 lo_z = lo_x if lo_x < lo_y else lo_y
-                a = np.searchsorted(cuts, lo_z)
-                b = np.searchsorted(cuts, hi_x)
+                a = 0
+                b = 0
+                if lo_z < hi_x:  # else one timestamp: the merged bucket straddles no cut, always accepted
+                    a = _bisect_left(cuts, lo_z)
+                    b = _bisect_left(cuts, hi_x)
                 accept = True
                 for t in range(a, b):  # lo_z <= c < hi_x: the merged bucket straddles
                     c = cuts[t]
@@ -673,6 +679,19 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         count += 1
         i = nxt[i]
     return count
+
+
+def _first_at_least(a, v):
+    """The first position of sorted ``a`` holding ``v`` or more
+    (``np.searchsorted(a, v)``), as a plain loop for the compiled code."""
+    lo, hi = 0, a.size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
@@ -845,6 +864,40 @@ def _ascending(x):
     n = x.size
     back = _desc(~x[::-1], np.zeros(n, dtype=np.int64))
     return n - 1 - back
+
+
+def _lo_ascending(hi, lo):
+    """Positions of buckets (newest first: ``hi`` non-increasing) in
+    ascending order of ``lo`` (ties in any order).  Most buckets hold one
+    timestamp (``lo == hi``: every unit bucket, and a sum's buckets of one
+    row), and those are already in order read backwards; only the others
+    are sorted (:func:`_ascending`), then the two merged."""
+    n = lo.size
+    same = np.empty(n, dtype=np.int64)
+    wide = np.empty(n, dtype=np.int64)
+    a = 0
+    b = 0
+    for i in range(n - 1, -1, -1):
+        if lo[i] == hi[i]:
+            same[a] = i
+            a += 1
+        else:
+            wide[b] = i
+            b += 1
+    if b == 0:
+        return same
+    wide = wide[:b][_asc(lo[wide[:b]])]
+    out = np.empty(n, dtype=np.int64)
+    p = 0
+    q = 0
+    for o in range(n):
+        if q >= b or (p < a and lo[same[p]] <= lo[wide[q]]):
+            out[o] = same[p]
+            p += 1
+        else:
+            out[o] = wide[q]
+            q += 1
+    return out
 
 
 _FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bits of the flags field)
