@@ -300,21 +300,7 @@ class HistogramColumn:
             return []
         payload, byte_starts, byte_ends, flags = self._encode()
         head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, self.window, self.eps)
-        if compiled.active():  # head, newest, payload and CRC of every blob in one compiled pass
-            buf, offsets = compiled.seal(head, flags, self.newest, self.has_newest, payload, byte_starts, byte_ends)
-            whole = buf.tobytes()
-            bounds = offsets.tolist()
-            return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-        payload = payload.tobytes()
-        flags = flags.tolist()
-        heads = {f: head[:L.FLAGS_AT] + struct.pack("<H", f) + head[L.FLAGS_AT + 2:] for f in set(flags)}
-        crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
-        out = []
-        for f, stamp, has_n, a, b in zip(flags, self.newest.tolist(), self.has_newest.tolist(), byte_starts.tolist(),
-                                         byte_ends.tolist()):
-            body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
-            out.append(body + pack_crc(crc32(body)))
-        return out
+        return sealed_blobs(head, flags, self.newest, self.has_newest, payload, byte_starts, byte_ends)
 
     def compact_bytes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(buf, offsets)``: histogram ``i`` as its flags byte and payload
@@ -843,6 +829,31 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
     keep = good[owner]
     return bad, _Parsed(window[good], eps[good], newest[good], n_i[good], exps[keep], hi[keep], lo[keep],
                         merged[good])
+
+
+def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, byte_starts, byte_ends) -> list:
+    """Whole blobs of many synopses of one family and parameters (the
+    writer's side of :func:`sealed_heads`): ``head`` (preamble and
+    parameters) with blob ``i``'s ``flags[i]``, its little-endian
+    ``newest[i]`` where ``has_newest[i]``, its payload
+    ``payload[byte_starts[i]:byte_ends[i]]`` (uint8) and the CRC-32 of all
+    of it (:mod:`ehist.serialization`'s framing); one compiled pass when
+    the compiled loops run."""
+    if compiled.active():
+        buf, offsets = compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends)
+        whole = buf.tobytes()
+        bounds = offsets.tolist()
+        return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    payload = np.ascontiguousarray(payload, dtype=np.uint8).tobytes()
+    flags = np.asarray(flags).tolist()
+    heads = {f: head[:FLAGS_AT] + struct.pack("<H", f) + head[FLAGS_AT + 2:] for f in set(flags)}
+    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
+    out = []
+    for f, stamp, has_n, a, b in zip(flags, np.asarray(newest).tolist(), np.asarray(has_newest).tolist(),
+                                     np.asarray(byte_starts).tolist(), np.asarray(byte_ends).tolist()):
+        body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
+        out.append(body + pack_crc(crc32(body)))
+    return out
 
 
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):

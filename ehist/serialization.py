@@ -506,6 +506,17 @@ class Layout:
         """The preamble and the parameters, as one ``struct``."""
         return struct.Struct("<2sBBH" + self.parameters)
 
+    def parameter_bytes(self, blob) -> bytes:
+        """The bytes of a blob's parameters (after the preamble), to group
+        or compare sketches before decoding them; no check (decoding
+        checks).
+
+        >>> FM = Layout("SlidingFM", 2, (1, 2), 3, "qIQ", "window, num_bitmaps and seed")
+        >>> FM.parameter_bytes(bytes(6) + bytes(range(20)) + b"rest") == bytes(range(20))
+        True
+        """
+        return bytes(blob[PREAMBLE_BYTES:self.head.size])
+
     def writer(self, flags: int, *parameters) -> "Writer":
         """A :class:`Writer` of this layout's preamble and ``parameters``."""
         return Writer(self.family, self.version, flags).struct(self.parameters, *parameters)

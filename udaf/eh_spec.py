@@ -20,7 +20,6 @@ from ehist.columnar import HistogramColumn, histogram_bytes
 from ehist.columnar_union import union_column
 from ehist.errors import QueryTimeError
 from ehist import eh_layout as L
-from ehist.serialization import PREAMBLE_BYTES
 
 from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
@@ -268,7 +267,5 @@ def _by_parameters(raw) -> list:
 
 
 def _parameters(raw) -> list:
-    """Each histogram's parameter bytes (window, eps: :mod:`ehist.eh_layout`),
-    to group or compare them before decoding; no check (decoding checks)."""
-    span = slice(PREAMBLE_BYTES, L.HEAD.size)
-    return [b[span] for b in raw]
+    """Each histogram's parameter bytes (window, eps: :mod:`ehist.eh_layout`)."""
+    return [L.LAYOUT.parameter_bytes(b) for b in raw]

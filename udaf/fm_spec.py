@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from distinct import SlidingFM
+from distinct.fm import LAYOUT
+from distinct.fm_columnar import FMColumn
 
 from .hashed_items import HashedItems
+from .spec import Answers
 
 __all__ = ["DistinctFM"]
 
@@ -40,3 +45,50 @@ class DistinctFM(HashedItems):
 
     def make(self, window):
         return SlidingFM(window, self.num_bitmaps, self.seed)
+
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """Every sketch of a batch decoded and estimated at once
+        (:class:`~distinct.fm_columnar.FMColumn`), the estimates to the
+        last bit; sketches of different parameters: one at a time."""
+        rows = np.array([i for i, b in enumerate(blobs) if b is not None], dtype=np.int64)
+        raw = [bytes(blobs[i]) for i in rows.tolist()]
+        if not raw or not _alike(raw):
+            return super().answers(blobs, nows, window)
+        out = np.full(len(blobs), np.nan)
+        out[rows] = FMColumn.from_bytes(raw).estimates(None if nows is None else np.asarray(nows)[rows], window)
+        return Answers(out)
+
+    @classmethod
+    def merge_groups(cls, blobs, starts):
+        """Every group's :meth:`merge` in one pass: each bit's newest
+        timestamp over the group, every group at once
+        (:meth:`~distinct.fm_columnar.FMColumn.union`), byte for byte the
+        per-group merge.  Sketches of different parameters: the per-group
+        merge, which refuses them in one group."""
+        raw = [bytes(b) for b in blobs]
+        if not raw or not _alike(raw):
+            return super().merge_groups(raw, starts)
+        return FMColumn.from_bytes(cls.merge_order(raw, starts)).union(starts).to_bytes()
+
+    @classmethod
+    def union_answers(cls, blobs, starts, nows, window):
+        """The estimates of every group's union, united in columns (the
+        union does not depend on the order: the newest timestamp of each
+        bit) and never encoded."""
+        raw = [bytes(b) for b in blobs]
+        if not raw or not _alike(raw):
+            return super().union_answers(raw, starts, nows, window)
+        return Answers(FMColumn.from_bytes(raw).union(starts).estimates(nows, window))
+
+    def union(self, blobs, starts, at=None):
+        """Each key's partials united in columns and estimated as of ``at``
+        (default: the key's newest)."""
+        if any(b is None for b in blobs):
+            return super().union(blobs, starts, at)
+        return type(self).union_answers(blobs, starts, None if at is None else np.full(len(starts), at), None)
+
+
+def _alike(raw) -> bool:
+    """Whether the sketches share one window, num_bitmaps and seed."""
+    return len({LAYOUT.parameter_bytes(b) for b in raw}) == 1
