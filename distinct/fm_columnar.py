@@ -20,8 +20,8 @@ and does each step for all of them in a few numpy passes:
   last bit (the same floats: the logarithms and powers of the few
   distinct bit counts are Python's).
 
-Examples
---------
+For instance, two sketches of one stream's halves, united:
+
 >>> import numpy as np
 >>> from distinct import SlidingFM
 >>> parts = [SlidingFM(100, 8).update(np.arange(p, 60, 2), np.arange(p, 60, 2) % 17) for p in range(2)]

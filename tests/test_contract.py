@@ -261,3 +261,33 @@ def test_merge_all_checks_and_unions(cls):
         a, b = list(kinds.values())[:2]
         with pytest.raises(IncompatibleSketchError, match="cannot merge .* with different .*: .* and "):
             a.merge(b)
+
+
+GOLDEN = Path(__file__).parent / "golden" / "registry"
+
+
+def registered_examples():
+    return [pytest.param(cls, i, id=f"{name}-{i}") for name, cls in sorted(REGISTERED.items())
+            for i in range(len(cls._examples()))]
+
+
+@pytest.mark.parametrize("cls, i", registered_examples())
+def test_registered_examples_keep_their_golden_bytes(cls, i):
+    """Every registered family's examples are pinned in
+    ``tests/golden/registry/<family>-<i>.bin``: its format cannot drift
+    silently, and a new family is pinned by registering it.  A missing
+    file is written when ``EHIST_WRITE_GOLDEN=1`` (then commit it);
+    rewrite an existing one only with a format version bump."""
+    import os
+
+    example = cls._examples()[i]
+    path = GOLDEN / f"{cls.__name__}-{i}.bin"
+    if not path.exists():
+        if os.environ.get("EHIST_WRITE_GOLDEN") != "1":
+            pytest.fail(f"no golden bytes for {cls.__name__} example {i}: run this test with EHIST_WRITE_GOLDEN=1 "
+                        f"and commit {path.relative_to(Path(__file__).parent.parent)}")
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(example.to_bytes())
+    stored = path.read_bytes()
+    assert example.to_bytes() == stored
+    assert cls.from_bytes(stored) == example

@@ -41,6 +41,15 @@ FAMILIES = {
 }
 
 
+def test_every_registered_family_is_fed_here():
+    """A new family (registered in ehist.synopsis.SYNOPSES) must get its
+    extreme inputs here too."""
+    from ehist.synopsis import SYNOPSES
+
+    built = {type(make(1000)) for make, _ in FAMILIES.values()}
+    assert built | {SYNOPSES["StableSketch"]} == set(SYNOPSES.values())
+
+
 @st.composite
 def batches(draw):
     """A few batches of (sorted times, inputs), times growing across them."""
