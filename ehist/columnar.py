@@ -840,7 +840,7 @@ def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
     of it (:mod:`ehist.serialization`'s framing); one compiled pass when
     the compiled loops run."""
     if compiled.active():
-        buf, offsets = compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends)
+        buf, offsets = compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT)
         whole = buf.tobytes()
         bounds = offsets.tolist()
         return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]

@@ -233,25 +233,24 @@ def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged):
     return _kernel("encode")(exps, hi, lo, offsets, newest, has_newest, merged)
 
 
-def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends) -> tuple[np.ndarray, np.ndarray]:
+def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, flags_at: int) -> tuple[np.ndarray, np.ndarray]:
     """Whole blobs, one after the other: ``(buf, offsets)``, blob ``i`` at
     ``buf[offsets[i]:offsets[i + 1]]``: ``head`` (the preamble and
-    parameters, its flags field set to ``flags[i]``), the little-endian
+    parameters, its two-byte flags field at ``flags_at`` set to
+    ``flags[i]``), the little-endian
     ``newest[i]`` where ``has_newest[i]``, the payload span, and the
     CRC-32 of all of it (:mod:`ehist.serialization`'s framing), in one
     compiled pass.
 
     >>> _ = __import__("pytest").importorskip("numba")
     >>> import zlib
-    >>> buf, offsets = seal(b"EH\\x01\\x02\\x00\\x00", [1], [7], [True], np.array([3], dtype=np.uint8), [0], [1])
+    >>> buf, offsets = seal(b"EH\\x01\\x02\\x00\\x00", [1], [7], [True], np.array([3], dtype=np.uint8), [0], [1], 4)
     >>> blob = buf.tobytes()
     >>> blob[:-4] == b"EH\\x01\\x02\\x01\\x00" + (7).to_bytes(8, "little") + b"\\x03"
     True
     >>> int.from_bytes(blob[-4:], "little") == zlib.crc32(blob[:-4]), offsets.tolist()
     (True, [0, 19])
     """
-    from .serialization import FLAGS_AT
-
     head = np.frombuffer(bytes(head), dtype=np.uint8)
     payload = np.ascontiguousarray(payload, dtype=np.uint8)
     flags = np.ascontiguousarray(flags, dtype=np.uint16)
@@ -262,9 +261,9 @@ def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends) -> tu
             and flags.ndim == 1):
         raise ValueError("flags, newest, has_newest and the byte spans must have one value per blob")
     spans(payload, byte_starts, byte_ends)
-    if head.size < FLAGS_AT + 2:
-        raise ValueError(f"the head must hold the preamble's flags field, got {head.size} bytes")
-    return _kernel("seal")(head, FLAGS_AT, flags, newest, has_newest, payload, byte_starts, byte_ends, _CRC_TABLE)
+    if not 0 <= flags_at <= head.size - 2:
+        raise ValueError(f"the head must hold the two flag bytes at {flags_at}, got {head.size} bytes")
+    return _kernel("seal")(head, int(flags_at), flags, newest, has_newest, payload, byte_starts, byte_ends, _CRC_TABLE)
 
 
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):

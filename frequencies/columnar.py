@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 
@@ -480,6 +481,103 @@ class HeavyHittersColumn:
         level's: the ids themselves)."""
         last = np.arange(len(self)) * self.depth + self.depth - 1
         return CountMinColumn(self.levels.params, self.levels.counters.take(last)).bounds(now, window)
+
+    def heavy_hitters(self, phi: float, group_starts=None, now=None, window: int | None = None) -> list:
+        """Each group's list of :meth:`SlidingHeavyHitters.heavy_hitters`
+        (a group of one sketch) or
+        :meth:`~SlidingHeavyHitters.union_heavy_hitters` (several: the
+        parts' summed counter bounds, no merge), every group's walk down
+        the levels at once: the candidates of all groups in one array per
+        level, each counter's bounds looked up among the groups' summed
+        counters.  The same lists, floats and order.
+
+        ``group_starts`` None: every sketch its own group; ``now``: one
+        time, one per group, or None (each group's newest).  Raises what
+        the sketches' own queries raise (a ``now`` before a part's newest,
+        a bad window or ``phi``)."""
+        from ehist.hashing import hash64
+
+        from .count_min import counter_ids
+        from .heavy_hitters import HeavyHitter, _check_phi
+
+        _check_phi(phi)
+        n, depth = len(self), self.depth
+        starts = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
+        groups = starts.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        c = self.levels.counters
+        sketch_has = c.has_newest.reshape(n, depth)[:, 0]
+        sketch_newest = c.newest.reshape(n, depth)[:, 0]
+        if now is None:
+            group_now = np.full(groups, INT64_MIN, dtype=np.int64)
+            np.maximum.at(group_now, group_of[sketch_has], sketch_newest[sketch_has])
+        else:
+            group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), (groups,))
+        level_sketch = np.repeat(np.arange(n, dtype=np.int64), depth)
+        at = np.where(c.has_newest, group_now[group_of[level_sketch]], c.newest)
+        lo, up = self.levels._counter_bounds(at, window)
+        # every group's summed counters, by one key: (group, level, counter)
+        size, width = self.levels._size, self.levels._width
+        rows = size // width
+        owner = c.owner
+        g_level = group_of[level_sketch[owner]] * depth + owner % depth
+        key = g_level * size + c.keys
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+        # each (group, level)'s rows (the key runs of one row, in order): their sums, exactly
+        row_of = (key // size) * rows + (key % size) // width
+        row_first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]]) if key.size else first
+        if key.size and float(np.add.reduceat(up[order].astype(np.float64), row_first).max()) >= 2.0 ** 61:
+            return self._heavy_hitters_one_by_one(phi, starts, now, window)  # sums near int64: raise as they do
+        row_lo = np.zeros(groups * depth * rows, dtype=np.int64)
+        row_up = np.zeros(groups * depth * rows, dtype=np.int64)
+        if key.size:
+            row_lo[row_of[row_first]] = np.add.reduceat(lo[order], row_first)
+            row_up[row_of[row_first]] = np.add.reduceat(up[order], row_first)
+        total_lower = row_lo.reshape(groups, depth, rows).max(axis=2)
+        total_upper = row_up.reshape(groups, depth, rows).min(axis=2)
+        sum_lo = np.add.reduceat(lo[order], first) if key.size else lo[:0]
+        sum_up = np.add.reduceat(up[order], first) if key.size else up[:0]
+        key = key[first]
+        eps, seed = float(self.levels.params[1]), int(self.levels.params[4])
+        slack = np.array([math.ceil(eps * int(t)) for t in total_upper.ravel().tolist()],
+                         dtype=np.int64).reshape(groups, depth)
+        threshold = np.maximum(float(phi) * total_lower[:, -1].astype(np.float64), 1.0)
+        # the walk: every group's candidates at once
+        lengths = levels_of(self.bits, self.level_bits)
+        fanout = np.arange(1 << lengths[0], dtype=np.uint64)
+        cand = np.tile(fanout, groups)
+        cg = np.repeat(np.arange(groups, dtype=np.int64), fanout.size)
+        for j in range(depth):
+            ids = counter_ids(hash64(cand, seed), width, rows)  # (rows, candidates)
+            want = (cg * depth + j)[None, :] * size + ids
+            pos = np.minimum(np.searchsorted(key, want), max(key.size - 1, 0))
+            hit = key[pos] == want if key.size else np.zeros(want.shape, dtype=bool)
+            c_lo = np.where(hit, sum_lo[pos] if key.size else 0, 0)
+            c_up = np.where(hit, sum_up[pos] if key.size else 0, 0)
+            est = (c_lo * 0.5 + c_up * 0.5).min(axis=0)
+            lower = np.maximum(c_lo.min(axis=0) - slack[cg, j], 0)
+            upper = c_up.min(axis=0)
+            keep = upper >= threshold[cg]
+            cand, cg, est, lower, upper = cand[keep], cg[keep], est[keep], lower[keep], upper[keep]
+            if j + 1 < depth:
+                step = lengths[j + 1] - lengths[j]
+                cand = ((cand[:, None] << np.uint64(step)) | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
+                cg = np.repeat(cg, 1 << step)
+        order = np.lexsort((cand, -est, cg))
+        out = [[] for _ in range(groups)]
+        for g, x, e, a, b in zip(cg[order].tolist(), cand[order].tolist(), est[order].tolist(),
+                                 lower[order].tolist(), upper[order].tolist()):
+            out[g].append(HeavyHitter(x, e, a, b))
+        return out
+
+    def _heavy_hitters_one_by_one(self, phi, starts, now, window) -> list:
+        ends = np.append(starts[1:], len(self)).tolist()
+        at = None if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape).tolist()
+        return [SlidingHeavyHitters.union_heavy_hitters([self[i] for i in range(a, z)], phi,
+                                                        None if at is None else at[g], window)
+                for g, (a, z) in enumerate(zip(starts.tolist(), ends))]
 
     def union(self, group_starts) -> "HeavyHittersColumn":
         """Each group's :meth:`SlidingHeavyHitters.merge_all`, level by

@@ -94,6 +94,15 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
             got = column.union_bounds(starts)
             expect = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(*got)] == [tuple(map(int, e)) for e in expect]
+        if family is SlidingHeavyHitters:  # the walks down the levels, all at once: the same lists
+            for phi in (0.05, 0.5, 1.0):
+                assert column.heavy_hitters(phi) == [s.heavy_hitters(phi) for s in flat]
+                assert column.heavy_hitters(phi, starts) == [
+                    SlidingHeavyHitters.union_heavy_hitters(g, phi) for g in groups]
+            later = max(s.newest or 0 for s in flat) + 3
+            w = flat[0].window // 2 + 1
+            assert column.heavy_hitters(0.1, starts, later, w) == [
+                SlidingHeavyHitters.union_heavy_hitters(g, 0.1, later, w) for g in groups]
         if family is SlidingQuantiles:
             for q in (0.0, 0.5, 0.99):
                 assert np.array_equal(column.quantiles(q), [s.quantile(q) for s in flat], equal_nan=True)
@@ -195,6 +204,14 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
                 [tuple(map(int, b)) for b in bounds]
         if family is SlidingQuantiles:
             assert np.array_equal(union.estimate, spec._union_one_by_one(blobs, starts).estimate, equal_nan=True)
+        if family is SlidingHeavyHitters:
+            keyed = spec.key_answers(blobs + [None], np.append(nows, 0), 500)
+            assert keyed.estimate == [spec._listed(s.heavy_hitters(0.2, 5000, 500)) for g in groups for s in g] + [None]
+            lists = spec.union(blobs, starts, 5000)
+            assert lists.estimate == [spec._listed(SlidingHeavyHitters.union_heavy_hitters(g, 0.2, 5000))
+                                      for g in groups]
+            got = cls.estimate_heavy_hitters(blobs, {"phi": 0.3}, None, None).to_pylist()
+            assert got == [[dict(h) for h in spec._listed(s.heavy_hitters(0.3))] for g in groups for s in g]
         if family is SlidingQuantiles:
             keyed = spec.key_answers(blobs, nows, 500)
             assert np.array_equal(keyed.estimate, [s.quantile(0.9, 5000, 500) for g in groups for s in g],

@@ -445,14 +445,21 @@ class HeavyHitters(_Weighted):
         return Answers(est)
 
     def key_answers(self, blobs, nows, window):
-        return Answers([None if b is None else self.answer(SlidingHeavyHitters.from_bytes(b), None if nows is None
-                                                           else int(nows[i]), window)[0]
-                        for i, b in enumerate(blobs)])
+        """Each sketch's list, every sketch's walk down the levels at once
+        (:meth:`~frequencies.columnar.HeavyHittersColumn.heavy_hitters`)."""
+        return Answers(_hitter_lists(blobs, self.phi, nows, window))
 
     def union(self, blobs, starts, at=None):
         """Each key's list from its partials' summed counter bounds
         (:meth:`SlidingHeavyHitters.union_heavy_hitters`: the merge's
-        guarantees without merging thousands of histograms)."""
+        guarantees without merging thousands of histograms), every key's
+        walk at once (:meth:`~frequencies.columnar.HeavyHittersColumn.heavy_hitters`)."""
+        present = [i for i, b in enumerate(blobs) if b is not None]
+        column = HeavyHittersColumn.from_bytes([bytes(blobs[i]) for i in present]) if present else None
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+        if column is not None and np.unique(group).size == starts.size:
+            lists = column.heavy_hitters(self.phi, np.searchsorted(group, np.arange(starts.size)), at)
+            return Answers([self._listed(h) for h in lists])
         ends = np.append(starts[1:], len(blobs)).tolist()
         out = []
         for a, b in zip(starts.tolist(), ends):
@@ -480,10 +487,7 @@ class HeavyHitters(_Weighted):
     def estimate_heavy_hitters(cls, blobs, arrays, nows, window):
         """``sliding_hh_sketch_heavy_hitters``: the list of each sketch
         (the type :attr:`answer_type` declares)."""
-        sketches = cls.decoded(blobs)
-        phi = arrays["phi"]
-        return cls.answer_array([None if s is None else cls._listed(
-            s.heavy_hitters(phi, None if nows is None else int(nows[i]), window)) for i, s in enumerate(sketches)])
+        return cls.answer_array(_hitter_lists(blobs, arrays["phi"], nows, window))
 
     @classmethod
     def estimate_frequency(cls, blobs, arrays, nows, window):
@@ -502,3 +506,21 @@ class HeavyHitters(_Weighted):
                 continue  # an id the sketch cannot hold: null
             out[i] = s.frequencies(x, None if nows is None else int(nows[i]), window)[0][0]
         return pa.array(out, type=pa.float64(), from_pandas=True)
+
+
+def _hitter_lists(blobs, phi, nows, window) -> list:
+    """Each stored heavy-hitter sketch's list (None for null) as of
+    ``nows[i]`` (None: its newest), every sketch's walk at once; sketches
+    of different parameters one at a time."""
+    present = [i for i, b in enumerate(blobs) if b is not None]
+    out = [None] * len(blobs)
+    column = HeavyHittersColumn.from_bytes([bytes(blobs[i]) for i in present]) if present else None
+    if column is not None:
+        at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
+        for i, hitters in zip(present, column.heavy_hitters(phi, None, at, window)):
+            out[i] = HeavyHitters._listed(hitters)
+        return out
+    for i in present:
+        out[i] = HeavyHitters._listed(SlidingHeavyHitters.from_bytes(blobs[i]).heavy_hitters(
+            phi, None if nows is None else int(nows[i]), window))
+    return out
