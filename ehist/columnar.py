@@ -459,11 +459,15 @@ class HistogramColumn:
 
 
 def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float = 0.01, now=None,
-                    chunk: int = 1024):
+                    chunk: int = 1024, exact: bool = False):
     """``HistogramColumn.build(...).to_bytes()``, ``chunk`` runs at a time
     (a histogram of sums has up to ``l log2(sum)`` buckets whatever its
     run's length: chunks keep the flat arrays in cache), with each
     histogram's bounds as of ``now`` (None: its newest; or one per run).
+
+    With ``exact``, a histogram of sums is written in its exact form
+    (:func:`exact_forms`) where that is shorter: a key's few rows as they
+    are, answered without error.
 
     Returns
     -------
@@ -479,6 +483,8 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
         lo_row, hi_row = int(bounds[a]), int(bounds[b])
         col = HistogramColumn.build(ts[lo_row:hi_row], starts[a:b] - lo_row,
                                     None if v is None else v[lo_row:hi_row], window=window, eps=eps)
+        if exact and v is not None:
+            col = exact_forms(col, ts[lo_row:hi_row], starts[a:b] - lo_row, v[lo_row:hi_row])
         blobs += col.to_bytes()
         at = None if now is None or np.ndim(now) == 0 else np.asarray(now)[a:b]
         lo, up = col.bounds(now=now if at is None else at)
@@ -486,6 +492,69 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
         upper.append(up)
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
     return blobs, cat(lower), cat(upper)
+
+
+def exact_forms(col: "HistogramColumn", timestamps, starts, values) -> "HistogramColumn":
+    """``col`` (:meth:`HistogramColumn.build` of these runs of sums) with
+    each histogram replaced by its exact form where that encodes shorter.
+
+    The exact form of a run keeps each of its timestamps inside the window
+    with the sum of its values there, split into the powers of two of that
+    sum (``800 = 512 + 256 + 32``: three buckets of one timestamp, largest
+    first), each bucket's time interval the one timestamp: a merged
+    histogram (:mod:`ehist.compress`) whose every bucket straddles no
+    cutoff, so its bounds are the exact sum for every window.  A run of a
+    few flows of hundreds of bytes takes a few buckets this way, where the
+    canonical form at eps 0.01 takes ~215 (``l`` of every size below the
+    total); a run of many rows keeps the canonical form, which is then the
+    shorter.  Both are histograms of format version 2, read by every
+    decoder; unions and later updates treat the exact form as any merged
+    histogram (their guarantees hold).  Runs must be sorted by time (as
+    the build leaves them) and their totals below ``2**62``; others keep
+    their canonical form.
+
+    >>> import numpy as np
+    >>> ts, v = np.array([10, 20, 20]), np.array([800, 100, 5])
+    >>> col = exact_forms(HistogramColumn.build(ts, [0], v, window=100, eps=0.01), ts, [0], v)
+    >>> h = col[0]                       # 105 at time 20, 800 at time 10
+    >>> h.merged, h.buckets()[0].tolist()
+    (True, [64, 32, 8, 1, 512, 256, 32])
+    >>> h.bounds(now=30, window=15)      # (15, 30]: exactly the 105
+    (105, 105)
+    """
+    ts = np.asarray(timestamps, dtype=np.int64)
+    v = np.asarray(values).astype(np.int64)
+    runs = len(col)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.diff(np.append(starts, ts.size))
+    run_of = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+    if ts.size and (np.any((ts[1:] < ts[:-1]) & (run_of[1:] == run_of[:-1])) or int(v.min()) < 0):
+        return col
+    totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
+    small = totals < 2.0 ** 61  # the sums below stay exact in int64
+    age = col.newest[run_of].view(_U64) - ts.view(_U64)
+    keep = col.has_newest[run_of] & (age < _U64(col.window)) & (v > 0) & small[run_of]
+    r, t, x = run_of[keep], ts[keep], v[keep]
+    if r.size == 0:
+        return col
+    first = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (t[1:] != t[:-1])])
+    sums, g_run, g_t = np.add.reduceat(x, first), r[first], t[first]
+    order = np.arange(first.size)[::-1]  # newest first within each run
+    order = order[np.argsort(g_run[order], kind="stable")]
+    sums, g_run, g_t = sums[order], g_run[order], g_t[order]
+    bits = ((sums[:, None] >> np.arange(62, -1, -1, dtype=np.int64)[None, :]) & 1).astype(bool)
+    group, column = np.nonzero(bits)  # each group's set bits, largest first
+    exps = (62 - column).astype(np.int8)
+    hi = g_t[group]
+    counts = np.bincount(g_run[group], minlength=runs)
+    exact = HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), exps, hi, hi.copy(),
+                            col.newest, col.has_newest, counts > 0)
+    _, c_start, c_end, _ = col._encode()
+    _, e_start, e_end, _ = exact._encode()
+    shorter = (counts > 0) & (e_end - e_start < c_end - c_start)
+    if not shorter.any():
+        return col
+    return HistogramColumn.concat([col, exact]).take(np.where(shorter, runs + np.arange(runs), np.arange(runs)))
 
 
 def _check_starts(starts, n: int) -> np.ndarray:

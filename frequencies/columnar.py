@@ -396,6 +396,59 @@ class HeavyHittersColumn:
         return out
 
     @classmethod
+    def build(cls, timestamps, starts, ids, values, bits: int, level_bits: int, params: tuple) -> "HeavyHittersColumn":
+        """One sketch per run of rows (``starts``: where each run begins,
+        rows sorted by time within a run; ``ids`` uint64 in ``[0,
+        2**bits)``; ``values`` None for ones), as
+        ``SlidingHeavyHitters(window, bits, eps, delta, eh_eps, seed,
+        level_bits).update(run_ts, run_ids, run_values)`` builds it: each
+        level's ECM-sketches of the ids' prefixes by one
+        :meth:`CountMinColumn.build`.  ``params``: ``(window, eps, delta,
+        eh_eps, seed)``.  Ids outside ``[0, 2**bits)``, unsorted times or
+        totals near int64 go through ``update`` itself (its message)."""
+        from ehist.hashing import hash64
+
+        from ehist.columnar import _check_starts
+
+        ts = np.asarray(timestamps)
+        x = np.asarray(ids)
+        v = None if values is None else np.asarray(values)
+        window, eps, delta, eh_eps, seed = params
+        make = lambda: SlidingHeavyHitters(window, bits, eps, delta, eh_eps, seed, level_bits)  # noqa: E731
+        probe = make()
+        lengths = levels_of(bits, level_bits)
+        starts = _check_starts(starts, ts.size)
+        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, ts.size)))
+        bad = ts.dtype.kind not in "iu" or x.shape != ts.shape or x.dtype != np.uint64 or (v is not None and (
+            v.shape != ts.shape or v.dtype.kind not in "iu" or (v.size and (v.min() < 0 or v.max() >= 2**62))))
+        if not bad and ts.size:  # unsorted runs, or a time update refuses
+            bad = int(ts.min()) == INT64_MIN or bool(np.any((ts[1:] < ts[:-1]) & (run[1:] == run[:-1])))
+        if not bad and x.size and bits < 64:
+            bad = int(x.max()) >= 1 << bits
+        if not bad and v is not None and v.size:  # a total near int64: update decides
+            bad = float(v.astype(np.float64).sum()) >= 2.0 ** 62
+        if bad:
+            ends = np.append(np.asarray(starts)[1:], ts.size)
+            return cls.from_sketches([make().update(ts[a:b], x[a:b], None if v is None else v[a:b])
+                                      for a, b in zip(np.asarray(starts).tolist(), ends.tolist())])
+        params = probe._levels[0]._params()  # eh_eps resolved as the sketch resolves it
+        levels = [CountMinColumn.build(ts, starts, hash64(x >> np.uint64(bits - length), seed), v, params)
+                  for length in lengths]
+        depth, n = len(lengths), len(levels[0])
+        if any(len(level) != n for level in levels):
+            raise AssertionError("the levels of one build hold different numbers of sketches")
+        # sketch i's level j at i * depth + j
+        order = (np.arange(depth, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
+        counters = KeyedCounters.concat([level.counters for level in levels]).take(order)
+        return cls(bits, level_bits, CountMinColumn(levels[0].params, counters))
+
+    @classmethod
+    def from_sketches(cls, sketches: list) -> "HeavyHittersColumn":
+        """The column of sketches of one parameter set."""
+        first = sketches[0]
+        return cls(first.bits, first.level_bits, CountMinColumn.from_sketches([x for s in sketches for x in s._levels]))
+
+    @classmethod
     def from_bytes(cls, blobs: list) -> "HeavyHittersColumn | None":
         """Decode many :meth:`SlidingHeavyHitters.to_bytes` outputs (None
         when they hold different parameters); raises what

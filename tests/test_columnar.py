@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
-from ehist.columnar import HistogramColumn, _decode_fast, histogram_bytes
+from ehist.columnar import HistogramColumn, _decode_fast, exact_forms, histogram_bytes
 from tests.conftest import examples
 from tests.engines import ENGINES, engine
 from tests.exact import exact_sums
@@ -78,6 +78,45 @@ def test_bounds_equal_per_histogram_bounds(data, window, eps, now_after, query):
     w = min(query, window)
     lower, upper = col.bounds(now=now, window=w)
     assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds(now=now, window=w) for h in expected]
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(values=values_any), window=st.integers(1, 3000), eps=eps_values, now_after=st.integers(0, 600),
+       query=st.integers(1, 3000), few=st.booleans())
+def test_exact_forms_are_shorter_exact_and_read_back(data, window, eps, now_after, query, few):
+    """Where the exact form of a run of sums is chosen, it encodes shorter
+    than the canonical one, reads back equal, and bounds every window by
+    the exact sum; elsewhere the canonical histogram stays; unions of
+    either kind keep the guarantee."""
+    ts, vs, starts = data
+    if few:  # a few rows per run: where the exact form wins
+        keep = np.concatenate([np.arange(a, min(a + 3, b)) for a, b in zip(starts, np.append(starts[1:], ts.size))]
+                              + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+        lengths = np.minimum(np.diff(np.append(starts, ts.size)), 3)
+        ts, vs, starts = ts[keep], vs[keep], np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    order = np.lexsort((ts, np.repeat(np.arange(starts.size), np.diff(np.append(starts, ts.size)))))
+    ts, vs = ts[order], vs[order]
+    col = HistogramColumn.build(ts, starts, vs, window=window, eps=eps)
+    both = exact_forms(col, ts, starts, vs)
+    blobs, canonical = both.to_bytes(), col.to_bytes()
+    assert histogram_bytes(ts, starts, vs, window=window, eps=eps, exact=True)[0] == blobs
+    ends = np.append(starts[1:], ts.size)
+    w = min(query, window)
+    for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+        h = ExponentialHistogram.from_bytes(blobs[i])
+        assert h == both[i] and len(blobs[i]) <= len(canonical[i])
+        if blobs[i] == canonical[i]:
+            continue
+        assert h.merged and np.array_equal(h.buckets()[1], h.buckets()[2])  # every bucket one timestamp
+        now = int(ts[b - 1]) + now_after
+        exact = exact_sums(ts[a:b], vs[a:b], [now], w)[0]
+        assert h.bounds(now, w) == (exact, exact)
+        part = ExponentialHistogram(window, eps).update(ts[a:b][::2], vs[a:b][::2])  # a union with another kind
+        united = ExponentialHistogram.merge_all([h, part])
+        lower, upper = united.bounds(now, w)
+        both_exact = exact + exact_sums(ts[a:b][::2], vs[a:b][::2], [now], w)[0]
+        assert lower <= both_exact <= upper
+        assert abs((lower * 0.5 + upper * 0.5) - both_exact) <= eps * both_exact + 1e-9
 
 
 @settings(max_examples=examples(100), deadline=None)

@@ -265,11 +265,45 @@ def test_count_min_column_build_is_update_per_run(name, seed, window, base, ones
     assert column.to_bytes() == expect
 
 
-def test_frequencies_partials_equal_the_per_key_build(specs):
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(30), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), window=st.sampled_from([1, 30, 10**6, 2**62]),
+       base=st.sampled_from([0, INT64_MIN + 1, INT64_MAX - 500]), ones=st.booleans(),
+       shape=st.sampled_from([(12, 4), (32, 8), (64, 16), (5, 2)]))
+def test_heavy_hitters_column_build_is_update_per_run(name, seed, window, base, ones, shape):
+    bits, level_bits = shape
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 30, int(rng.integers(1, 8)))
+    ts = np.concatenate([np.sort(rng.integers(0, 400, n)) + base for n in lengths]).astype(np.int64)
+    top = 2**63 if bits == 64 else 1 << bits
+    ids = (rng.integers(0, min(top, 2**63), ts.size, dtype=np.int64).astype(np.uint64)
+           * np.uint64(2 if bits == 64 else 1))
+    v = None if ones else rng.integers(0, 2**40, ts.size)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    params = (window, 0.1, 0.1, None, 3)
+    with engine(name):
+        column = HeavyHittersColumn.build(ts, starts, ids, v, bits, level_bits, params)
+    ends = np.append(starts[1:], ts.size)
+    expect = [SlidingHeavyHitters(window, bits, 0.1, 0.1, None, 3, level_bits).update(
+        ts[a:b], ids[a:b], None if v is None else v[a:b]).to_bytes() for a, b in zip(starts, ends)]
+    assert column.to_bytes() == expect
+
+
+def test_heavy_hitters_build_refuses_what_update_refuses():
+    ts = np.array([1, 2, 3])
+    with pytest.raises(ValueError) as expect:
+        SlidingHeavyHitters(100, bits=4).update(ts, np.array([1, 16, 2], dtype=np.uint64))
+    with pytest.raises(ValueError) as got:
+        HeavyHittersColumn.build(ts, [0], np.array([1, 16, 2], dtype=np.uint64), None, 4, 2, (100, 0.1, 0.1, None, 0))
+    assert str(got.value) == str(expect.value)
+
+
+@pytest.mark.parametrize("family", [SlidingCountMin, SlidingHeavyHitters])
+def test_weighted_partials_equal_the_per_key_build(specs, family):
     from udaf.ecm_spec import _Weighted
     from udaf.spec import Data
 
-    spec = specs[SlidingCountMin]
+    spec = specs[family]
     rng = np.random.default_rng(2)
     keys = np.sort(rng.integers(0, 40, 600))
     t = np.concatenate([np.sort(rng.integers(0, 5000, int((keys == k).sum()))) for k in np.unique(keys)])

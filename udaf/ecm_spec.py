@@ -115,9 +115,10 @@ class _Weighted(Spec):
                               **({} if self.value is None else {"value": words[present, 1]})})
 
     def partials(self, t, starts, data, window, now=None):
-        """One sketch per key (built one key at a time: heavy hitters; the
-        ECM-sketch builds every key at once), with the window total's
-        bounds as of ``now`` (default: each key's newest row)."""
+        """One sketch per key, with the window total's bounds as of
+        ``now`` (default: each key's newest row): one key at a time here,
+        every key at once in each family (:meth:`Frequencies.partials`,
+        :meth:`HeavyHitters.partials`)."""
         present = data.present
         pos = np.concatenate([[0], np.cumsum(present)])
         ends = np.append(starts[1:], t.size)
@@ -443,6 +444,23 @@ class HeavyHitters(_Weighted):
             if b is not None:
                 est[i] = SlidingHeavyHitters.from_bytes(b).estimate(None if nows is None else int(nows[i]), window)
         return Answers(est)
+
+    def partials(self, t, starts, data, window, now=None):
+        """Every key's sketch at once (:meth:`~frequencies.columnar.HeavyHittersColumn.build`:
+        each level's ECM-sketches of the ids' prefixes built for every key
+        together), with the window total's bounds as of ``now`` (default:
+        each key's newest row)."""
+        present = data.present
+        kept = np.concatenate([[0], np.cumsum(present)])[starts]
+        with as_key_sum_overflow():
+            column = HeavyHittersColumn.build(t[present], kept, data.arrays["item"], self._values(data), self.bits,
+                                              self.level_bits, (window, self.eps, self.delta, self.eh_eps, self.seed))
+        c = column.levels.counters
+        newest = c.newest.reshape(-1, column.depth)[:, 0]
+        has = c.has_newest.reshape(-1, column.depth)[:, 0]
+        at = None if now is None else np.where(has, np.asarray(now, dtype=np.int64), newest)
+        lower, upper = column.bounds(at)
+        return column.to_bytes(), Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     def key_answers(self, blobs, nows, window):
         """Each sketch's list, every sketch's walk down the levels at once

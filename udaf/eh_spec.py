@@ -52,6 +52,10 @@ class _Histogram(Spec):
             return sketch.update(t, self._values(data))
 
     def partials(self, t, starts, data, window, now=None):
+        """Every key's histogram at once (:func:`~ehist.columnar.histogram_bytes`);
+        a sum's in its exact form where that is shorter
+        (:func:`~ehist.columnar.exact_forms`: a key's few flows as they
+        are, a few buckets where the canonical form takes hundreds)."""
         present = data.present
         runs, values = starts, self._values(data)
         if not present.all():
@@ -62,7 +66,7 @@ class _Histogram(Spec):
             refuse_sums_past_int64(values, np.repeat(np.arange(runs.size), ends - runs), runs.size)
         if now is None:
             now = np.where(ends > runs, t[np.maximum(ends - 1, 0)] if t.size else 0, np.iinfo(np.int64).min + 1)
-        blobs, lower, upper = histogram_bytes(t, runs, values, window=window, eps=self.eps, now=now)
+        blobs, lower, upper = histogram_bytes(t, runs, values, window=window, eps=self.eps, now=now, exact=True)
         return blobs, Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
