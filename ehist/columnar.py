@@ -465,9 +465,9 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     run's length: chunks keep the flat arrays in cache), with each
     histogram's bounds as of ``now`` (None: its newest; or one per run).
 
-    With ``exact``, a histogram of sums is written in its exact form
-    (:func:`exact_forms`) where that is shorter: a key's few rows as they
-    are, answered without error.
+    With ``exact``, a histogram is written in its exact form
+    (:func:`exact_forms`) where that is shorter: a key's few rows of sums,
+    or a burst of rows at one time, as they are, answered without error.
 
     Returns
     -------
@@ -483,11 +483,17 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
         lo_row, hi_row = int(bounds[a]), int(bounds[b])
         col = HistogramColumn.build(ts[lo_row:hi_row], starts[a:b] - lo_row,
                                     None if v is None else v[lo_row:hi_row], window=window, eps=eps)
-        if exact and v is not None:
-            col = exact_forms(col, ts[lo_row:hi_row], starts[a:b] - lo_row, v[lo_row:hi_row])
-        blobs += col.to_bytes()
+        chunk_blobs = col.to_bytes()
         at = None if now is None or np.ndim(now) == 0 else np.asarray(now)[a:b]
         lo, up = col.bounds(now=now if at is None else at)
+        if exact:  # the runs whose exact form is shorter: its bytes and bounds
+            chosen, forms = _exact_choice(col, ts[lo_row:hi_row], starts[a:b] - lo_row,
+                                          np.ones(hi_row - lo_row, dtype=np.int64) if v is None else v[lo_row:hi_row])
+            if chosen.size:
+                for i, blob in zip(chosen.tolist(), forms.to_bytes()):
+                    chunk_blobs[i] = blob
+                lo[chosen], up[chosen] = forms.bounds(now=now if at is None else at[chosen])
+        blobs += chunk_blobs
         lower.append(lo)
         upper.append(up)
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
@@ -495,8 +501,9 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
 
 
 def exact_forms(col: "HistogramColumn", timestamps, starts, values) -> "HistogramColumn":
-    """``col`` (:meth:`HistogramColumn.build` of these runs of sums) with
-    each histogram replaced by its exact form where that encodes shorter.
+    """``col`` (:meth:`HistogramColumn.build` of these runs of sums, or of
+    counts with values of ones) with each histogram replaced by its exact
+    form where that encodes shorter.
 
     The exact form of a run keeps each of its timestamps inside the window
     with the sum of its values there, split into the powers of two of that
@@ -522,6 +529,18 @@ def exact_forms(col: "HistogramColumn", timestamps, starts, values) -> "Histogra
     >>> h.bounds(now=30, window=15)      # (15, 30]: exactly the 105
     (105, 105)
     """
+    chosen, forms = _exact_choice(col, timestamps, starts, values)
+    if chosen.size == 0:
+        return col
+    pick = np.arange(len(col))
+    pick[chosen] = len(col) + np.arange(chosen.size)
+    return HistogramColumn.concat([col, forms]).take(pick)
+
+
+def _exact_choice(col: "HistogramColumn", timestamps, starts, values):
+    """``(chosen, forms)``: the runs whose exact form (:func:`exact_forms`)
+    encodes shorter than their histogram in ``col``, and those forms."""
+    none = (np.zeros(0, dtype=np.int64), None)
     ts = np.asarray(timestamps, dtype=np.int64)
     v = np.asarray(values).astype(np.int64)
     runs = len(col)
@@ -529,32 +548,52 @@ def exact_forms(col: "HistogramColumn", timestamps, starts, values) -> "Histogra
     lengths = np.diff(np.append(starts, ts.size))
     run_of = np.repeat(np.arange(runs, dtype=np.int64), lengths)
     if ts.size and (np.any((ts[1:] < ts[:-1]) & (run_of[1:] == run_of[:-1])) or int(v.min()) < 0):
-        return col
+        return none
     totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
     small = totals < 2.0 ** 61  # the sums below stay exact in int64
     age = col.newest[run_of].view(_U64) - ts.view(_U64)
     keep = col.has_newest[run_of] & (age < _U64(col.window)) & (v > 0) & small[run_of]
     r, t, x = run_of[keep], ts[keep], v[keep]
     if r.size == 0:
-        return col
+        return none
     first = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (t[1:] != t[:-1])])
     sums, g_run, g_t = np.add.reduceat(x, first), r[first], t[first]
     order = np.arange(first.size)[::-1]  # newest first within each run
     order = order[np.argsort(g_run[order], kind="stable")]
     sums, g_run, g_t = sums[order], g_run[order], g_t[order]
+    # only fewer buckets can encode shorter (each costs a run or bitmap bit, and a width, more than a
+    # canonical one): counts of rows at distinct times never do, and are left at that
+    popcount = np.zeros(runs, dtype=np.int64)
+    np.add.at(popcount, g_run, _popcount(sums))
+    maybe = (popcount > 0) & (popcount < np.diff(col.offsets))
+    if not maybe.any():
+        return none
+    mine = maybe[g_run]
+    sums, g_run, g_t = sums[mine], g_run[mine], g_t[mine]
     bits = ((sums[:, None] >> np.arange(62, -1, -1, dtype=np.int64)[None, :]) & 1).astype(bool)
     group, column = np.nonzero(bits)  # each group's set bits, largest first
-    exps = (62 - column).astype(np.int8)
+    candidates = np.flatnonzero(maybe)
+    local = np.searchsorted(candidates, g_run[group])
+    counts = np.bincount(local, minlength=candidates.size)
     hi = g_t[group]
-    counts = np.bincount(g_run[group], minlength=runs)
-    exact = HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), exps, hi, hi.copy(),
-                            col.newest, col.has_newest, counts > 0)
+    forms = HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]),
+                            (62 - column).astype(np.int8), hi, hi.copy(), col.newest[candidates],
+                            col.has_newest[candidates], np.ones(candidates.size, dtype=bool))
     _, c_start, c_end, _ = col._encode()
-    _, e_start, e_end, _ = exact._encode()
-    shorter = (counts > 0) & (e_end - e_start < c_end - c_start)
+    _, e_start, e_end, _ = forms._encode()
+    shorter = e_end - e_start < (c_end - c_start)[candidates]
     if not shorter.any():
-        return col
-    return HistogramColumn.concat([col, exact]).take(np.where(shorter, runs + np.arange(runs), np.arange(runs)))
+        return none
+    return candidates[shorter], forms.take(np.flatnonzero(shorter))
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits of each non-negative int64."""
+    x = x.astype(_U64)
+    x = x - ((x >> _U64(1)) & _U64(0x5555555555555555))
+    x = (x & _U64(0x3333333333333333)) + ((x >> _U64(2)) & _U64(0x3333333333333333))
+    x = (x + (x >> _U64(4))) & _U64(0x0F0F0F0F0F0F0F0F)
+    return ((x * _U64(0x0101010101010101)) >> _U64(56)).astype(np.int64)
 
 
 def _check_starts(starts, n: int) -> np.ndarray:
