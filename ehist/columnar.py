@@ -481,23 +481,105 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     for a in range(0, starts.size, chunk):
         b = min(a + chunk, starts.size)
         lo_row, hi_row = int(bounds[a]), int(bounds[b])
-        col = HistogramColumn.build(ts[lo_row:hi_row], starts[a:b] - lo_row,
-                                    None if v is None else v[lo_row:hi_row], window=window, eps=eps)
-        chunk_blobs = col.to_bytes()
-        at = None if now is None or np.ndim(now) == 0 else np.asarray(now)[a:b]
-        lo, up = col.bounds(now=now if at is None else at)
-        if exact:  # the runs whose exact form is shorter: its bytes and bounds
-            chosen, forms = _exact_choice(col, ts[lo_row:hi_row], starts[a:b] - lo_row,
-                                          np.ones(hi_row - lo_row, dtype=np.int64) if v is None else v[lo_row:hi_row])
-            if chosen.size:
-                for i, blob in zip(chosen.tolist(), forms.to_bytes()):
-                    chunk_blobs[i] = blob
-                lo[chosen], up[chosen] = forms.bounds(now=now if at is None else at[chosen])
-        blobs += chunk_blobs
-        lower.append(lo)
-        upper.append(up)
+        at = now if now is None or np.ndim(now) == 0 else np.asarray(now)[a:b]
+        got = _chunk_bytes(ts[lo_row:hi_row], starts[a:b] - lo_row, None if v is None else v[lo_row:hi_row],
+                           window, eps, at, exact)
+        blobs += got[0]
+        lower.append(got[1])
+        upper.append(got[2])
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
     return blobs, cat(lower), cat(upper)
+
+
+def _chunk_bytes(ts, starts, v, window, eps, now, exact: bool):
+    """One chunk of :func:`histogram_bytes`: ``(blobs, lower, upper)``.
+
+    With ``exact``, the runs whose exact form is surely shorter -- shorter
+    than a lower bound on their canonical form's bytes, read from the
+    canonical sizes alone (:func:`_canonical_bytes_at_least`) -- are
+    written without building their canonical buckets (a sum of a few rows
+    has hundreds); the others are built and compared
+    (:func:`_exact_choice`).  Either way the choice is the shorter form."""
+    runs = starts.size
+    ends = np.append(starts[1:], ts.size)
+    sure = np.zeros(0, dtype=np.int64)
+    run_of = np.repeat(np.arange(runs), ends - starts)
+    if exact and runs and ts.size and not np.any((ts[1:] < ts[:-1]) & (run_of[1:] == run_of[:-1])):
+        window, eps = check_window(window), check_eps(eps)
+        ones = np.ones(ts.size, dtype=np.int64) if v is None else np.asarray(v)
+        if ones.dtype.kind in "iu" and (ones.size == 0 or (int(ones.min()) >= 0 and int(ones.max()) < 2**62)):
+            has = ends > starts
+            newest = np.where(has, ts[np.maximum(ends - 1, 0)], 0)
+            g_run, g_t, sums, popcount = _run_sums(ts, starts, ones.astype(np.int64), window, newest, has)
+            totals = np.bincount(g_run, weights=sums.astype(np.float64), minlength=runs)
+            c_exps, c_owner = _canonical_exps(np.where(totals < 2.0 ** 61, totals, 0).astype(np.int64),
+                                              (k_of_eps(eps) + 1) // 2)
+            n_c = np.bincount(c_owner, minlength=runs)
+            maybe = np.flatnonzero((popcount > 0) & (popcount < n_c) & (totals < 2.0 ** 61))
+            if maybe.size:
+                forms = _forms(g_run, g_t, sums, maybe, window, eps, newest, has)
+                _, e_start, e_end, _ = forms._encode()
+                least = _canonical_bytes_at_least(c_exps, c_owner, runs)[maybe]
+                won = (e_end - e_start) + (L.HEAD_BYTES + _CRC.size) < least
+                sure, sure_forms = maybe[won], forms.take(np.flatnonzero(won))
+    blobs = [None] * runs
+    lower = np.zeros(runs, dtype=np.int64)
+    upper = np.zeros(runs, dtype=np.int64)
+    rest = np.setdiff1d(np.arange(runs), sure)
+    if sure.size:
+        for i, blob in zip(sure.tolist(), sure_forms.to_bytes()):
+            blobs[i] = blob
+        lower[sure], upper[sure] = sure_forms.bounds(now=now if now is None or np.ndim(now) == 0 else now[sure])
+    if rest.size:
+        if rest.size < runs:  # the canonical build of the other runs only
+            rows = np.concatenate([np.arange(a, z) for a, z in zip(starts[rest].tolist(), ends[rest].tolist())]
+                                  + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+            r_starts = np.concatenate([[0], np.cumsum(ends[rest] - starts[rest])[:-1]]).astype(np.int64)
+            r_ts, r_v = ts[rows], None if v is None else np.asarray(v)[rows]
+        else:
+            r_starts, r_ts, r_v = starts, ts, v
+        col = HistogramColumn.build(r_ts, r_starts, r_v, window=window, eps=eps)
+        got = col.to_bytes()
+        at = now if now is None or np.ndim(now) == 0 else now[rest]
+        lo, up = col.bounds(now=at)
+        if exact:  # the runs whose exact form may be shorter: compared with the canonical one built
+            chosen, forms = _exact_choice(col, r_ts, r_starts, np.ones(r_ts.size, dtype=np.int64) if r_v is None
+                                          else r_v)
+            if chosen.size:
+                for i, blob in zip(chosen.tolist(), forms.to_bytes()):
+                    got[i] = blob
+                lo[chosen], up[chosen] = forms.bounds(now=at if at is None or np.ndim(at) == 0 else at[chosen])
+        for i, blob in zip(rest.tolist(), got):
+            blobs[i] = blob
+        lower[rest], upper[rest] = lo, up
+    return blobs, lower, upper
+
+
+def _canonical_bytes_at_least(exps: np.ndarray, owner: np.ndarray, runs: int) -> np.ndarray:
+    """A lower bound on the bytes of each run's canonical histogram, from
+    its sizes alone (``exps`` ascending per ``owner``, as
+    :func:`_canonical_exps` gives them): head, newest and CRC, the bucket
+    and run counts, every size run, the shared-timestamps bitmap or a
+    delta per bucket (whichever the writer picks, at least one delta), and
+    the oldest width."""
+    n = np.bincount(owner, minlength=runs)
+    if exps.size == 0:
+        return np.full(runs, L.HEAD_BYTES + _CRC.size + 1, dtype=np.int64)
+    start = np.flatnonzero(np.r_[True, (exps[1:] != exps[:-1]) | (owner[1:] != owner[:-1])])
+    run_len = np.diff(np.append(start, exps.size))
+    per_run = np.bincount(owner[start], weights=1 + _varint_bytes(run_len), minlength=runs).astype(np.int64)
+    n_runs = np.bincount(owner[start], minlength=runs)
+    stamps = np.minimum(-(-n // L.BITS) + 1, n)
+    return L.HEAD_BYTES + _CRC.size + _varint_bytes(n) + _varint_bytes(n_runs) + per_run + stamps + 1
+
+
+def _varint_bytes(x: np.ndarray) -> np.ndarray:
+    """Bytes of each non-negative value as a varint."""
+    x = np.asarray(x, dtype=np.int64)
+    out = np.ones(x.shape, dtype=np.int64)
+    for k in range(1, 10):
+        out += x >= (1 << (7 * k))
+    return out
 
 
 def exact_forms(col: "HistogramColumn", timestamps, starts, values) -> "HistogramColumn":
@@ -545,46 +627,59 @@ def _exact_choice(col: "HistogramColumn", timestamps, starts, values):
     v = np.asarray(values).astype(np.int64)
     runs = len(col)
     starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.diff(np.append(starts, ts.size))
-    run_of = np.repeat(np.arange(runs, dtype=np.int64), lengths)
+    run_of = np.repeat(np.arange(runs, dtype=np.int64), np.diff(np.append(starts, ts.size)))
     if ts.size and (np.any((ts[1:] < ts[:-1]) & (run_of[1:] == run_of[:-1])) or int(v.min()) < 0):
         return none
+    g_run, g_t, sums, popcount = _run_sums(ts, starts, v, col.window, col.newest, col.has_newest)
+    # only fewer buckets can encode shorter (each costs a run or bitmap bit, and a width, more than a
+    # canonical one): counts of rows at distinct times never do, and are left at that
+    maybe = np.flatnonzero((popcount > 0) & (popcount < np.diff(col.offsets)))
+    if maybe.size == 0:
+        return none
+    forms = _forms(g_run, g_t, sums, maybe, col.window, col.eps, col.newest, col.has_newest)
+    _, c_start, c_end, _ = col._encode()
+    _, e_start, e_end, _ = forms._encode()
+    shorter = e_end - e_start < (c_end - c_start)[maybe]
+    if not shorter.any():
+        return none
+    return maybe[shorter], forms.take(np.flatnonzero(shorter))
+
+
+def _run_sums(ts, starts, v, window: int, newest, has_newest):
+    """Each run's timestamps inside its window with a positive sum of
+    values there, newest first within a run: ``(run, time, sum)`` arrays,
+    and each run's exact bucket count (the set bits of its sums; 0 for a
+    run whose total may pass ``2**61``)."""
+    runs = starts.size
+    run_of = np.repeat(np.arange(runs, dtype=np.int64), np.diff(np.append(starts, ts.size)))
     totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
     small = totals < 2.0 ** 61  # the sums below stay exact in int64
-    age = col.newest[run_of].view(_U64) - ts.view(_U64)
-    keep = col.has_newest[run_of] & (age < _U64(col.window)) & (v > 0) & small[run_of]
+    age = np.asarray(newest, dtype=np.int64)[run_of].view(_U64) - ts.view(_U64)
+    keep = np.asarray(has_newest)[run_of] & (age < _U64(window)) & (v > 0) & small[run_of]
     r, t, x = run_of[keep], ts[keep], v[keep]
+    popcount = np.zeros(runs, dtype=np.int64)
     if r.size == 0:
-        return none
+        return r, t, x, popcount
     first = np.flatnonzero(np.r_[True, (r[1:] != r[:-1]) | (t[1:] != t[:-1])])
     sums, g_run, g_t = np.add.reduceat(x, first), r[first], t[first]
     order = np.arange(first.size)[::-1]  # newest first within each run
     order = order[np.argsort(g_run[order], kind="stable")]
     sums, g_run, g_t = sums[order], g_run[order], g_t[order]
-    # only fewer buckets can encode shorter (each costs a run or bitmap bit, and a width, more than a
-    # canonical one): counts of rows at distinct times never do, and are left at that
-    popcount = np.zeros(runs, dtype=np.int64)
     np.add.at(popcount, g_run, _popcount(sums))
-    maybe = (popcount > 0) & (popcount < np.diff(col.offsets))
-    if not maybe.any():
-        return none
-    mine = maybe[g_run]
+    return g_run, g_t, sums, popcount
+
+
+def _forms(g_run, g_t, sums, runs_at, window: int, eps: float, newest, has_newest) -> "HistogramColumn":
+    """The exact forms of the runs ``runs_at`` (sorted) from :func:`_run_sums`."""
+    mine = np.isin(g_run, runs_at)
     sums, g_run, g_t = sums[mine], g_run[mine], g_t[mine]
     bits = ((sums[:, None] >> np.arange(62, -1, -1, dtype=np.int64)[None, :]) & 1).astype(bool)
     group, column = np.nonzero(bits)  # each group's set bits, largest first
-    candidates = np.flatnonzero(maybe)
-    local = np.searchsorted(candidates, g_run[group])
-    counts = np.bincount(local, minlength=candidates.size)
+    counts = np.bincount(np.searchsorted(runs_at, g_run[group]), minlength=runs_at.size)
     hi = g_t[group]
-    forms = HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]),
-                            (62 - column).astype(np.int8), hi, hi.copy(), col.newest[candidates],
-                            col.has_newest[candidates], np.ones(candidates.size, dtype=bool))
-    _, c_start, c_end, _ = col._encode()
-    _, e_start, e_end, _ = forms._encode()
-    shorter = e_end - e_start < (c_end - c_start)[candidates]
-    if not shorter.any():
-        return none
-    return candidates[shorter], forms.take(np.flatnonzero(shorter))
+    return HistogramColumn(window, eps, np.concatenate([[0], np.cumsum(counts)]), (62 - column).astype(np.int8), hi,
+                           hi.copy(), np.asarray(newest)[runs_at], np.asarray(has_newest)[runs_at],
+                           counts > 0)
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:
