@@ -175,8 +175,11 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         the exact value always lies between them.
     sketches : bool, default False
         Also return each spec's merged binary sketch as ``<name>_sketch``
-        (always two-phase; merging costs about 5 ms per key in Python, so
-        prefer the default when only estimates are needed).
+        (always two-phase: each key's partials are united in columns, all
+        keys of a batch at once; measured per key of 4 partials, 0.03-0.2
+        ms for counts, sums, distinct counts and quantiles, about 1 ms for
+        Frequencies, 9 ms for heavy hitters and 23 ms for L_p norms; prefer
+        the default when only estimates are needed).
     strategy : {"auto", "native", "two_phase", "shuffle"}
         ``native`` answers exactly with Spark's own aggregates (``count``,
         ``sum``, ``count(DISTINCT)`` conditioned on each spec's window; no
