@@ -504,7 +504,10 @@ def _chunk_bytes(ts, starts, v, window, eps, now, exact: bool):
     ends = np.append(starts[1:], ts.size)
     sure = np.zeros(0, dtype=np.int64)
     run_of = np.repeat(np.arange(runs), ends - starts)
-    if exact and runs and ts.size and not np.any((ts[1:] < ts[:-1]) & (run_of[1:] == run_of[:-1])):
+    same_run = run_of[1:] == run_of[:-1]
+    if v is None and not np.any((ts[1:] == ts[:-1]) & same_run):
+        exact = False  # counts of rows at distinct times: the canonical form is the shorter
+    if exact and runs and ts.size and not np.any((ts[1:] < ts[:-1]) & same_run):
         window, eps = check_window(window), check_eps(eps)
         ones = np.ones(ts.size, dtype=np.int64) if v is None else np.asarray(v)
         if ones.dtype.kind in "iu" and (ones.size == 0 or (int(ones.min()) >= 0 and int(ones.max()) < 2**62)):
