@@ -36,7 +36,7 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "encode_histograms", "seal", "write_varint",
+           "encode_histograms", "seal", "write_varint", "keyed_headers",
            "decode_histograms", "crc_matches", "encode_varints"]
 
 try:  # optional: ehist[fast]
@@ -266,6 +266,28 @@ def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, flags
     return _kernel("seal")(head, int(flags_at), flags, newest, has_newest, payload, byte_starts, byte_ends, _CRC_TABLE)
 
 
+def keyed_headers(buf, starts, ends, size, least: int):
+    """The headers of keyed counter regions (:func:`ehist.counters.write_counters`:
+    ``varint n``, ``n`` varint gaps, ``n`` varint byte lengths) at
+    ``buf[starts[i]:ends[i]]``, read one after the other in one compiled
+    pass, with the checks of :meth:`ehist.keyed_counters.KeyedCounters.read`
+    on them: every varint minimal and inside its region; ``n`` at most
+    ``size[i]`` and what the bytes left could hold (``2 + least`` each);
+    no counter, nothing after the count.
+
+    Returns
+    -------
+    (bad, n, gaps, lengths, body, offsets): per region its flag, its
+    counter count (0 when its count is refused) and where its counters
+    start; the gaps and lengths of every region's counters, region ``i``'s
+    at ``offsets[i]:offsets[i + 1]``.
+    """
+    buf, starts, ends = spans(buf, starts, ends)
+    size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
+    _kernel("decode")  # the compiled read_varint
+    return _kernel("headers")(buf, starts, ends, size, np.int64(least))
+
+
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
     """Decode the payloads ``buf[starts[i]:ends[i]]`` of exponential
     histograms (the bytes after the head fields, before the CRC; layout in
@@ -476,6 +498,53 @@ def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, 
     return out, offsets
 
 
+def _keyed_headers(buf, starts, ends, size, least):
+    count = starts.size
+    bad = np.zeros(count, dtype=np.bool_)
+    n = np.zeros(count, dtype=np.int64)
+    after = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        value, pos, ok = _varint(buf, starts[i], ends[i])
+        if not ok:
+            bad[i] = True
+            continue
+        remaining = ends[i] - pos
+        most = min(size[i], remaining // (2 + least))
+        if value > np.uint64(most):
+            bad[i] = True
+            continue
+        n[i] = np.int64(value)
+        after[i] = pos
+        if n[i] == 0 and remaining != 0:
+            bad[i] = True
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    for i in range(count):
+        offsets[i + 1] = offsets[i] + (0 if bad[i] else n[i])
+    gaps = np.zeros(offsets[count], dtype=np.uint64)
+    lengths = np.zeros(offsets[count], dtype=np.uint64)
+    body = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        if bad[i]:
+            n[i] = 0
+            continue
+        pos = after[i]
+        for k in range(n[i]):
+            value, pos, ok = _varint(buf, pos, ends[i])
+            if not ok:
+                bad[i] = True
+                break
+            gaps[offsets[i] + k] = value
+        if not bad[i]:
+            for k in range(n[i]):
+                value, pos, ok = _varint(buf, pos, ends[i])
+                if not ok:
+                    bad[i] = True
+                    break
+                lengths[offsets[i] + k] = value
+        body[i] = pos
+    return bad, n, gaps, lengths, body, offsets
+
+
 def _crc_table() -> np.ndarray:
     table = np.zeros(256, dtype=np.uint32)
     for i in range(256):
@@ -527,6 +596,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_union_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
+        elif name == "headers":
+            _COMPILED[name] = jit(_keyed_headers)
         elif name == "encode":
             _wvarint = jit(write_varint)
             _COMPILED[name] = jit(_encode_all)

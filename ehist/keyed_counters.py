@@ -46,6 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from .validation import INT64_MIN
+from . import compiled
 from .columnar import HistogramColumn, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
@@ -210,29 +211,36 @@ class KeyedCounters:
         # only the count, gaps and lengths are read here (the counters are the histogram decoder's)
         rs, re = starts[idx], ends[idx]
         size = np.broadcast_to(np.asarray(size, dtype=np.int64), (count,))[idx]
-        header = region_varints(buf, rs, re)
-        zero = np.zeros(idx.size, dtype=np.int64)
-        n, n_stop, bad = header(zero, np.arange(idx.size))
-        remaining = re - n_stop - 1
-        most = np.minimum(size, remaining // (2 + MIN_COMPACT_BYTES)).astype(_U64)
-        bad |= n > most
-        n = np.where(bad, 0, n).astype(np.int64)
-        bad |= (n == 0) & (remaining != 0)  # no counter: nothing after the count
-        # gaps, then lengths
-        c_off = np.concatenate([[0], np.cumsum(n)])
-        c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), n)
-        c_local = np.arange(int(c_off[-1])) - c_off[:-1][c_owner]
-        gaps, _, bad_gap = header(1 + c_local, c_owner)
-        c_len, c_stop, bad_len = header(1 + n[c_owner] + c_local, c_owner)
-        bound = size[c_owner]
-        bad[c_owner[bad_gap | bad_len | (gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
+        if compiled.active():  # one pass per region, the same checks
+            bad, n, gaps, c_len, body, c_off = compiled.keyed_headers(buf, rs, re, size, MIN_COMPACT_BYTES)
+            c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), np.diff(c_off))
+            bound = size[c_owner]
+            bad[c_owner[(gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
+        else:
+            header = region_varints(buf, rs, re)
+            zero = np.zeros(idx.size, dtype=np.int64)
+            n, n_stop, bad = header(zero, np.arange(idx.size))
+            remaining = re - n_stop - 1
+            most = np.minimum(size, remaining // (2 + MIN_COMPACT_BYTES)).astype(_U64)
+            bad |= n > most
+            n = np.where(bad, 0, n).astype(np.int64)
+            bad |= (n == 0) & (remaining != 0)  # no counter: nothing after the count
+            # gaps, then lengths
+            c_off = np.concatenate([[0], np.cumsum(n)])
+            c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), n)
+            c_local = np.arange(int(c_off[-1])) - c_off[:-1][c_owner]
+            gaps, _, bad_gap = header(1 + c_local, c_owner)
+            c_len, c_stop, bad_len = header(1 + n[c_owner] + c_local, c_owner)
+            bound = size[c_owner]
+            bad[c_owner[bad_gap | bad_len | (gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
+            body = np.zeros(idx.size, dtype=np.int64)  # where each region's counters start
+            has = n > 0
+            body[has] = c_stop[c_off[1:][has] - 1] + 1
         gaps = np.minimum(gaps, bound.astype(_U64)).astype(np.int64)
         keys = _segment_cumsum(gaps + 1, c_off) - 1
         bad[c_owner[keys >= bound]] = True
         c_len = np.minimum(c_len, _U64(1 << 32)).astype(np.int64)
-        body = np.zeros(idx.size, dtype=np.int64)  # where each region's counters start
         has = n > 0
-        body[has] = c_stop[c_off[1:][has] - 1] + 1
         sums = np.bincount(c_owner, weights=c_len, minlength=idx.size)
         bad |= has & (sums != re - body)
         # the counters, decoded together
