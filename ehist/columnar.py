@@ -476,6 +476,10 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     ts = coerce_timestamps(timestamps)
     v = None if values is None else np.asarray(values)
     starts = _check_starts(starts, ts.size)
+    if compiled.active():  # every run built, chosen and encoded in one compiled pass
+        got = _compiled_bytes(ts, starts, values, window, eps, now, exact)
+        if got is not None:
+            return got
     bounds = np.append(starts, ts.size)
     blobs, lower, upper = [], [], []
     for a in range(0, starts.size, chunk):
@@ -489,6 +493,41 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
         upper.append(got[2])
     cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))
     return blobs, cat(lower), cat(upper)
+
+
+def _compiled_bytes(ts, starts, values, window, eps, now, exact: bool):
+    """:func:`histogram_bytes` by :func:`ehist.compiled.build_histograms`
+    (byte for byte the numpy path), or None for what that path decides
+    itself: runs out of time order, a timestamp of -2**63, values whose
+    sums could pass int64, a ``now`` before a run's newest (their errors
+    and messages are its)."""
+    window, eps = check_window(window), check_eps(eps)
+    v = coerce_values(values, ts.size)
+    runs = starts.size
+    ends = np.append(starts[1:], ts.size)
+    run_of = np.repeat(np.arange(runs, dtype=np.int64), ends - starts)
+    same_run = run_of[1:] == run_of[:-1]
+    if ts.size and (int(ts.min()) == INT64_MIN or np.any((ts[1:] < ts[:-1]) & same_run)):
+        return None
+    if v is not None:
+        v = v.astype(np.int64)
+        if ts.size and int(v.max()) * ts.size > INT64_MAX:
+            return None
+    has = ends > starts
+    newest = np.where(has, ts[np.maximum(ends - 1, 0)] if ts.size else 0, 0)
+    at = newest if now is None else np.broadcast_to(coerce_times(now, "now"), (runs,)).astype(np.int64)
+    if np.any(has & (at < newest)):
+        return None
+    cutoff = np.maximum(at, np.int64(INT64_MIN + window)) - np.int64(window)
+    if v is None:  # counts: exact forms only for rows sharing a time
+        exact = exact and bool(np.any((ts[1:] == ts[:-1]) & same_run))
+        totals = (ends - starts).astype(np.float64)
+    else:
+        totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
+    payload, b_start, b_end, flags, newest, has, lower, upper = compiled.build_histograms(
+        ts, starts, v, window, (k_of_eps(eps) + 1) // 2, exact, totals < 2.0 ** 61, cutoff)
+    head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, window, eps)
+    return sealed_blobs(head, flags, newest, has, payload, b_start, b_end), lower, upper
 
 
 def _chunk_bytes(ts, starts, v, window, eps, now, exact: bool):

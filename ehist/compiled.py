@@ -36,7 +36,7 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "encode_histograms", "seal", "write_varint", "keyed_headers",
+           "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms",
            "decode_histograms", "crc_matches", "encode_varints"]
 
 try:  # optional: ehist[fast]
@@ -288,6 +288,34 @@ def keyed_headers(buf, starts, ends, size, least: int):
     return _kernel("headers")(buf, starts, ends, size, np.int64(least))
 
 
+def build_histograms(ts, starts, values, window: int, l: int, exact: bool, exact_ok, cutoff):
+    """The payloads of :func:`ehist.columnar.histogram_bytes` (runs sorted
+    by time, values checked, totals within int64), each run's histogram
+    built in one compiled pass as :meth:`~ehist.columnar.HistogramColumn.build`
+    builds it, or with ``exact`` its exact form where that encodes shorter
+    (:func:`ehist.columnar.exact_forms`; ``exact_ok`` marks the runs whose
+    total leaves it exact), with the bounds at each run's ``cutoff``.
+
+    Returns
+    -------
+    (payload, byte_starts, byte_ends, flags, newest, has_newest, lower,
+    upper), one entry per run.
+    """
+    ts = np.ascontiguousarray(ts, dtype=np.int64)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ones = values is None
+    v = np.ones(1, dtype=np.int64) if ones else np.ascontiguousarray(values, dtype=np.int64)
+    exact_ok = np.ascontiguousarray(exact_ok, dtype=np.bool_)
+    cutoff = np.ascontiguousarray(cutoff, dtype=np.int64)
+    if not ones and v.shape != ts.shape:
+        raise ValueError(f"values must have one entry per timestamp, got {v.shape} and {ts.shape}")
+    if exact_ok.shape != starts.shape or cutoff.shape != starts.shape:
+        raise ValueError("exact_ok and cutoff must have one entry per run")
+    _kernel("encode")
+    _kernel("decode")
+    return _kernel("build")(ts, starts, v, bool(ones), np.int64(window), np.int64(l), bool(exact), exact_ok, cutoff)
+
+
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
     """Decode the payloads ``buf[starts[i]:ends[i]]`` of exponential
     histograms (the bytes after the head fields, before the CRC; layout in
@@ -386,6 +414,73 @@ def write_varint(out, at, value):
     return at + 1
 
 
+def _encode_one(exps, hi, lo, a, z, newest, has_newest, merged, out, at):
+    """One histogram's payload (buckets ``a:z`` of the arrays) written at
+    ``out[at]``: ``(next position, flags)``."""
+    n = z - a
+    f = (1 if has_newest else 0) | (2 if merged else 0)
+    if n == 0:
+        out[at] = 0
+        return at + 1, f
+    n_runs = 1
+    n_same = 0
+    for b in range(a + 1, z):
+        if exps[b] != exps[b - 1]:
+            n_runs += 1
+        if hi[b] == hi[b - 1]:
+            n_same += 1
+    maps = (n + _BITS - 1) // _BITS
+    bitmap = n_same > maps
+    # the tick: the gcd of the deltas and widths
+    g = np.uint64(0)
+    prev = newest
+    for b in range(a, z):
+        if bitmap and b > a and hi[b] == hi[b - 1]:
+            continue
+        g = _gcd(g, np.uint64(prev) - np.uint64(hi[b]))
+        prev = hi[b]
+    if merged:
+        for b in range(a, z):
+            g = _gcd(g, np.uint64(hi[b]) - np.uint64(lo[b]))
+    else:
+        g = _gcd(g, np.uint64(hi[z - 1]) - np.uint64(lo[z - 1]))
+    ticked = g >= np.uint64(2)
+    tick = g if ticked else np.uint64(1)
+    if bitmap:
+        f |= _FLAG_SHARED
+    if ticked:
+        f |= _FLAG_TICK
+    at = _wvarint(out, at, np.uint64(n))
+    at = _wvarint(out, at, np.uint64(n_runs))
+    run = a
+    for b in range(a + 1, z + 1):
+        if b == z or exps[b] != exps[b - 1]:
+            at = _wvarint(out, at, np.uint64(exps[run]))
+            at = _wvarint(out, at, np.uint64(b - run))
+            run = b
+    if ticked:
+        at = _wvarint(out, at, tick)
+    if bitmap:
+        for m in range(maps):
+            out[at + m] = 0
+        for j in range(1, n):
+            if hi[a + j] == hi[a + j - 1]:
+                out[at + j // _BITS] |= np.uint8(1 << (j % _BITS))
+        at += maps
+    prev = newest
+    for b in range(a, z):
+        if bitmap and b > a and hi[b] == hi[b - 1]:
+            continue
+        at = _wvarint(out, at, (np.uint64(prev) - np.uint64(hi[b])) // tick)
+        prev = hi[b]
+    if merged:
+        for b in range(a, z):
+            at = _wvarint(out, at, (np.uint64(hi[b]) - np.uint64(lo[b])) // tick)
+    else:
+        at = _wvarint(out, at, (np.uint64(hi[z - 1]) - np.uint64(lo[z - 1])) // tick)
+    return at, f
+
+
 def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged):
     hists = offsets.size - 1
     # a histogram takes at most 2 x 10 bytes of counts and tick, and per bucket 2 run varints (<= 2 bytes: an
@@ -396,75 +491,172 @@ def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged):
     flags = np.empty(hists, dtype=np.uint8)
     at = 0
     for i in range(hists):
-        a, z = offsets[i], offsets[i + 1]
-        n = z - a
-        f = (1 if has_newest[i] else 0) | (2 if merged[i] else 0)
         byte_starts[i] = at
-        if n == 0:
+        at, f = _enc1(exps, hi, lo, offsets[i], offsets[i + 1], newest[i], has_newest[i], merged[i], out, at)
+        byte_ends[i] = at
+        flags[i] = f
+    return out[:at], byte_starts, byte_ends, flags
+
+
+def _canonical_levels(total, l):
+    """``(j, m, low)`` of the l-canonical representation of ``total > 0``
+    (:func:`ehist.canonical.canonical_counts`): ``l + bit i of low``
+    buckets of size ``2**i`` for ``i < j``, then ``m`` of size ``2**j``."""
+    q = np.uint64(total) // np.uint64(l) + np.uint64(1)
+    j = 0
+    while j < 62 and (np.uint64(1) << np.uint64(j + 1)) <= q:
+        j += 1
+    rest = np.uint64(total) - np.uint64(l) * ((np.uint64(1) << np.uint64(j)) - np.uint64(1))
+    m = rest >> np.uint64(j)
+    low = rest & ((np.uint64(1) << np.uint64(j)) - np.uint64(1))
+    return j, np.int64(m), low
+
+
+def _bucket_bounds_one(exps, hi, lo, n, cut):
+    lower = np.int64(0)
+    upper = np.int64(0)
+    for b in range(n):
+        size = np.int64(1) << np.int64(exps[b])
+        if hi[b] > cut:
+            upper += size
+            if lo[b] > cut:
+                lower += size
+            else:
+                lower += 1
+    return lower, upper
+
+
+def _build_all(ts, starts, v, ones, window, l, exact, exact_ok, cutoff):
+    runs = starts.size
+    rows = ts.size
+    first = np.empty(runs, dtype=np.int64)
+    total = np.zeros(runs, dtype=np.int64)
+    n_c = np.zeros(runs, dtype=np.int64)
+    most_c = 1
+    most_rows = 1
+    room = 64 * runs + 16
+    for r in range(runs):
+        a = starts[r]
+        z = starts[r + 1] if r + 1 < runs else rows
+        f = a
+        if z > a:
+            newest = ts[z - 1]
+            while f < z and np.uint64(newest) - np.uint64(ts[f]) >= np.uint64(window):
+                f += 1
+        first[r] = f
+        t = np.int64(0)
+        if ones:
+            t = z - f
+        else:
+            for i in range(f, z):
+                t += v[i]
+        total[r] = t
+        if t > 0:
+            j, m, low = _levels(t, l)
+            c = m
+            for level in range(j):
+                c += l + np.int64((low >> np.uint64(level)) & np.uint64(1))
+            n_c[r] = c
+        most_c = max(most_c, n_c[r])
+        most_rows = max(most_rows, z - f)
+        room += 42 * (n_c[r] + 63 * (z - f))
+    out = np.empty(room, dtype=np.uint8)
+    ce = np.empty(most_c, dtype=np.int64)
+    ch = np.empty(most_c, dtype=np.int64)
+    cl = np.empty(most_c, dtype=np.int64)
+    cw = np.empty(most_c, dtype=np.int64)
+    ee = np.empty(63 * most_rows, dtype=np.int64)
+    eh = np.empty(63 * most_rows, dtype=np.int64)
+    byte_starts = np.empty(runs, dtype=np.int64)
+    byte_ends = np.empty(runs, dtype=np.int64)
+    flags = np.empty(runs, dtype=np.uint8)
+    newest_out = np.zeros(runs, dtype=np.int64)
+    has_out = np.zeros(runs, dtype=np.bool_)
+    lower = np.zeros(runs, dtype=np.int64)
+    upper = np.zeros(runs, dtype=np.int64)
+    at = 0
+    for r in range(runs):
+        a = starts[r]
+        z = starts[r + 1] if r + 1 < runs else rows
+        byte_starts[r] = at
+        if z == a:  # never updated: no newest
             out[at] = 0
             at += 1
-            byte_ends[i] = at
-            flags[i] = f
+            byte_ends[r] = at
+            flags[r] = 0
             continue
-        n_runs = 1
-        n_same = 0
-        for b in range(a + 1, z):
-            if exps[b] != exps[b - 1]:
-                n_runs += 1
-            if hi[b] == hi[b - 1]:
-                n_same += 1
-        maps = (n + _BITS - 1) // _BITS
-        bitmap = n_same > maps
-        # the tick: the gcd of the deltas and widths
-        g = np.uint64(0)
-        prev = newest[i]
-        for b in range(a, z):
-            if bitmap and b > a and hi[b] == hi[b - 1]:
-                continue
-            g = _gcd(g, np.uint64(prev) - np.uint64(hi[b]))
-            prev = hi[b]
-        if merged[i]:
-            for b in range(a, z):
-                g = _gcd(g, np.uint64(hi[b]) - np.uint64(lo[b]))
-        else:
-            g = _gcd(g, np.uint64(hi[z - 1]) - np.uint64(lo[z - 1]))
-        ticked = g >= np.uint64(2)
-        tick = g if ticked else np.uint64(1)
-        if bitmap:
-            f |= _FLAG_SHARED
-        if ticked:
-            f |= _FLAG_TICK
-        flags[i] = f
-        at = _wvarint(out, at, np.uint64(n))
-        at = _wvarint(out, at, np.uint64(n_runs))
-        run = a
-        for b in range(a + 1, z + 1):
-            if b == z or exps[b] != exps[b - 1]:
-                at = _wvarint(out, at, np.uint64(exps[run]))
-                at = _wvarint(out, at, np.uint64(b - run))
-                run = b
-        if ticked:
-            at = _wvarint(out, at, tick)
-        if bitmap:
-            for m in range(maps):
-                out[at + m] = 0
-            for j in range(1, n):
-                if hi[a + j] == hi[a + j - 1]:
-                    out[at + j // _BITS] |= np.uint8(1 << (j % _BITS))
-            at += maps
-        prev = newest[i]
-        for b in range(a, z):
-            if bitmap and b > a and hi[b] == hi[b - 1]:
-                continue
-            at = _wvarint(out, at, (np.uint64(prev) - np.uint64(hi[b])) // tick)
-            prev = hi[b]
-        if merged[i]:
-            for b in range(a, z):
-                at = _wvarint(out, at, (np.uint64(hi[b]) - np.uint64(lo[b])) // tick)
-        else:
-            at = _wvarint(out, at, (np.uint64(hi[z - 1]) - np.uint64(lo[z - 1])) // tick)
-        byte_ends[i] = at
-    return out[:at], byte_starts, byte_ends, flags
+        newest = ts[z - 1]
+        newest_out[r] = newest
+        has_out[r] = True
+        f = first[r]
+        t = total[r]
+        n = n_c[r]
+        if n:
+            j, m, low = _levels(t, l)
+            k = 0
+            for level in range(j):
+                for _ in range(l + np.int64((low >> np.uint64(level)) & np.uint64(1))):
+                    ce[k] = level
+                    k += 1
+            for _ in range(m):
+                ce[k] = j
+                k += 1
+            # each bucket's newest unit, counted from the oldest kept unit, found among the rows oldest first
+            w = np.int64(0)
+            for b in range(n):
+                size = np.int64(1) << ce[b]
+                w += size
+                cw[b] = t - w + size
+            i = f
+            cum = np.int64(1) if ones else v[f]
+            for b in range(n - 1, -1, -1):
+                while cum < cw[b]:
+                    i += 1
+                    cum += 1 if ones else v[i]
+                ch[b] = ts[i]
+            i = f
+            if not ones:
+                while v[i] == 0:
+                    i += 1
+            for b in range(n - 1):
+                cl[b] = ch[b + 1]
+            cl[n - 1] = ts[i]
+            for b in range(n):
+                if ce[b] == 0:
+                    cl[b] = ch[b]
+        c_end, c_flags = _enc1(ce, ch, cl, 0, n, newest, True, False, out, at)
+        lo_b, up_b = _bounds1(ce, ch, cl, n, cutoff[r])
+        end, fl = c_end, c_flags
+        if exact and exact_ok[r] and n:
+            # each timestamp's positive sum, newest first, split into its powers of two, largest first
+            k = 0
+            pc = 0
+            i = z - 1
+            while i >= f:
+                stamp = ts[i]
+                sub = np.int64(0)
+                while i >= f and ts[i] == stamp:
+                    sub += 1 if ones else v[i]
+                    i -= 1
+                if sub > 0:
+                    for e in range(62, -1, -1):
+                        if (sub >> e) & 1:
+                            ee[k] = e
+                            eh[k] = stamp
+                            k += 1
+            if 0 < k < n:
+                e_end, e_flags = _enc1(ee, eh, eh, 0, k, newest, True, True, out, c_end)
+                if e_end - c_end < c_end - at:
+                    for q in range(e_end - c_end):
+                        out[at + q] = out[c_end + q]
+                    end, fl = at + (e_end - c_end), e_flags
+                    lo_b, up_b = _bounds1(ee, eh, eh, k, cutoff[r])
+        at = end
+        byte_ends[r] = at
+        flags[r] = fl
+        lower[r] = lo_b
+        upper[r] = up_b
+    return out[:at], byte_starts, byte_ends, flags, newest_out, has_out, lower, upper
 
 
 def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, table):
@@ -581,11 +773,14 @@ _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
+_enc1 = None  # the compiled _encode_one
+_levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
+_bounds1 = None
 _gcd = None
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint
+    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1
     if name not in _COMPILED:
         if name == "compress":
             _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
@@ -598,8 +793,12 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_crc_all)
         elif name == "headers":
             _COMPILED[name] = jit(_keyed_headers)
+        elif name == "build":
+            _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
+            _COMPILED[name] = jit(_build_all)
         elif name == "encode":
             _wvarint = jit(write_varint)
+            _enc1 = jit(_encode_one)
             _COMPILED[name] = jit(_encode_all)
         elif name == "seal":
             _COMPILED[name] = jit(_seal_all)

@@ -316,3 +316,26 @@ def test_histogram_bytes_in_chunks(data, window, eps, chunk):
     now = int(ts.max()) + 5 if ts.size else 5
     _, lower, upper = histogram_bytes(ts, starts, vs, window=window, eps=eps, chunk=chunk, now=now)
     assert list(zip(lower.tolist(), upper.tolist())) == [h.bounds(now=now) for h in expected]
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(values=values_any), window=st.sampled_from([1, 50, 3000, 2**62]), eps=eps_values,
+       counts=st.booleans(), later=st.integers(0, 10**6), base=st.sampled_from([0, -2**63 + 1, 2**63 - 10**7]))
+def test_histogram_bytes_compiled_is_the_numpy_path(exact, data, window, eps, counts, later, base):
+    """The compiled builder (every run built, its exact form chosen where
+    shorter, encoded and bounded in one pass) gives the numpy path's
+    bytes and bounds, times at int64's edges included."""
+    ts, vs, starts = data
+    if ts.size and -2**63 < int(ts.min()) + base and int(ts.max()) + base < 2**63 - 10**6 - 1:
+        ts = ts + np.int64(base)
+    order = np.lexsort((ts, np.repeat(np.arange(starts.size), np.diff(np.append(starts, ts.size)))))
+    ts, vs = ts[order], vs[order]
+    v = None if counts else vs
+    now = None if later == 0 or not ts.size else int(ts.max()) + later
+    got = {}
+    for name in ("auto", "numpy"):
+        with engine(name):
+            got[name] = histogram_bytes(ts, starts, v, window=window, eps=eps, now=now, exact=exact)
+    assert got["auto"][0] == got["numpy"][0]
+    assert np.array_equal(got["auto"][1], got["numpy"][1]) and np.array_equal(got["auto"][2], got["numpy"][2])
