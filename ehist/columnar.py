@@ -499,8 +499,8 @@ def _compiled_bytes(ts, starts, values, window, eps, now, exact: bool):
     """:func:`histogram_bytes` by :func:`ehist.compiled.build_histograms`
     (byte for byte the numpy path), or None for what that path decides
     itself: runs out of time order, a timestamp of -2**63, values whose
-    sums could pass int64, a ``now`` before a run's newest (their errors
-    and messages are its)."""
+    sums could pass int64 or reach 2**61, a ``now`` before a run's newest
+    (their errors and messages are its)."""
     window, eps = check_window(window), check_eps(eps)
     v = coerce_values(values, ts.size)
     runs = starts.size
@@ -524,6 +524,8 @@ def _compiled_bytes(ts, starts, values, window, eps, now, exact: bool):
         totals = (ends - starts).astype(np.float64)
     else:
         totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
+    if totals.size and float(totals.max()) >= 2.0 ** 61:  # sizes near the largest exponent: the numpy path
+        return None
     payload, b_start, b_end, flags, newest, has, lower, upper = compiled.build_histograms(
         ts, starts, v, window, (k_of_eps(eps) + 1) // 2, exact, totals < 2.0 ** 61, cutoff)
     head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, window, eps)
