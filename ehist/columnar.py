@@ -245,6 +245,8 @@ class HistogramColumn:
 
     def _bucket_bounds(self, cutoffs: np.ndarray):
         """Per-histogram (lower, upper) for units with timestamp > cutoff."""
+        if compiled.active():
+            return compiled.bucket_bounds(self.exps, self.hi, self.lo, self.offsets, cutoffs)
         owner = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
         cut = cutoffs[owner]
         sizes = np.left_shift(np.int64(1), self.exps.astype(np.int64))

@@ -36,7 +36,7 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms",
+           "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms", "bucket_bounds",
            "decode_histograms", "crc_matches", "encode_varints"]
 
 try:  # optional: ehist[fast]
@@ -316,6 +316,20 @@ def build_histograms(ts, starts, values, window: int, l: int, exact: bool, exact
     return _kernel("build")(ts, starts, v, bool(ones), np.int64(window), np.int64(l), bool(exact), exact_ok, cutoff)
 
 
+def bucket_bounds(exps, hi, lo, offsets, cutoffs) -> tuple[np.ndarray, np.ndarray]:
+    """``(lower, upper)`` of every histogram of a column (histogram ``i``:
+    buckets ``offsets[i]:offsets[i + 1]``) for the units after
+    ``cutoffs[i]``: a bucket counts whole when its oldest unit is after
+    the cutoff, by its newest unit alone when it straddles it
+    (:meth:`ehist.columnar.HistogramColumn.bounds`), in one compiled pass."""
+    exps = np.ascontiguousarray(exps, dtype=np.int8)
+    hi, lo, offsets, cutoffs = (np.ascontiguousarray(a, dtype=np.int64) for a in (hi, lo, offsets, cutoffs))
+    if not (exps.size == hi.size == lo.size == offsets[-1] and cutoffs.shape == (offsets.size - 1,)):
+        raise ValueError("exps, hi, lo, offsets and cutoffs must describe one column of histograms")
+    _kernel("build")
+    return _kernel("bounds")(exps, hi, lo, offsets, cutoffs)
+
+
 def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, l: int):
     """Decode the payloads ``buf[starts[i]:ends[i]]`` of exponential
     histograms (the bytes after the head fields, before the CRC; layout in
@@ -523,6 +537,24 @@ def _bucket_bounds_one(exps, hi, lo, n, cut):
                 lower += size
             else:
                 lower += 1
+    return lower, upper
+
+
+def _bounds_all(exps, hi, lo, offsets, cutoffs):
+    count = offsets.size - 1
+    lower = np.zeros(count, dtype=np.int64)
+    upper = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        cut = cutoffs[i]
+        lo_i = np.int64(0)
+        up_i = np.int64(0)
+        for b in range(offsets[i], offsets[i + 1]):
+            if hi[b] > cut:
+                size = np.int64(1) << np.int64(exps[b])
+                up_i += size
+                lo_i += size if lo[b] > cut else 1
+        lower[i] = lo_i
+        upper[i] = up_i
     return lower, upper
 
 
@@ -796,6 +828,8 @@ def _kernel(name: str = "compress"):
         elif name == "build":
             _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
             _COMPILED[name] = jit(_build_all)
+        elif name == "bounds":
+            _COMPILED[name] = jit(_bounds_all)
         elif name == "encode":
             _wvarint = jit(write_varint)
             _enc1 = jit(_encode_one)
