@@ -545,16 +545,8 @@ def _bounds_all(exps, hi, lo, offsets, cutoffs):
     lower = np.zeros(count, dtype=np.int64)
     upper = np.zeros(count, dtype=np.int64)
     for i in range(count):
-        cut = cutoffs[i]
-        lo_i = np.int64(0)
-        up_i = np.int64(0)
-        for b in range(offsets[i], offsets[i + 1]):
-            if hi[b] > cut:
-                size = np.int64(1) << np.int64(exps[b])
-                up_i += size
-                lo_i += size if lo[b] > cut else 1
-        lower[i] = lo_i
-        upper[i] = up_i
+        a, z = offsets[i], offsets[i + 1]
+        lower[i], upper[i] = _bounds1(exps[a:z], hi[a:z], lo[a:z], z - a, cutoffs[i])
     return lower, upper
 
 
