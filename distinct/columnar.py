@@ -66,6 +66,7 @@ from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import MAGIC, varint_stream
+from ehist.blobs import Blobs
 
 from . import hll_layout as L
 from .compiled import decode_entries
@@ -391,7 +392,9 @@ def sketches_from_bytes(blobs) -> list:
     return out
 
 
-def _as_bytes(blobs) -> list:
+def _as_bytes(blobs):
+    if isinstance(blobs, Blobs) and blobs.present.all():
+        return blobs  # read in place
     blobs = [bytes(b) if isinstance(b, (bytearray, memoryview)) else b for b in blobs]
     for b in blobs:
         if not isinstance(b, bytes):
@@ -399,10 +402,10 @@ def _as_bytes(blobs) -> list:
     return blobs
 
 
-def _chunks(blobs: list):
+def _chunks(blobs):
     """``(start, end)`` of consecutive chunks of about _BYTES_AT_ONCE
     bytes (cache-sized arrays), at least one blob each."""
-    ends = np.cumsum([len(b) for b in blobs]).tolist()
+    ends = np.cumsum(blobs.lengths if isinstance(blobs, Blobs) else [len(b) for b in blobs]).tolist()
     i = 0
     while i < len(blobs):
         j = max(i + 1, bisect.bisect_right(ends, (ends[i - 1] if i else 0) + _BYTES_AT_ONCE))

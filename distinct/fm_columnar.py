@@ -43,6 +43,7 @@ from ehist.columnar import payload_varints, sealed_blobs, sealed_heads
 from ehist.errors import IncompatibleSketchError
 from ehist.serialization import MAGIC, PREAMBLE_BYTES, varint_stream
 from ehist.validation import INT64_MIN, coerce_times
+from ehist.segments import ranges
 
 from . import fm as _fm
 from .fm import LAYOUT, SlidingFM
@@ -165,7 +166,7 @@ class FMColumn:
         idx = np.asarray(indices, dtype=np.int64)
         a, b = self.offsets[idx], self.offsets[idx + 1]
         lengths = b - a
-        rows = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - a, lengths)
+        rows = ranges(a, b)
         return FMColumn(self.window, self.m, self.seed, np.concatenate([[0], np.cumsum(lengths)]), self.cell[rows],
                         self.ts[rows], self.newest[idx], self.has_newest[idx])
 

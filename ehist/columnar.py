@@ -51,6 +51,7 @@ import numpy as np
 
 from . import compiled
 from . import eh_layout as L
+from .blobs import Blobs
 from .validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
 from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
@@ -226,22 +227,7 @@ class HistogramColumn:
 
     # ---------------------------------------------------------------- query
     def _cutoffs(self, now, window) -> np.ndarray:
-        if window is None:
-            window = self.window
-        elif isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
-            raise ValueError(f"window must be an integer in [1, {self.window}] (the synopsis's window), "
-                             f"got {window!r}")
-        elif not 1 <= int(window) <= self.window:
-            raise QueryTimeError.wide(int(window), self.window)
-        if now is None:
-            now = self.newest
-        else:
-            now = np.broadcast_to(coerce_times(now, "now"), self.newest.shape)
-            late = self.has_newest & (now < self.newest)
-            if late.any():
-                i = int(np.flatnonzero(late)[0])
-                raise QueryTimeError.late(int(now[i]), int(self.newest[i]), f" of histogram {i}")
-        return np.maximum(now, np.int64(INT64_MIN + int(window))) - np.int64(window)
+        return _cutoffs(self.window, self.newest, self.has_newest, now, window, " of histogram {i}")
 
     def _bucket_bounds(self, cutoffs: np.ndarray):
         """Per-histogram (lower, upper) for units with timestamp > cutoff."""
@@ -409,11 +395,9 @@ class HistogramColumn:
         TypeError
             A blob that is not bytes.
         """
-        blobs = list(blobs)
-        for b in blobs:
-            if not isinstance(b, (bytes, bytearray, memoryview)):
-                raise TypeError(f"expected bytes, bytearray or memoryview, got {type(b).__name__}")
-        blobs = [bytes(b) for b in blobs]
+        blobs = Blobs.of(blobs)
+        if not blobs.present.all():
+            raise TypeError("expected bytes, bytearray or memoryview, got NoneType")
         fast, parsed = _decode_fast(blobs)
         slow = [i for i in range(len(blobs)) if not fast[i]]
         slow_hists = [ExponentialHistogram.from_bytes(blobs[i]) for i in slow]  # raises for corrupt bytes
@@ -458,6 +442,71 @@ class HistogramColumn:
         src = self.offsets[idx][owner] + (np.arange(offsets[-1]) - offsets[:-1][owner])
         return HistogramColumn(self.window, self.eps, offsets, self.exps[src], self.hi[src], self.lo[src],
                                self.newest[idx], self.has_newest[idx], self.merged[idx])
+
+
+def _cutoffs(total: int, newest, has_newest, now, window, where: str) -> np.ndarray:
+    """Each histogram's cutoff (units after it are in the window) for a
+    query at ``now`` (None: its newest) over ``window`` (None: ``total``,
+    the histograms' own), checked: the window within ``[1, total]``, no
+    ``now`` before a histogram's newest (``where``: which one, ``{i}`` its
+    position)."""
+    if window is None:
+        window = total
+    elif isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer)):
+        raise ValueError(f"window must be an integer in [1, {total}] (the synopsis's window), got {window!r}")
+    elif not 1 <= int(window) <= total:
+        raise QueryTimeError.wide(int(window), total)
+    if now is None:
+        now = newest
+    else:
+        now = np.broadcast_to(coerce_times(now, "now"), newest.shape)
+        late = has_newest & (now < newest)
+        if late.any():
+            i = int(np.flatnonzero(late)[0])
+            raise QueryTimeError.late(int(now[i]), int(newest[i]), where.format(i=i))
+    return np.maximum(now, np.int64(INT64_MIN + int(window))) - np.int64(window)
+
+
+def bounds_from_bytes(blobs, now=None, window: int | None = None, *, where: str = " of histogram {i}"):
+    """``HistogramColumn.from_bytes(blobs).bounds(now, window)``: every
+    histogram's bounds, with the same checks and errors (a ``now`` before
+    a histogram's newest names it by ``where``).
+
+    With numba, each histogram is decoded into a histogram-sized scratch
+    and bounded in the same pass (:func:`ehist.compiled.decode_bounds`):
+    the column's buckets are never built, which is most of the cost of
+    answering a stored table.  Blobs that pass the vectorized checks take
+    that path; a batch with any other goes through :meth:`from_bytes`.
+
+    Returns
+    -------
+    (lower, upper): int64 arrays, one entry per blob.
+    """
+    blobs = Blobs.of(blobs)
+    if compiled.active() and len(blobs) and blobs.present.all():
+        ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size,
+                                                L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)
+        if ok.all():
+            w, eps, newest = L.head_fields(buf, starts)
+            try:
+                alike = bool((w == w[0]).all() and (eps == eps[0]).all())
+                w0, l = check_window(int(w[0])), (k_of_eps(check_eps(float(eps[0]))) + 1) // 2
+            except ValueError:
+                alike = False  # from_bytes names the bad parameter
+            cut = None
+            if alike:
+                try:
+                    cut = _cutoffs(w0, newest, np.ones(newest.size, dtype=bool), now, window, where)
+                except (ValueError, TypeError):
+                    pass  # a bad query: raised below, after from_bytes has said what is wrong with the bytes
+            if cut is not None:
+                accepted, lower, upper = compiled.decode_bounds(
+                    buf, starts + L.HEAD_BYTES, starts + lengths - _CRC.size, L.flags_of(buf, starts),
+                    L.version_of(buf, starts) == L.FORMAT_VERSION, newest, w0, l, cut)
+                if accepted.all():
+                    return lower, upper
+    column = HistogramColumn.from_bytes(blobs)
+    return column._bucket_bounds(_cutoffs(column.window, column.newest, column.has_newest, now, window, where))
 
 
 def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float = 0.01, now=None,
@@ -1106,19 +1155,18 @@ def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
 
 
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):
-    """(accepted mask, joined bytes as uint8, starts, lengths): the blobs
+    """(accepted mask, bytes as uint8, starts, lengths): the ``blobs`` (a
+    list of bytes or a :class:`~ehist.blobs.Blobs`)
     of at least ``min_length`` bytes with ``family``'s preamble, format
     version 1 or 2, flags ``base_flags`` ("has newest", bit 0, unless told)
     plus, in version 2, any of ``v2_flags``, and a matching checksum.  The
     step every columnar decoder starts with; what it rejects goes to the
     family's from_bytes."""
-    count = len(blobs)
-    if count == 0:
+    if len(blobs) == 0:
         return np.zeros(0, dtype=bool), None, None, None
-    buf = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    return sealed(buf, starts, lengths, family, min_length, v2_flags, base_flags), buf, starts, lengths
+    col = Blobs.of(blobs)
+    return (sealed(col.buf, col.starts, col.lengths, family, min_length, v2_flags, base_flags), col.buf, col.starts,
+            col.lengths)
 
 
 def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int, min_length: int, v2_flags: int,

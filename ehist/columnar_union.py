@@ -40,6 +40,7 @@ from .validation import INT64_MAX, INT64_MIN, k_of_eps
 from . import compiled
 from .compress import MARGIN, compress
 from .errors import SumOverflowError
+from .segments import ranges as _ranges
 
 __all__ = ["union_column"]
 
@@ -224,12 +225,6 @@ def _compiled(exps, hi, lo, group, cutoff, k: int):
     e, g, h, lw = (np.concatenate(x) for x in zip(*out))
     order = np.argsort(g, kind="stable")
     return e[order], g[order], h[order], lw[order]
-
-
-def _ranges(starts, ends) -> np.ndarray:
-    """The positions ``starts[i]:ends[i]`` of every ``i``, concatenated."""
-    lengths = ends - starts
-    return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
 
 
 def _lockstep(exps, hi, lo, group, cutoff, k: int, bits: int):

@@ -358,6 +358,21 @@ def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, 
     return ok, counts[ok], exps, hi, lo
 
 
+def decode_bounds(buf, starts, ends, flags, version_2, newest, window: int, l: int, cutoffs):
+    """:func:`decode_histograms` and :func:`bucket_bounds` in one pass,
+    without building the column: ``(accepted mask, lower, upper)``, each
+    accepted blob's bounds for the units after ``cutoffs[i]`` (the
+    rejected ones' are 0: the caller decodes them the slow way)."""
+    buf, starts, ends = spans(buf, starts, ends, flags=flags, version_2=version_2, newest=newest, cutoffs=cutoffs)
+    if int(window) < 1 or int(l) < 1:
+        raise ValueError(f"window and l must be at least 1, got {window} and {l}")
+    _kernel("decode")
+    _kernel("build")
+    return _kernel("decode_bounds")(
+        buf, starts, ends, np.ascontiguousarray(flags, dtype=np.uint8), np.ascontiguousarray(version_2, dtype=np.bool_),
+        np.ascontiguousarray(newest, dtype=np.int64), int(window), int(l), np.ascontiguousarray(cutoffs, dtype=np.int64))
+
+
 def crc_matches(buf, starts, lengths) -> np.ndarray:
     """Whether each blob ``buf[starts[i]:starts[i] + lengths[i]]`` (at
     least 4 bytes) ends with the little-endian CRC-32 (zlib's) of the bytes
@@ -801,10 +816,12 @@ _enc1 = None  # the compiled _encode_one
 _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
 _bounds1 = None
 _gcd = None
+_dec1 = None  # the compiled _decode_one and _declared, which _decode_all and _decode_bounds_all call
+_decl = None
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1
+    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
     if name not in _COMPILED:
         if name == "compress":
             _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
@@ -822,6 +839,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_build_all)
         elif name == "bounds":
             _COMPILED[name] = jit(_bounds_all)
+        elif name == "decode_bounds":
+            _COMPILED[name] = jit(_decode_bounds_all)
         elif name == "encode":
             _wvarint = jit(write_varint)
             _enc1 = jit(_encode_one)
@@ -832,6 +851,7 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
+            _dec1, _decl = jit(_decode_one), jit(_declared)
             _COMPILED[name] = jit(_decode_all)
     return _COMPILED[name]
 
@@ -1228,16 +1248,227 @@ def gcd(a, b):
     return a
 
 
-def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
+def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, deltas, shared, widths, at):
+    """One blob of :func:`_decode_all`: its ``n`` buckets (the count it
+    declares) written at ``at`` of ``exps``, ``hi`` and ``lo``
+    (``deltas``, ``shared`` and ``widths`` are scratch there too); False
+    when ``from_bytes`` must decide the blob."""
+    big = np.uint64(1) << np.uint64(40)
+    u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
+    top_bit = np.uint64(1) << np.uint64(63)
+    is_shared = (f & _FLAG_SHARED) != 0
+    is_tick = (f & _FLAG_TICK) != 0
+    merged = (f & _FLAG_MERGED) != 0
+    if newest == np.iinfo(np.int64).min:  # check_newest's rule: from_bytes names it
+        return False
+    n_u, pos, good = _varint(buf, start, end)
+    if not good:
+        return False
+    if np.int64(n_u) != n or (n == 0 and n_u != np.uint64(0)):
+        return False
+    if n == 0:
+        if pos == end and not is_shared and not is_tick and not merged:
+            return True
+        return False
+    r_u, pos, good = _varint(buf, pos, end)
+    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
+        return False
+    runs = np.int64(r_u)
+    # size runs: (exponent, length), adjacent exponents differing, lengths summing to n
+    filled = 0
+    prev_e = -1
+    fine = True
+    run_e = np.empty(runs, dtype=np.int64)
+    run_n = np.empty(runs, dtype=np.int64)
+    for j in range(runs):
+        e, pos, good = _varint(buf, pos, end)
+        ln, pos, good2 = _varint(buf, pos, end)
+        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
+            fine = False
+            break
+        ei = np.int64(e)
+        li = np.int64(ln)
+        if ei == prev_e or filled + li > n:
+            fine = False
+            break
+        for i in range(li):
+            exps[at + filled + i] = ei
+        run_e[j] = ei
+        run_n[j] = li
+        filled += li
+        prev_e = ei
+    if not fine or filled != n:
+        return False
+    tick = np.uint64(1)
+    if is_tick:
+        tick, pos, good = _varint(buf, pos, end)
+        if not good or tick < np.uint64(2):
+            return False
+    # the shared-timestamps bitmap: one-byte words, 7 bits each, padding and bit 0 clear
+    n_shared = 0
+    for i in range(n):
+        shared[at + i] = False
+    if is_shared:
+        words = (n + _BITS - 1) // _BITS
+        for w in range(words):
+            word, pos, good = _varint(buf, pos, end)
+            used = min(n - _BITS * w, _BITS)
+            if not good or word >= np.uint64(1 << _BITS) or (word >> np.uint64(used)) != np.uint64(0):
+                fine = False
+                break
+            for k in range(used):
+                if (word >> np.uint64(k)) & np.uint64(1):
+                    shared[at + _BITS * w + k] = True
+                    n_shared += 1
+        if not fine or shared[at] or n_shared <= words:
+            return False
+    # timestamp deltas (scaled below), then widths: every bucket's (merged) or the oldest's
+    g = np.uint64(0)
+    zeros = 0
+    for i in range(n):
+        deltas[at + i] = np.uint64(0)
+        widths[at + i] = np.uint64(0)
+        if shared[at + i]:
+            continue
+        d, pos, good = _varint(buf, pos, end)
+        if not good:
+            fine = False
+            break
+        if i > 0 and d == np.uint64(0):
+            if is_shared:
+                fine = False
+                break
+            zeros += 1
+        g = _gcd(g, d)
+        deltas[at + i] = d
+    if not fine:
+        return False
+    if v2 and not is_shared and zeros > (n + _BITS - 1) // _BITS:
+        return False  # the bitmap would have been shorter
+    for i in range(n - 1 if not merged else 0, n):
+        wv, pos, good = _varint(buf, pos, end)
+        if not good:
+            fine = False
+            break
+        widths[at + i] = wv
+        g = _gcd(g, wv)
+    if not fine or pos != end:
+        return False
+    if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
+        return False
+    limit = u64_max // tick
+    # the total, below 2**62 (from_bytes decides those near int64's edge)
+    total = np.uint64(0)
+    for j in range(runs):
+        if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
+            fine = False
+            break
+        total += np.uint64(run_n[j]) << np.uint64(run_e[j])
+        if total >= np.uint64(1) << np.uint64(62):
+            fine = False
+            break
+    if not fine:
+        return False
+    # hi = newest - cumulative deltas (times tick), kept within 2**61 of newest
+    cum = np.uint64(0)
+    room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
+    edge = np.uint64(1) << np.uint64(61)
+    for i in range(n):
+        d = deltas[at + i]
+        if d > limit or d * tick >= edge:
+            fine = False
+            break
+        cum += d * tick
+        if cum >= edge or cum > room:
+            fine = False
+            break
+        hi[at + i] = newest - np.int64(cum)
+    if not fine:
+        return False
+    # every bucket inside the window
+    if np.uint64(newest) - np.uint64(hi[at + n - 1]) >= np.uint64(window):
+        return False
+    for i in range(n):  # lo = hi - width >= INT64_MIN
+        wv = widths[at + i]
+        if wv > limit or wv * tick > (np.uint64(hi[at + i]) ^ top_bit):
+            fine = False
+            break
+        widths[at + i] = wv * tick
+    if not fine:
+        return False
+    if merged:
+        for i in range(n):
+            lo[at + i] = np.int64(np.uint64(hi[at + i]) - widths[at + i])
+    else:
+        if exps[at + n - 1] == 0 and widths[at + n - 1] != np.uint64(0):
+            return False  # an oldest bucket of size 1 has width 0
+        for i in range(n - 1):
+            lo[at + i] = hi[at + i + 1]
+        lo[at + n - 1] = np.int64(np.uint64(hi[at + n - 1]) - widths[at + n - 1])
+        for i in range(n):
+            if exps[at + i] == 0:
+                lo[at + i] = hi[at + i]
+        # the l-canonical sizes of the total: runs (i, count_i) for every size present
+        t = np.int64(total)
+        jj = 0
+        while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
+            jj += 1
+        rest = t - l * ((np.int64(1) << jj) - 1)
+        m = rest >> jj
+        low = rest & ((np.int64(1) << jj) - 1)
+        if jj + (1 if m > 0 else 0) != runs:
+            return False
+        for i in range(jj):
+            if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
+                fine = False
+                break
+        if not fine or (m > 0 and (run_e[jj] != jj or run_n[jj] != m)):
+            return False
+    return True
+
+
+def _declared(buf, starts, ends, flags):
+    """The bucket count each blob declares, where its bytes could hold it
+    (0 elsewhere: the blob is then rejected)."""
     count = starts.size
     big = np.uint64(1) << np.uint64(40)
-    # room: the bucket count each blob declares, if the bytes could hold it
     declared = np.zeros(count, dtype=np.int64)
     for b in range(count):
         n, pos, good = _varint(buf, starts[b], ends[b])
         room = (ends[b] - pos) * (_BITS if flags[b] & _FLAG_SHARED else 1)
         if good and n < big and np.int64(n) <= room:
             declared[b] = np.int64(n)
+    return declared
+
+
+def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, cutoffs):
+    """:func:`_decode_all` and :func:`_bounds_all` in one pass: each blob
+    decoded into scratch arrays (one histogram's size, in cache) and
+    bounded for the units after ``cutoffs[b]`` at once, no column built."""
+    count = starts.size
+    declared = _decl(buf, starts, ends, flags)
+    most = declared.max() if count else 0
+    exps = np.empty(most, dtype=np.int8)
+    hi = np.empty(most, dtype=np.int64)
+    lo = np.empty(most, dtype=np.int64)
+    deltas = np.empty(most, dtype=np.uint64)
+    shared = np.empty(most, dtype=np.bool_)
+    widths = np.empty(most, dtype=np.uint64)
+    ok = np.zeros(count, dtype=np.bool_)
+    lower = np.zeros(count, dtype=np.int64)
+    upper = np.zeros(count, dtype=np.int64)
+    for b in range(count):
+        n = declared[b]
+        if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
+                 shared, widths, 0):
+            ok[b] = True
+            lower[b], upper[b] = _bounds1(exps, hi, lo, n, cutoffs[b])
+    return ok, lower, upper
+
+
+def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
+    count = starts.size
+    declared = _decl(buf, starts, ends, flags)
     cap = declared.sum()
     exps = np.empty(cap, dtype=np.int8)
     hi = np.empty(cap, dtype=np.int64)
@@ -1247,183 +1478,12 @@ def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
     widths = np.empty(cap, dtype=np.uint64)
     ok = np.zeros(count, dtype=np.bool_)
     counts = np.zeros(count, dtype=np.int64)
-    u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
-    top_bit = np.uint64(1) << np.uint64(63)
     at = 0
     for b in range(count):
-        end = ends[b]
-        f = flags[b]
-        is_shared = (f & _FLAG_SHARED) != 0
-        is_tick = (f & _FLAG_TICK) != 0
-        merged = (f & _FLAG_MERGED) != 0
-        v2 = version_2[b]
-        if newest[b] == np.iinfo(np.int64).min:  # check_newest's rule: from_bytes names it
-            continue
-        n_u, pos, good = _varint(buf, starts[b], end)
-        if not good:
-            continue
         n = declared[b]
-        if np.int64(n_u) != n or (n == 0 and n_u != np.uint64(0)):
-            continue
-        if n == 0:
-            if pos == end and not is_shared and not is_tick and not merged:
-                ok[b] = True
-            continue
-        r_u, pos, good = _varint(buf, pos, end)
-        if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
-            continue
-        runs = np.int64(r_u)
-        # size runs: (exponent, length), adjacent exponents differing, lengths summing to n
-        filled = 0
-        prev_e = -1
-        fine = True
-        run_e = np.empty(runs, dtype=np.int64)
-        run_n = np.empty(runs, dtype=np.int64)
-        for j in range(runs):
-            e, pos, good = _varint(buf, pos, end)
-            ln, pos, good2 = _varint(buf, pos, end)
-            if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
-                fine = False
-                break
-            ei = np.int64(e)
-            li = np.int64(ln)
-            if ei == prev_e or filled + li > n:
-                fine = False
-                break
-            for i in range(li):
-                exps[at + filled + i] = ei
-            run_e[j] = ei
-            run_n[j] = li
-            filled += li
-            prev_e = ei
-        if not fine or filled != n:
-            continue
-        tick = np.uint64(1)
-        if is_tick:
-            tick, pos, good = _varint(buf, pos, end)
-            if not good or tick < np.uint64(2):
-                continue
-        # the shared-timestamps bitmap: one-byte words, 7 bits each, padding and bit 0 clear
-        n_shared = 0
-        for i in range(n):
-            shared[at + i] = False
-        if is_shared:
-            words = (n + _BITS - 1) // _BITS
-            for w in range(words):
-                word, pos, good = _varint(buf, pos, end)
-                used = min(n - _BITS * w, _BITS)
-                if not good or word >= np.uint64(1 << _BITS) or (word >> np.uint64(used)) != np.uint64(0):
-                    fine = False
-                    break
-                for k in range(used):
-                    if (word >> np.uint64(k)) & np.uint64(1):
-                        shared[at + _BITS * w + k] = True
-                        n_shared += 1
-            if not fine or shared[at] or n_shared <= words:
-                continue
-        # timestamp deltas (scaled below), then widths: every bucket's (merged) or the oldest's
-        g = np.uint64(0)
-        zeros = 0
-        for i in range(n):
-            deltas[at + i] = np.uint64(0)
-            widths[at + i] = np.uint64(0)
-            if shared[at + i]:
-                continue
-            d, pos, good = _varint(buf, pos, end)
-            if not good:
-                fine = False
-                break
-            if i > 0 and d == np.uint64(0):
-                if is_shared:
-                    fine = False
-                    break
-                zeros += 1
-            g = _gcd(g, d)
-            deltas[at + i] = d
-        if not fine:
-            continue
-        if v2 and not is_shared and zeros > (n + _BITS - 1) // _BITS:
-            continue  # the bitmap would have been shorter
-        for i in range(n - 1 if not merged else 0, n):
-            wv, pos, good = _varint(buf, pos, end)
-            if not good:
-                fine = False
-                break
-            widths[at + i] = wv
-            g = _gcd(g, wv)
-        if not fine or pos != end:
-            continue
-        if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
-            continue
-        limit = u64_max // tick
-        # the total, below 2**62 (from_bytes decides those near int64's edge)
-        total = np.uint64(0)
-        for j in range(runs):
-            if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
-                fine = False
-                break
-            total += np.uint64(run_n[j]) << np.uint64(run_e[j])
-            if total >= np.uint64(1) << np.uint64(62):
-                fine = False
-                break
-        if not fine:
-            continue
-        # hi = newest - cumulative deltas (times tick), kept within 2**61 of newest
-        cum = np.uint64(0)
-        room = np.uint64(newest[b]) ^ top_bit  # newest - INT64_MIN
-        edge = np.uint64(1) << np.uint64(61)
-        for i in range(n):
-            d = deltas[at + i]
-            if d > limit or d * tick >= edge:
-                fine = False
-                break
-            cum += d * tick
-            if cum >= edge or cum > room:
-                fine = False
-                break
-            hi[at + i] = newest[b] - np.int64(cum)
-        if not fine:
-            continue
-        # every bucket inside the window
-        if np.uint64(newest[b]) - np.uint64(hi[at + n - 1]) >= np.uint64(window):
-            continue
-        for i in range(n):  # lo = hi - width >= INT64_MIN
-            wv = widths[at + i]
-            if wv > limit or wv * tick > (np.uint64(hi[at + i]) ^ top_bit):
-                fine = False
-                break
-            widths[at + i] = wv * tick
-        if not fine:
-            continue
-        if merged:
-            for i in range(n):
-                lo[at + i] = np.int64(np.uint64(hi[at + i]) - widths[at + i])
-        else:
-            if exps[at + n - 1] == 0 and widths[at + n - 1] != np.uint64(0):
-                continue  # an oldest bucket of size 1 has width 0
-            for i in range(n - 1):
-                lo[at + i] = hi[at + i + 1]
-            lo[at + n - 1] = np.int64(np.uint64(hi[at + n - 1]) - widths[at + n - 1])
-            for i in range(n):
-                if exps[at + i] == 0:
-                    lo[at + i] = hi[at + i]
-            # the l-canonical sizes of the total: runs (i, count_i) for every size present
-            t = np.int64(total)
-            jj = 0
-            while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
-                jj += 1
-            rest = t - l * ((np.int64(1) << jj) - 1)
-            m = rest >> jj
-            low = rest & ((np.int64(1) << jj) - 1)
-            if jj + (1 if m > 0 else 0) != runs:
-                continue
-            for i in range(jj):
-                if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
-                    fine = False
-                    break
-            if not fine or (m > 0 and (run_e[jj] != jj or run_n[jj] != m)):
-                continue
-        ok[b] = True
-        counts[b] = n
-        at += n
+        if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
+                 shared, widths, at):
+            ok[b] = True
+            counts[b] = n
+            at += n
     return ok, counts, exps[:at], hi[:at], lo[:at]

@@ -50,16 +50,11 @@ from . import compiled
 from .columnar import HistogramColumn, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
+from .segments import ranges as _ranges
 
 __all__ = ["KeyedCounters"]
 
 _U64 = np.uint64
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The positions ``starts[i]:ends[i]`` of every ``i``, concatenated."""
-    lengths = ends - starts
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
 
 
 def _segment_cumsum(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -43,6 +43,7 @@ from ehist.validation import INT64_MAX, INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
+from ehist.segments import ranges as _ranges
 
 from . import count_min as _cm
 from . import heavy_hitters as _hh
@@ -57,11 +58,6 @@ _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("e
 _ECM_PARAMS_AT = 6
 _HH_HEAD = _hh.LAYOUT.head
 _CRC = struct.Struct("<I")
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    lengths = ends - starts
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
 
 
 def _sealed_list(buf: np.ndarray, offsets: np.ndarray) -> list:

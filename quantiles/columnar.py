@@ -38,6 +38,7 @@ from ehist.validation import INT64_MAX, INT64_MIN
 from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
+from ehist.segments import ranges as _ranges
 
 from . import sliding as _q
 from .sliding import SlidingQuantiles
@@ -48,11 +49,6 @@ _FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("accuracy", "<f8"), ("ne
 _HEAD = struct.Struct(_q.LAYOUT.head.format + "q")  # preamble, parameters, newest
 _PARAMS_AT = 6
 _CRC = struct.Struct("<I")
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    lengths = ends - starts
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
 
 
 class QuantileColumn:

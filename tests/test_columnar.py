@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
-from ehist.columnar import HistogramColumn, _decode_fast, exact_forms, histogram_bytes
+from ehist.blobs import Blobs
+from ehist.columnar import HistogramColumn, _decode_fast, bounds_from_bytes, exact_forms, histogram_bytes
+from ehist.errors import QueryTimeError
 from tests.conftest import examples
 from tests.engines import ENGINES, engine
 from tests.exact import exact_sums
@@ -198,6 +200,33 @@ def outcome(fn):
         return type(exc).__name__, str(exc)
 
 
+def corrupted(data, eps, victim, pos, byte, how, merged, scale) -> list:
+    """The histograms of ``data``'s runs as bytes (``merged``: each run
+    united with the one before; times times ``scale``), one of them altered
+    (``how``: a byte set, the bytes cut or one inserted, then re-sealed so
+    the checks after the checksum run; or a raw byte, checksum left)."""
+    ts, vs, starts = data
+    hs = one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, False)
+    if merged:
+        hs = hs[:1] + [a.merge(b) for a, b in zip(hs[1:], hs[:-1])]
+    blobs = [h.to_bytes() for h in hs]
+    if how == "none":
+        return blobs
+    i = victim % len(blobs)
+    body = bytearray(blobs[i][:-4])
+    p = pos % len(body)
+    if how == "set":
+        body[p] = byte
+    elif how == "cut":
+        del body[p:]
+    elif how == "insert":
+        body[p:p] = bytes([byte])
+    blobs[i] = bytes(body) + blobs[i][-4:] if how == "raw" and p < 6 else reseal(bytes(body))
+    if how == "raw":
+        blobs[i] = blobs[i][:p] + bytes([byte]) + blobs[i][p + 1:]
+    return blobs
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(data=runs(max_runs=4), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
        byte=st.integers(0, 255), how=st.sampled_from(["set", "cut", "insert", "raw"]), merged=st.booleans(),
@@ -211,23 +240,7 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(name, data, eps, victim, p
     column's IncompatibleSketchError).  Ordered or merged histograms
     (each run united with the one before), timestamps with or without a
     tick."""
-    ts, vs, starts = data
-    hs = one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, False)
-    if merged:
-        hs = hs[:1] + [a.merge(b) for a, b in zip(hs[1:], hs[:-1])]
-    blobs = [h.to_bytes() for h in hs]
-    i = victim % len(blobs)
-    body = bytearray(blobs[i][:-4])
-    p = pos % len(body)
-    if how == "set":
-        body[p] = byte
-    elif how == "cut":
-        del body[p:]
-    elif how == "insert":
-        body[p:p] = bytes([byte])
-    blobs[i] = bytes(body) + blobs[i][-4:] if how == "raw" and p < 6 else reseal(bytes(body))
-    if how == "raw":
-        blobs[i] = blobs[i][:p] + bytes([byte]) + blobs[i][p + 1:]
+    blobs = corrupted(data, eps, victim, pos, byte, how, merged, scale)
 
     def each():
         hs = [ExponentialHistogram.from_bytes(b) for b in blobs]
@@ -243,6 +256,77 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(name, data, eps, victim, p
         return [col[j] for j in range(len(col))]
 
     assert outcome(column) == outcome(each)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(data=runs(max_runs=5), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
+       byte=st.integers(0, 255), how=st.sampled_from(["none", "none", "set", "cut", "insert", "raw"]),
+       merged=st.booleans(), scale=st.sampled_from([1, 1000]), later=st.integers(-3, 2000),
+       query=st.one_of(st.none(), st.integers(0, 1001)), nulls=st.booleans())
+@pytest.mark.parametrize("name", ENGINES)
+def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, pos, byte, how, merged, scale, later,
+                                                     query, nulls):
+    """The fused decode-and-bound of a batch (no column built) answers and
+    raises exactly as decoding the column and bounding it, for good and
+    altered bytes, queries late or not, windows in range or not, and for
+    the bytes read in place from a buffer with gaps and nulls around them
+    (as Arrow hands them over)."""
+    blobs = corrupted(data, eps, victim, pos, byte, how, merged, scale)
+    newest = max([ExponentialHistogram.from_bytes(b).newest or 0 for b in blobs] or [0]) if how == "none" else 0
+    now = None if later > 1500 else newest + later * scale
+    window = None if query is None else query * scale
+    if nulls:  # the same bytes inside a larger buffer, with a null between them
+        parts = [b"pad"] + [x for b in blobs for x in (b, None)]
+        view = Blobs.of(parts).take(np.arange(1, len(parts), 2))
+        assert view.tolist() == blobs
+    else:
+        view = blobs
+
+    def column():
+        col = HistogramColumn.from_bytes(blobs)
+        return tuple(x.tolist() for x in col.bounds(now, window))
+
+    def fused():
+        return tuple(x.tolist() for x in bounds_from_bytes(view, now, window))
+
+    with engine(name):
+        assert outcome_or_query(fused) == outcome_or_query(column)
+
+
+def outcome_or_query(fn):
+    try:
+        return outcome(fn)
+    except (QueryTimeError, ValueError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(items=st.lists(st.one_of(st.none(), st.binary(max_size=12), st.sampled_from([b"EH\x01", b"EH\x05xy", b"EH"]))),
+       picks=st.lists(st.integers(0, 40)), offset=st.integers(0, 3), size=st.integers(0, 3))
+def test_blobs_read_as_the_list_they_hold(items, picks, offset, size):
+    """A Blobs is the list of bytes it was made of: items, slices, picks,
+    families by preamble, and groups of equal bytes in first-appearance
+    order (a too-short sketch grouped by the bytes it has)."""
+    b = Blobs.of(items)
+    assert len(b) == len(items) and list(b) == items and b.tolist() == items
+    assert [b[i] for i in range(len(items))] == items and b[1:3].tolist() == items[1:3]
+    idx = [p % len(items) for p in picks] if items else []
+    assert b.take(idx).tolist() == [items[i] for i in idx]
+    fam = [x[2] if x is not None and len(x) > 2 and x[:2] == b"EH" else -1 for x in items]
+    assert b.families().tolist() == fam
+    if items and all(x is not None for x in items):
+        keys = [x[offset:offset + size] for x in items]
+        expect = {}
+        for i, k in enumerate(keys):
+            expect.setdefault(k, []).append(i)
+        assert [g.tolist() for g in b.groups(offset, size)] == list(expect.values())
+
+
+def test_blobs_refuse_what_is_not_bytes():
+    with pytest.raises(TypeError, match="expected bytes, bytearray or memoryview, got int"):
+        Blobs.of([b"a", 3])
+    with pytest.raises(ValueError, match="inside the buffer"):
+        Blobs(np.zeros(3, dtype=np.uint8), [2], [5])
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)

@@ -6,6 +6,8 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyspark")
@@ -16,6 +18,7 @@ from pyspark.sql import functions as F  # noqa: E402
 from ehist import ExponentialHistogram  # noqa: E402
 from lp_norms import SlidingLpNorm  # noqa: E402
 from udaf import functions as U  # noqa: E402
+from tests.conftest import examples  # noqa: E402
 
 pytestmark = pytest.mark.spark
 KEYS = 5
@@ -570,3 +573,25 @@ def test_two_phase_union_path_equals_grouped_union(spark):
             with_v = pdf[(pdf.k == key) & pdf.v.notna()]
             at = (int(with_v.ts.max()) if len(with_v) else 0) if now is None else now
             assert exact[key].s == int(with_v[(with_v.ts > at - 200_000) & (with_v.ts <= at)].v.sum())
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(rows=st.lists(st.one_of(st.none(), st.lists(st.one_of(st.none(), st.binary(max_size=6)), max_size=4))),
+       cut=st.integers(0, 3), wide=st.booleans())
+def test_arrow_binary_columns_read_in_place(rows, cut, wide):
+    """Sketch columns and arrays of sketches (collect_list) as Spark hands
+    them over, sliced, with nulls at both levels, binary or large binary:
+    read in place, they hold what ``to_pylist`` gives."""
+    import pyarrow as pa
+
+    from udaf._arrow import blobs_of, list_blobs_of
+
+    binary = pa.large_binary() if wide else pa.binary()
+    flat = [b for r in rows for b in (r or [])]
+    column = pa.array([None] * cut + flat, type=binary).slice(cut)
+    assert blobs_of(column).tolist() == column.to_pylist()
+    lists = pa.array([[b"x"]] * cut + rows, type=pa.list_(binary)).slice(cut)
+    blobs, starts = list_blobs_of(lists)
+    got = [blobs[a:b].tolist() for a, b in zip(starts.tolist(), starts.tolist()[1:] + [len(blobs)])]
+    assert got == [[b for b in r if b is not None] if r else [] for r in rows]
+    assert blobs_of(pa.nulls(3)).tolist() == [None] * 3

@@ -16,10 +16,12 @@ import pandas as pd
 
 from ehist import ExponentialHistogram
 from ehist.validation import check_eps
-from ehist.columnar import HistogramColumn, histogram_bytes
+from ehist.columnar import HistogramColumn, bounds_from_bytes, histogram_bytes
 from ehist.columnar_union import union_column
 from ehist.errors import QueryTimeError
 from ehist import eh_layout as L
+from ehist.blobs import Blobs
+from ehist.serialization import PREAMBLE_BYTES
 
 from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
@@ -78,21 +80,20 @@ class _Histogram(Spec):
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and bounded at once
         (:class:`~ehist.columnar.HistogramColumn`, per window and eps)."""
+        blobs = Blobs.of(blobs)
         n = len(blobs)
         lower = np.zeros(n, dtype=np.int64)
         upper = np.zeros(n, dtype=np.int64)
-        present = np.array([b is not None for b in blobs], dtype=bool)
+        present = blobs.present
         if present.any():
-            raw = np.array([bytes(b) for b in blobs if b is not None], dtype=object)
+            raw = blobs.take(present)
             at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-            lo = np.empty(raw.size, dtype=np.int64)
-            up = np.empty(raw.size, dtype=np.int64)
+            lo = np.empty(len(raw), dtype=np.int64)
+            up = np.empty(len(raw), dtype=np.int64)
             # sketches of one (window, eps) are decoded and bounded together
             for rows in _by_parameters(raw):
-                column = HistogramColumn.from_bytes(list(raw[rows]))
                 when = None if at is None else at[rows]
-                _check_now(column, when)
-                lo[rows], up[rows] = column.bounds(when, window)
+                lo[rows], up[rows] = bounds_from_bytes(raw.take(rows), when, window, where=" of the sketch")
             lower[present], upper[present] = lo, up
         return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan), lower, upper)
 
@@ -103,8 +104,8 @@ class _Histogram(Spec):
         union's bounds, within eps of the exact answer, never wider than
         the merged histogram's (its compression widens them).  Parts of
         different windows or eps: the merge, which refuses them."""
-        raw = [bytes(b) for b in blobs]
-        if len(set(_parameters(raw))) > 1:
+        raw = Blobs.of(blobs)
+        if len(_by_parameters(raw)) > 1:
             return super().union_answers(raw, starts, nows, window)
         column = HistogramColumn.from_bytes(raw)
         if nows is not None:
@@ -130,7 +131,7 @@ class _Histogram(Spec):
         per-group merge.  Groups mixing windows or eps: the per-group merge,
         which refuses them."""
         raw = [bytes(b) for b in blobs]
-        if not raw or len(set(_parameters(raw))) > 1:
+        if not raw or len(_by_parameters(raw)) > 1:
             return super().merge_groups(raw, starts)
         column = HistogramColumn.from_bytes(cls.merge_order(raw, starts))
         with as_key_sum_overflow():
@@ -263,13 +264,4 @@ class Sum(_Histogram):
 def _by_parameters(raw) -> list:
     """The positions of each (window, eps) among histogram bytes (one
     array of all when they share them, as a column's usually do)."""
-    keys = _parameters(raw)
-    if len(set(keys)) == 1:
-        return [np.arange(len(raw))]
-    groups, _ = pd.factorize(pd.Series(keys, dtype=object))
-    return [np.flatnonzero(groups == g) for g in range(int(groups.max()) + 1)]
-
-
-def _parameters(raw) -> list:
-    """Each histogram's parameter bytes (window, eps: :mod:`ehist.eh_layout`)."""
-    return [L.LAYOUT.parameter_bytes(b) for b in raw]
+    return Blobs.of(raw).groups(PREAMBLE_BYTES, L.LAYOUT.head.size - PREAMBLE_BYTES)

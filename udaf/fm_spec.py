@@ -16,6 +16,8 @@ import numpy as np
 from distinct import SlidingFM
 from distinct.fm import LAYOUT
 from distinct.fm_columnar import FMColumn
+from ehist.blobs import Blobs
+from ehist.serialization import PREAMBLE_BYTES
 
 from .hashed_items import HashedItems
 from .spec import Answers
@@ -51,9 +53,10 @@ class DistinctFM(HashedItems):
         """Every sketch of a batch decoded and estimated at once
         (:class:`~distinct.fm_columnar.FMColumn`), the estimates to the
         last bit; sketches of different parameters: one at a time."""
-        rows = np.array([i for i, b in enumerate(blobs) if b is not None], dtype=np.int64)
-        raw = [bytes(blobs[i]) for i in rows.tolist()]
-        if not raw or not _alike(raw):
+        blobs = Blobs.of(blobs)
+        rows = np.flatnonzero(blobs.present)
+        raw = blobs.take(rows)
+        if not len(raw) or not _alike(raw):
             return super().answers(blobs, nows, window)
         out = np.full(len(blobs), np.nan)
         out[rows] = FMColumn.from_bytes(raw).estimates(None if nows is None else np.asarray(nows)[rows], window)
@@ -76,8 +79,8 @@ class DistinctFM(HashedItems):
         """The estimates of every group's union, united in columns (the
         union does not depend on the order: the newest timestamp of each
         bit) and never encoded."""
-        raw = [bytes(b) for b in blobs]
-        if not raw or not _alike(raw):
+        raw = Blobs.of(blobs)
+        if not len(raw) or not _alike(raw):
             return super().union_answers(raw, starts, nows, window)
         return Answers(FMColumn.from_bytes(raw).union(starts).estimates(nows, window))
 
@@ -91,4 +94,4 @@ class DistinctFM(HashedItems):
 
 def _alike(raw) -> bool:
     """Whether the sketches share one window, num_bitmaps and seed."""
-    return len({LAYOUT.parameter_bytes(b) for b in raw}) == 1
+    return len(Blobs.of(raw).groups(PREAMBLE_BYTES, LAYOUT.head.size - PREAMBLE_BYTES)) == 1

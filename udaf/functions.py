@@ -68,6 +68,11 @@ import numpy as np
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from ehist.blobs import Blobs
+from ehist.segments import ranges
+from ehist.serialization import FAMILIES as FAMILY_IDS
+
+from ._arrow import blobs_of, list_blobs_of
 from ._convert import Window, in_user_terms
 from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
 from .spec import FAMILIES, load_families, spec_for_bytes
@@ -331,24 +336,24 @@ def _now_literal(now, unit: str) -> int:
 _SKETCH_NEEDS = "needs a binary sketch column (from *_sketch_agg or *_union_agg)"
 
 
-def _check_blobs(blobs, column, fn: str, classes) -> None:
+def _check_blobs(blobs: Blobs, column, fn: str, classes) -> None:
     wanted = {c.sketch_type.__name__ for c in classes}
-    for b in blobs:
-        if b is None:
-            continue
-        cls = spec_for_bytes(b)
+    bad = blobs.present & ~np.isin(blobs.families(), [FAMILY_IDS[w] for w in wanted])
+    if bad.any():
+        cls = spec_for_bytes(blobs[int(np.argmax(bad))])
         if cls is None or cls.sketch_type.__name__ not in wanted:
             found = "bytes of no ehist sketch" if cls is None else f"a {cls.sketch_type.__name__} sketch"
             raise bad_value(column, _Shown(f"<{found}>"), f"{fn} needs {' or '.join(sorted(wanted))} sketches")
 
 
-def _sketch_blobs(arrays, names, fn: str, classes, need: str = _SKETCH_NEEDS) -> list:
-    """The sketch column of a call as bytes (None for null), checked to be
-    binary and of the family's sketches."""
+def _sketch_blobs(arrays, names, fn: str, classes, need: str = _SKETCH_NEEDS) -> Blobs:
+    """The sketch column of a call as :class:`~ehist.blobs.Blobs` over its
+    Arrow buffers (None for null), checked to be binary and of the
+    family's sketches."""
     column = names.get("sketch", "sketch")
     array = arrays["sketch"]
     check_arrow_type(column, array, ("binary",), f"{fn} {need}, that is")
-    blobs = array.to_pylist()
+    blobs = blobs_of(array)
     _check_blobs(blobs, column, fn, classes)
     return blobs
 
@@ -368,11 +373,7 @@ def _sketch_groups(arrays, names, fn: str, classes):
     inner = arrow_type_name(array.type.value_type)
     if inner not in ("binary", "void"):
         raise wrong_type(column, f"{fn} {need}, that is", ("binary", "array<binary>"), f"array<{inner}>")
-    rows = array.to_pylist()
-    blobs, starts = [], np.zeros(len(rows), dtype=np.int64)
-    for i, row in enumerate(rows):
-        starts[i] = len(blobs)
-        blobs += [b for b in row or () if b is not None]
+    blobs, starts = list_blobs_of(array)
     _check_blobs(blobs, column, fn, classes)
     return blobs, starts
 
@@ -464,31 +465,33 @@ def _answered(blobs, starts, nows, window, bounds: bool):
     """The answers of :func:`_answers` (an Arrow array)."""
     import pyarrow as pa
 
+    blobs = Blobs.of(blobs)
     if starts is None:  # one sketch per row
-        starts, sizes = np.arange(len(blobs), dtype=np.int64), np.array([b is not None for b in blobs])
+        starts, sizes = np.arange(len(blobs), dtype=np.int64), blobs.present.astype(np.int64)
     else:  # an array of sketches per row: their union's answer
         sizes = np.diff(np.append(starts, len(blobs)))
     n = starts.size
     estimate = np.full(n, np.nan)
     lower = np.zeros(n, dtype=np.int64)
     upper = np.zeros(n, dtype=np.int64)
-    kinds = [spec_for_bytes(blobs[a]) if size else None for a, size in zip(starts.tolist(), sizes.tolist())]
-    for cls in {k for k in kinds if k is not None}:
-        rows = np.array([i for i, k in enumerate(kinds) if k is cls], dtype=np.int64)
+    families = np.where(sizes > 0, blobs.families()[np.minimum(starts, max(len(blobs) - 1, 0))] if len(blobs) else -1,
+                        -1)
+    for family in np.unique(families[families >= 0]).tolist():
+        rows = np.flatnonzero(families == family)
+        cls = spec_for_bytes(blobs[int(starts[rows[0]])])
         when = None if nows is None else nows[rows]
         if sizes.size and sizes.max() <= 1:  # no unions: each row its sketch
-            got = cls.answers([blobs[starts[i]] for i in rows], when, window)
+            got = cls.answers(blobs.take(starts[rows]), when, window)
         else:
-            mine = [blobs[a:a + sizes[i]] for i, a in zip(rows.tolist(), starts[rows].tolist())]
-            got = cls.union_answers([b for part in mine for b in part],
-                                    np.cumsum([0] + [len(part) for part in mine[:-1]]).astype(np.int64),
-                                    when, window)
+            parts = ranges(starts[rows], starts[rows] + sizes[rows])
+            got = cls.union_answers(blobs.take(parts), np.concatenate([[0], np.cumsum(sizes[rows])[:-1]])
+                                    .astype(np.int64), when, window)
         estimate[rows] = got.estimate
         if bounds:
             lower[rows], upper[rows] = got.lower, got.upper
     if not bounds:
         return pa.array(estimate, type=pa.float64(), from_pandas=True)
-    missing = np.array([k is None for k in kinds], dtype=bool)  # null sketch (or none): null bounds
+    missing = families < 0  # null sketch (or none): null bounds
     return pa.StructArray.from_arrays([pa.array(lower, mask=missing), pa.array(upper, mask=missing)],
                                       names=["lower", "upper"])
 

@@ -18,6 +18,7 @@ import pandas as pd
 from distinct import SlidingHyperLogLog
 from distinct.columnar import SketchColumn, sliding_hll_bytes, union_estimates
 from distinct.columnar_union import union_bytes
+from ehist.blobs import Blobs
 
 from .hashed_items import HashedItems
 from .spec import Answers
@@ -59,9 +60,10 @@ class Distinct(HashedItems):
         """Every sketch of a batch decoded and estimated at once
         (:class:`~distinct.columnar.SketchColumn`, per window, precision
         and seed)."""
+        blobs = Blobs.of(blobs)
         out = np.full(len(blobs), np.nan)
-        rows = np.array([i for i, b in enumerate(blobs) if b is not None], dtype=np.int64)
-        column = SketchColumn.from_bytes([bytes(blobs[i]) for i in rows])
+        rows = np.flatnonzero(blobs.present)
+        column = SketchColumn.from_bytes(blobs.take(rows))
         at = None if nows is None else np.asarray(nows, dtype=np.int64)
         for mine in _alike_groups(column):
             out[rows[mine]] = union_estimates(column.take(mine) if mine.size < len(column) else column,
@@ -76,7 +78,7 @@ class Distinct(HashedItems):
         merge's estimate to the last bit, without merging.  Sketches of
         different windows, precisions or seeds: the merge, which refuses
         them."""
-        column = SketchColumn.from_bytes([bytes(b) for b in blobs])
+        column = SketchColumn.from_bytes(Blobs.of(blobs))
         if not column.alike():
             return super().union_answers(blobs, starts, nows, window)
         return Answers(np.asarray(union_estimates(column, starts, now=nows, window=window), dtype=np.float64))

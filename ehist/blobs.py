@@ -1,0 +1,151 @@
+"""A column of serialized synopses in one buffer.
+
+The columnar decoders (:mod:`ehist.columnar`, :mod:`distinct.columnar`,
+:mod:`frequencies.columnar`, :mod:`quantiles.columnar`) read many sketches
+at once from one byte buffer and each sketch's start and length.  A
+:class:`Blobs` is that view: built from a list of bytes (joined once), or
+from the buffers of an Arrow binary column without copying a byte
+(:func:`udaf._arrow.blobs_of`), so a batch of sketches goes from Spark to
+a compiled decoder with no Python object per row.
+
+It is a read-only sequence of ``bytes`` (``None`` for a null), so code
+written for a list of bytes reads it unchanged; the columnar paths use its
+arrays.
+
+>>> b = Blobs.of([b"EH\\x01\\x02", None, b"xyz"])
+>>> len(b), b[0], b[1], b.lengths.tolist(), b.present.tolist()
+(3, b'EH\\x01\\x02', None, [4, 0, 3], [True, False, True])
+>>> b.families().tolist(), b.take([2, 0]).tolist()
+([1, -1, -1], [b'xyz', b'EH\\x01\\x02'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .serialization import FAMILY_AT, MAGIC
+
+__all__ = ["Blobs"]
+
+
+class Blobs(Sequence):
+    """Sketch ``i`` is ``buf[starts[i]:starts[i] + lengths[i]]``, or None
+    where ``present[i]`` is False (its length is then 0).
+
+    Parameters
+    ----------
+    buf : uint8 array
+        The bytes of every sketch (a view; never written).
+    starts, lengths : int64 arrays
+        Each sketch's offset in ``buf`` and its length.
+    present : bool array, optional
+        False for nulls (default: every row present).
+    """
+
+    __slots__ = ("buf", "starts", "lengths", "present")
+
+    def __init__(self, buf, starts, lengths, present=None):
+        self.buf = np.asarray(buf, dtype=np.uint8)
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.present = np.ones(self.starts.size, dtype=bool) if present is None else np.asarray(present, dtype=bool)
+        if not (self.starts.shape == self.lengths.shape == self.present.shape and self.starts.ndim == 1):
+            raise ValueError("starts, lengths and present must be 1-d arrays of one length")
+        if self.starts.size and (self.starts.min() < 0 or (self.starts + self.lengths).max() > self.buf.size
+                                 or self.lengths.min() < 0):
+            raise ValueError("every sketch must lie inside the buffer")
+
+    @classmethod
+    def of(cls, blobs) -> "Blobs":
+        """``blobs`` itself when it is a :class:`Blobs`; else a list of
+        bytes-like objects (or None) joined into one buffer.
+
+        Raises
+        ------
+        TypeError
+            An item that is neither bytes-like nor None.
+        """
+        if isinstance(blobs, Blobs):
+            return blobs
+        items = list(blobs)
+        for b in items:
+            if b is not None and not isinstance(b, (bytes, bytearray, memoryview)):
+                raise TypeError(f"expected bytes, bytearray or memoryview, got {type(b).__name__}")
+        present = np.fromiter((b is not None for b in items), dtype=bool, count=len(items))
+        lengths = np.fromiter((0 if b is None else len(b) for b in items), dtype=np.int64, count=len(items))
+        starts = np.zeros(len(items), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        buf = np.frombuffer(b"".join(b for b in items if b is not None), dtype=np.uint8)
+        return cls(buf, starts, lengths, present)
+
+    def __len__(self) -> int:
+        return self.starts.size
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return self.take(np.arange(len(self))[i])
+        if not self.present[i]:
+            return None
+        a = int(self.starts[i])
+        return self.buf[a:a + int(self.lengths[i])].tobytes()
+
+    def __iter__(self):
+        return iter(self.tolist())
+
+    def __repr__(self) -> str:
+        return f"Blobs({len(self)} sketches, {int(self.lengths.sum())} bytes)"
+
+    def tolist(self) -> list:
+        """The sketches as a list of bytes (None for nulls)."""
+        data = self.buf.tobytes() if self.buf.size else b""
+        return [data[a:a + n] if p else None
+                for a, n, p in zip(self.starts.tolist(), self.lengths.tolist(), self.present.tolist())]
+
+    def take(self, indices) -> "Blobs":
+        """The sketches at ``indices`` (positions or a boolean mask), in
+        that order, over the same buffer."""
+        idx = np.asarray(indices)
+        idx = np.flatnonzero(idx) if idx.dtype == bool else idx.astype(np.int64, copy=False)
+        return Blobs(self.buf, self.starts[idx], self.lengths[idx], self.present[idx])
+
+    def families(self) -> np.ndarray:
+        """Each sketch's family id (:data:`ehist.serialization.FAMILIES`)
+        from its preamble, -1 for bytes without the preamble's magic, and
+        for nulls; reads nothing further (the decoders check the rest)."""
+        out = np.full(len(self), -1, dtype=np.int64)
+        has = self.present & (self.lengths > FAMILY_AT)
+        at = self.starts[has]
+        magic = (self.buf[at] == MAGIC[0]) & (self.buf[at + 1] == MAGIC[1])
+        out[np.flatnonzero(has)[magic]] = self.buf[at[magic] + FAMILY_AT]
+        return out
+
+    def bytes_at(self, offset: int, size: int) -> np.ndarray:
+        """``(n, size)`` uint8: bytes ``offset`` to ``offset + size`` of
+        every sketch (the caller knows each is long enough)."""
+        return self.buf[self.starts[:, None] + offset + np.arange(size)]
+
+    def groups(self, offset: int, size: int) -> list:
+        """Positions of the sketches with equal bytes ``offset`` to
+        ``offset + size`` (a family's parameters, to decode sketches of one
+        window or precision together), one array per distinct value, in
+        order of first appearance; a sketch too short for them (corrupt:
+        its decoder says so) is grouped by the bytes it has.
+
+        >>> Blobs.of([b"ab1", b"ab2", b"ab1", b"a"]).groups(2, 1)
+        [array([0, 2]), array([1]), array([3])]
+        """
+        n = len(self)
+        if n == 0:
+            return []
+        whole = self.lengths >= offset + size
+        if whole.all():
+            rows = self.bytes_at(offset, size)
+            if (rows == rows[0]).all():
+                return [np.arange(n)]
+        first: dict = {}
+        keys = np.empty(n, dtype=np.int64)
+        for i, b in enumerate(self):
+            keys[i] = first.setdefault(b"" if b is None else b[offset:offset + size], len(first))
+        return [np.flatnonzero(keys == k) for k in range(len(first))]
