@@ -85,7 +85,7 @@ class Blobs(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return self.take(np.arange(len(self))[i])
+            return self.take(np.arange(*i.indices(len(self))))
         if not self.present[i]:
             return None
         a = int(self.starts[i])

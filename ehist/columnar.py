@@ -263,23 +263,9 @@ class HistogramColumn:
         :class:`~ehist.errors.SumOverflowError`, as its merge would.
         """
         starts = _check_starts(group_starts, len(self))
-        owner = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(self))))
-        if now is None:
-            stamp = np.where(self.has_newest, self.newest, INT64_MIN)
-            group_now = np.full(starts.size, INT64_MIN, dtype=np.int64)
-            np.maximum.at(group_now, owner, stamp)
-            per_hist = group_now[owner]
-        else:
-            per_hist = np.broadcast_to(coerce_times(now, "now"), starts.shape)[owner]
+        per_hist, owner = _group_times(starts, self.newest, self.has_newest, now)
         lower, upper = self._bucket_bounds(self._cutoffs(per_hist, window))
-        if upper.size and float(upper.sum(dtype=np.float64)) >= 2.0**62:  # a group's sum may pass int64
-            approx = np.bincount(owner, weights=upper.astype(np.float64), minlength=starts.size)
-            for g in np.flatnonzero(approx >= 2.0**62).tolist():
-                total = sum(upper[owner == g].tolist())
-                if total > INT64_MAX:
-                    raise SumOverflowError(f"the union's total would overflow int64 ({total} > 2**63 - 1)")
-        bounds = np.concatenate([[0], np.append(starts, len(self))[1:]]).astype(np.int64)
-        return _segment_sums(lower, bounds), _segment_sums(upper, bounds)
+        return _group_sums(lower, upper, owner, starts)
 
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> list:
@@ -467,10 +453,38 @@ def _cutoffs(total: int, newest, has_newest, now, window, where: str) -> np.ndar
     return np.maximum(now, np.int64(INT64_MIN + int(window))) - np.int64(window)
 
 
-def bounds_from_bytes(blobs, now=None, window: int | None = None, *, where: str = " of histogram {i}"):
+def _group_times(starts: np.ndarray, newest: np.ndarray, has_newest: np.ndarray, now):
+    """``(time of each histogram's group, owner)``: ``now`` (one per group)
+    or, when None, the group's newest timestamp."""
+    owner = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, newest.size)))
+    if now is None:
+        stamp = np.where(has_newest, newest, INT64_MIN)
+        group_now = np.full(starts.size, INT64_MIN, dtype=np.int64)
+        np.maximum.at(group_now, owner, stamp)
+        return group_now[owner], owner
+    return np.broadcast_to(coerce_times(now, "now"), starts.shape)[owner], owner
+
+
+def _group_sums(lower: np.ndarray, upper: np.ndarray, owner: np.ndarray, starts: np.ndarray):
+    """Each group's sums of its histograms' bounds; SumOverflowError for a
+    group whose upper bound passes int64, as its merge would raise."""
+    if upper.size and float(upper.sum(dtype=np.float64)) >= 2.0**62:  # a group's sum may pass int64
+        approx = np.bincount(owner, weights=upper.astype(np.float64), minlength=starts.size)
+        for g in np.flatnonzero(approx >= 2.0**62).tolist():
+            total = sum(upper[owner == g].tolist())
+            if total > INT64_MAX:
+                raise SumOverflowError(f"the union's total would overflow int64 ({total} > 2**63 - 1)")
+    bounds = np.concatenate([[0], np.append(starts, owner.size)[1:]]).astype(np.int64)
+    return _segment_sums(lower, bounds), _segment_sums(upper, bounds)
+
+
+def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None, where: str = " of histogram {i}"):
     """``HistogramColumn.from_bytes(blobs).bounds(now, window)``: every
     histogram's bounds, with the same checks and errors (a ``now`` before
-    a histogram's newest names it by ``where``).
+    a histogram's newest names it by ``where``).  With ``groups`` (the
+    first histogram of each group), ``union_bounds(groups, now, window)``
+    instead: each group's sums, as of ``now`` (one per group; None: the
+    group's newest timestamp).
 
     With numba, each histogram is decoded into a histogram-sized scratch
     and bounded in the same pass (:func:`ehist.compiled.decode_bounds`):
@@ -480,9 +494,11 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, where: str 
 
     Returns
     -------
-    (lower, upper): int64 arrays, one entry per blob.
+    (lower, upper): int64 arrays, one entry per blob (or group).
     """
     blobs = Blobs.of(blobs)
+    if groups is not None:
+        groups = _check_starts(groups, len(blobs))
     if compiled.active() and len(blobs) and blobs.present.all():
         ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size,
                                                 L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)
@@ -495,18 +511,22 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, where: str 
                 alike = False  # from_bytes names the bad parameter
             cut = None
             if alike:
+                has = np.ones(newest.size, dtype=bool)
                 try:
-                    cut = _cutoffs(w0, newest, np.ones(newest.size, dtype=bool), now, window, where)
+                    at, owner = (now, None) if groups is None else _group_times(groups, newest, has, now)
+                    cut = _cutoffs(w0, newest, has, at, window, where)
                 except (ValueError, TypeError):
                     pass  # a bad query: raised below, after from_bytes has said what is wrong with the bytes
             if cut is not None:
-                accepted, lower, upper = compiled.decode_bounds(
+                accepted, lower, upper, _, _ = compiled.decode_bounds(
                     buf, starts + L.HEAD_BYTES, starts + lengths - _CRC.size, L.flags_of(buf, starts),
                     L.version_of(buf, starts) == L.FORMAT_VERSION, newest, w0, l, cut)
                 if accepted.all():
-                    return lower, upper
+                    return (lower, upper) if groups is None else _group_sums(lower, upper, owner, groups)
     column = HistogramColumn.from_bytes(blobs)
-    return column._bucket_bounds(_cutoffs(column.window, column.newest, column.has_newest, now, window, where))
+    at, owner = (now, None) if groups is None else _group_times(groups, column.newest, column.has_newest, now)
+    lower, upper = column._bucket_bounds(_cutoffs(column.window, column.newest, column.has_newest, at, window, where))
+    return (lower, upper) if groups is None else _group_sums(lower, upper, owner, groups)
 
 
 def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float = 0.01, now=None,
@@ -1024,10 +1044,7 @@ def decode_compact_flat(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     rebuilds them for ``ExponentialHistogram.from_bytes`` to name what is
     wrong."""
     count = starts.size
-    ok = lengths >= 2  # flags and at least one payload byte
-    flags = np.zeros(count, dtype=np.uint8)
-    flags[ok] = buf[starts[ok]]
-    ok &= (flags & ~np.uint8(L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)) == L.FLAG_HAS_NEWEST
+    ok, flags = _compact_flags(buf, starts, lengths)
     idx = np.flatnonzero(ok)
     if idx.size == 0:
         return ok, _assemble(None, window, eps)
@@ -1050,6 +1067,38 @@ def decode_compact_flat(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray
         return np.zeros(count, dtype=bool), _assemble(None, window, eps)
     ok[idx[bad]] = False
     return ok, _assemble(parsed, window, eps)
+
+
+def decode_compact_bounds(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, window: int, eps: float,
+                          newest: np.ndarray, cutoffs: np.ndarray):
+    """:func:`decode_compact_flat` and the bounds of each histogram for the
+    units after ``cutoffs[i]``, in one compiled pass
+    (:func:`ehist.compiled.decode_bounds`; numba only), the column never
+    built: ``(accepted mask, lower, upper, bucket counts, units)``, zeros
+    where not accepted (the caller decodes those the slow way).  ``window``
+    and ``eps`` are valid (the caller's sketch checked them)."""
+    count = starts.size
+    ok, flags = _compact_flags(buf, starts, lengths)
+    out = [np.zeros(count, dtype=np.int64) for _ in range(4)]
+    idx = np.flatnonzero(ok)
+    if idx.size:
+        got = compiled.decode_bounds(buf, starts[idx] + 1, starts[idx] + lengths[idx], flags[idx],
+                                     np.ones(idx.size, dtype=bool), np.asarray(newest, dtype=np.int64)[idx],
+                                     int(window), (k_of_eps(float(eps)) + 1) // 2, np.asarray(cutoffs)[idx])
+        ok[idx[~got[0]]] = False
+        for o, g in zip(out, got[1:]):
+            o[idx] = g
+    return (ok, *out)
+
+
+def _compact_flags(buf, starts, lengths) -> tuple[np.ndarray, np.ndarray]:
+    """``(possible mask, flags)`` of compact histograms: a flags byte with
+    "has newest" and known bits, and at least one payload byte."""
+    ok = lengths >= 2
+    flags = np.zeros(starts.size, dtype=np.uint8)
+    flags[ok] = buf[starts[ok]]
+    ok &= (flags & ~np.uint8(L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)) == L.FLAG_HAS_NEWEST
+    return ok, flags
 
 
 def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flags, window, eps, newest):

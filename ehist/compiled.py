@@ -360,9 +360,10 @@ def decode_histograms(buf, starts, ends, flags, version_2, newest, window: int, 
 
 def decode_bounds(buf, starts, ends, flags, version_2, newest, window: int, l: int, cutoffs):
     """:func:`decode_histograms` and :func:`bucket_bounds` in one pass,
-    without building the column: ``(accepted mask, lower, upper)``, each
-    accepted blob's bounds for the units after ``cutoffs[i]`` (the
-    rejected ones' are 0: the caller decodes them the slow way)."""
+    without building the column: ``(accepted mask, lower, upper, bucket
+    counts, units)``, each accepted blob's bounds for the units after
+    ``cutoffs[i]``, its number of buckets and its total (the rejected ones'
+    are 0: the caller decodes them the slow way)."""
     buf, starts, ends = spans(buf, starts, ends, flags=flags, version_2=version_2, newest=newest, cutoffs=cutoffs)
     if int(window) < 1 or int(l) < 1:
         raise ValueError(f"window and l must be at least 1, got {window} and {l}")
@@ -1248,11 +1249,12 @@ def gcd(a, b):
     return a
 
 
-def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, deltas, shared, widths, at):
+def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, deltas, shared, widths, at, run_e, run_n):
     """One blob of :func:`_decode_all`: its ``n`` buckets (the count it
     declares) written at ``at`` of ``exps``, ``hi`` and ``lo``
-    (``deltas``, ``shared`` and ``widths`` are scratch there too); False
-    when ``from_bytes`` must decide the blob."""
+    (``deltas``, ``shared`` and ``widths`` are scratch there too, and
+    ``run_e``, ``run_n`` from 0, at least ``n`` long: no allocation per
+    blob); False when ``from_bytes`` must decide the blob."""
     big = np.uint64(1) << np.uint64(40)
     u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
     top_bit = np.uint64(1) << np.uint64(63)
@@ -1278,8 +1280,6 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     filled = 0
     prev_e = -1
     fine = True
-    run_e = np.empty(runs, dtype=np.int64)
-    run_n = np.empty(runs, dtype=np.int64)
     for j in range(runs):
         e, pos, good = _varint(buf, pos, end)
         ln, pos, good2 = _varint(buf, pos, end)
@@ -1454,16 +1454,25 @@ def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, c
     deltas = np.empty(most, dtype=np.uint64)
     shared = np.empty(most, dtype=np.bool_)
     widths = np.empty(most, dtype=np.uint64)
+    run_e = np.empty(most, dtype=np.int64)
+    run_n = np.empty(most, dtype=np.int64)
     ok = np.zeros(count, dtype=np.bool_)
     lower = np.zeros(count, dtype=np.int64)
     upper = np.zeros(count, dtype=np.int64)
+    counts = np.zeros(count, dtype=np.int64)
+    units = np.zeros(count, dtype=np.int64)
     for b in range(count):
         n = declared[b]
         if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
-                 shared, widths, 0):
+                 shared, widths, 0, run_e, run_n):
             ok[b] = True
+            counts[b] = n
             lower[b], upper[b] = _bounds1(exps, hi, lo, n, cutoffs[b])
-    return ok, lower, upper
+            total = np.int64(0)  # below 2**62: _decode_one refuses more
+            for i in range(n):
+                total += np.int64(1) << np.int64(exps[i])
+            units[b] = total
+    return ok, lower, upper, counts, units
 
 
 def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
@@ -1476,13 +1485,16 @@ def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
     deltas = np.empty(cap, dtype=np.uint64)
     shared = np.empty(cap, dtype=np.bool_)
     widths = np.empty(cap, dtype=np.uint64)
+    most = declared.max() if count else 0
+    run_e = np.empty(most, dtype=np.int64)
+    run_n = np.empty(most, dtype=np.int64)
     ok = np.zeros(count, dtype=np.bool_)
     counts = np.zeros(count, dtype=np.int64)
     at = 0
     for b in range(count):
         n = declared[b]
         if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
-                 shared, widths, at):
+                 shared, widths, at, run_e, run_n):
             ok[b] = True
             counts[b] = n
             at += n

@@ -35,6 +35,7 @@ import zlib
 import numpy as np
 
 from ehist.validation import INT64_MAX, INT64_MIN
+from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
@@ -148,26 +149,11 @@ class QuantileColumn:
         they hold different parameters); raises what
         ``SlidingQuantiles.from_bytes`` raises, for the first blob it
         rejects."""
-        if not blobs:
+        if not len(blobs):
             return None
-        ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingQuantiles"], _HEAD.size + 2 + _CRC.size, 0)
-        ok &= buf[starts + 3] == _q.LAYOUT.version
+        ok, buf, starts, lengths, params, probe, newest = _heads(blobs)
         idx = np.flatnonzero(ok)
-        params, fast = None, None
-        if idx.size:
-            fields = np.ndarray(idx.size, dtype=_FIELDS, buffer=buf[(starts[idx][:, None] + _PARAMS_AT
-                                                                     + np.arange(_FIELDS.itemsize))].tobytes())
-            first = fields[0]
-            params = (int(first["window"]), float(first["eps"]), float(first["accuracy"]))
-            keep = ((fields["window"] == first["window"]) & (fields["eps"] == first["eps"])
-                    & (fields["accuracy"] == first["accuracy"]) & (fields["newest"] != INT64_MIN))
-            try:
-                probe = SlidingQuantiles(*params)
-            except ValueError:
-                keep[:], params = False, None
-            ok[idx[~keep]] = False
-            newest = fields["newest"][keep]
-            idx = idx[keep]
+        fast = None
         if idx.size:
             fast, accepted = _decode(buf, starts[idx] + _HEAD.size, starts[idx] + lengths[idx] - _CRC.size, newest,
                                      probe)
@@ -184,6 +170,33 @@ class QuantileColumn:
         if fast is None or len(fast) == 0:
             return cls(params, slow_part)
         return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
+
+    @classmethod
+    def quantiles_of_bytes(cls, blobs, q: float, now=None, window: int | None = None) -> np.ndarray | None:
+        """``from_bytes(blobs).quantiles(q, now, window)``, each sketch's
+        bins decoded and bounded in one compiled pass (the column never
+        built: :meth:`KeyedCounters.read_bounds`); None where that path
+        must decide instead (no numba, sketches of different parameters,
+        a blob the vectorized checks refuse, a query late or too wide:
+        it raises what is wrong)."""
+        if not (compiled.active() and len(blobs)):
+            return None
+        ok, buf, starts, lengths, params, probe, newest = _heads(blobs)
+        if not ok.all():
+            return None
+        full = params[0]
+        at = newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), newest.shape)
+        if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
+                window, (int, np.integer)) or not 1 <= int(window) <= full)):
+            return None
+        w = full if window is None else int(window)
+        cutoffs = np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w)
+        accepted, offsets, keys, lower, upper = _decode_bounds(buf, starts + _HEAD.size, starts + lengths - _CRC.size,
+                                                               newest, probe, cutoffs)
+        if not accepted.all():
+            return None
+        owner = np.repeat(np.arange(newest.size, dtype=np.int64), np.diff(offsets))
+        return _quantiles(probe.mapping, keys, lower, upper, owner, newest.size, q)
 
     # -------------------------------------------------------------- union
     def union(self, group_starts) -> "QuantileColumn":
@@ -357,10 +370,80 @@ def _units(b: KeyedCounters) -> np.ndarray:
     return np.bincount(owner, weights=np.ldexp(1.0, b.col.exps.astype(np.int64)), minlength=len(b))
 
 
+def _heads(blobs):
+    """``(possible mask, buf, starts, lengths, params, probe, newest)``:
+    the sealed blobs of the current version, of the first one's parameters
+    (``probe``: an empty sketch of them) with a newest time; params and
+    probe None when none is."""
+    ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingQuantiles"], _HEAD.size + 2 + _CRC.size, 0)
+    ok &= buf[starts + 3] == _q.LAYOUT.version
+    idx = np.flatnonzero(ok)
+    params, probe, newest = None, None, np.zeros(0, dtype=np.int64)
+    if idx.size:
+        fields = np.ndarray(idx.size, dtype=_FIELDS, buffer=buf[(starts[idx][:, None] + _PARAMS_AT
+                                                                 + np.arange(_FIELDS.itemsize))].tobytes())
+        first = fields[0]
+        params = (int(first["window"]), float(first["eps"]), float(first["accuracy"]))
+        keep = ((fields["window"] == first["window"]) & (fields["eps"] == first["eps"])
+                & (fields["accuracy"] == first["accuracy"]) & (fields["newest"] != INT64_MIN))
+        try:
+            probe = SlidingQuantiles(*params)
+        except ValueError:
+            keep[:], params = False, None
+        ok[idx[~keep]] = False
+        newest = fields["newest"][keep].astype(np.int64)
+    return ok, buf, starts, lengths, params, probe, newest
+
+
 def _decode(buf, starts, ends, newest, probe) -> tuple[KeyedCounters, np.ndarray]:
     """The bin keys and counter regions after the heads (``buf[starts[i]:
     ends[i]]``): ``(the accepted sketches, accepted mask)``, every check of
     ``SlidingQuantiles.from_bytes``."""
+    bad, m, k_off, keys, region = _bins(buf, starts, ends, probe)
+    live = np.flatnonzero(~bad)
+    read, bins = KeyedCounters.read(buf, region[live], ends[live], m[live], probe.window, probe.eh_eps, newest[live])
+    got = np.diff(bins.offsets) == m[live][read]
+    accepted = np.zeros(starts.size, dtype=bool)
+    accepted[live[read][got]] = True
+    kept = live[read][got]
+    bins = bins.take(np.flatnonzero(got))
+    # bin keys in place of the counter ids; a window count near int64: from_bytes decides
+    bins = KeyedCounters(bins.offsets, keys[_ranges(k_off[kept], k_off[kept + 1])], bins.col, bins.newest,
+                         bins.has_newest)
+    heavy = _units(bins) >= 2.0 ** 62
+    if heavy.any():
+        accepted[kept[heavy]] = False
+        bins = bins.take(np.flatnonzero(~heavy))
+    return bins, accepted
+
+
+def _decode_bounds(buf, starts, ends, newest, probe, cutoffs):
+    """:func:`_decode` with every bin bounded for the units after its
+    sketch's cutoff as it is decoded (:meth:`KeyedCounters.read_bounds`):
+    ``(accepted mask, offsets, bin keys, lower, upper)`` of the accepted
+    sketches."""
+    bad, m, k_off, keys, region = _bins(buf, starts, ends, probe)
+    live = np.flatnonzero(~bad)
+    read, offsets, _, lower, upper, units = KeyedCounters.read_bounds(
+        buf, region[live], ends[live], m[live], probe.window, probe.eh_eps, newest[live], cutoffs[live])
+    counts = np.diff(offsets)
+    got = counts == m[live][read]
+    kept = live[read][got]
+    totals = np.bincount(np.repeat(np.arange(counts.size), counts), weights=units.astype(np.float64),
+                         minlength=counts.size)
+    keep = got & (totals < 2.0 ** 62)  # a window count near int64: from_bytes decides
+    accepted = np.zeros(starts.size, dtype=bool)
+    accepted[live[read][keep]] = True
+    rows = _ranges(offsets[:-1][keep], offsets[1:][keep])
+    kept = live[read][keep]
+    return (accepted, np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64),
+            keys[_ranges(k_off[kept], k_off[kept + 1])], lower[rows], upper[rows])
+
+
+def _bins(buf, starts, ends, probe):
+    """Each sketch's bin keys (the gaps after the head) and where its
+    counter region starts: ``(bad mask, bin counts, key offsets, keys,
+    region starts)``; bad ones are left to ``from_bytes``."""
     count = starts.size
     varint = region_varints(buf, starts, ends)
 
@@ -388,18 +471,4 @@ def _decode(buf, starts, ends, newest, probe) -> tuple[KeyedCounters, np.ndarray
     bad[owner[~probe.mapping.valid(keys)]] = True
     # the counter region: m counters, ids 0 .. m - 1
     region = np.where(m > 0, g_stop[np.maximum(k_off[1:] - 1, 0)] + 1, ends) if owner.size else ends.copy()
-    live = np.flatnonzero(~bad)
-    read, bins = KeyedCounters.read(buf, region[live], ends[live], m[live], probe.window, probe.eh_eps, newest[live])
-    got = np.diff(bins.offsets) == m[live][read]
-    accepted = np.zeros(count, dtype=bool)
-    accepted[live[read][got]] = True
-    kept = live[read][got]
-    bins = bins.take(np.flatnonzero(got))
-    # bin keys in place of the counter ids; a window count near int64: from_bytes decides
-    bins = KeyedCounters(bins.offsets, keys[_ranges(k_off[kept], k_off[kept + 1])], bins.col, bins.newest,
-                         bins.has_newest)
-    heavy = _units(bins) >= 2.0 ** 62
-    if heavy.any():
-        accepted[kept[heavy]] = False
-        bins = bins.take(np.flatnonzero(~heavy))
-    return bins, accepted
+    return bad, m, k_off, keys, region

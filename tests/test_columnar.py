@@ -262,15 +262,16 @@ def test_corrupt_bytes_get_the_error_from_bytes_gives(name, data, eps, victim, p
 @given(data=runs(max_runs=5), eps=eps_values, victim=st.integers(0, 10), pos=st.integers(0, 400),
        byte=st.integers(0, 255), how=st.sampled_from(["none", "none", "set", "cut", "insert", "raw"]),
        merged=st.booleans(), scale=st.sampled_from([1, 1000]), later=st.integers(-3, 2000),
-       query=st.one_of(st.none(), st.integers(0, 1001)), nulls=st.booleans())
+       query=st.one_of(st.none(), st.integers(0, 1001)), nulls=st.booleans(),
+       cuts=st.one_of(st.none(), st.lists(st.integers(1, 5), max_size=3)))
 @pytest.mark.parametrize("name", ENGINES)
 def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, pos, byte, how, merged, scale, later,
-                                                     query, nulls):
+                                                     query, nulls, cuts):
     """The fused decode-and-bound of a batch (no column built) answers and
     raises exactly as decoding the column and bounding it, for good and
     altered bytes, queries late or not, windows in range or not, and for
     the bytes read in place from a buffer with gaps and nulls around them
-    (as Arrow hands them over)."""
+    (as Arrow hands them over); with groups, each group's union bounds."""
     blobs = corrupted(data, eps, victim, pos, byte, how, merged, scale)
     newest = max([ExponentialHistogram.from_bytes(b).newest or 0 for b in blobs] or [0]) if how == "none" else 0
     now = None if later > 1500 else newest + later * scale
@@ -282,12 +283,15 @@ def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, po
     else:
         view = blobs
 
+    groups = None if cuts is None else np.array(sorted({0} | {c for c in cuts if c < len(blobs)}))
+
     def column():
         col = HistogramColumn.from_bytes(blobs)
-        return tuple(x.tolist() for x in col.bounds(now, window))
+        got = col.bounds(now, window) if groups is None else col.union_bounds(groups, now, window)
+        return tuple(x.tolist() for x in got)
 
     def fused():
-        return tuple(x.tolist() for x in bounds_from_bytes(view, now, window))
+        return tuple(x.tolist() for x in bounds_from_bytes(view, now, window, groups=groups))
 
     with engine(name):
         assert outcome_or_query(fused) == outcome_or_query(column)

@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ehist.blobs import Blobs
 from ehist.hashing import hash64
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
@@ -67,11 +68,12 @@ class _Weighted(Spec):
         """``(present, lower, upper)``: every sketch's window total bounds,
         all decoded and bounded at once (:mod:`frequencies.columnar`); None
         when the sketches hold different parameters."""
-        present = np.array([b is not None for b in blobs], dtype=bool)
+        blobs = Blobs.of(blobs)
+        present = blobs.present
         lower = np.zeros(len(blobs), dtype=np.int64)
         upper = np.zeros(len(blobs), dtype=np.int64)
         if present.any():
-            column = cls.column_type.from_bytes([bytes(b) for b in blobs if b is not None])
+            column = cls.column_type.from_bytes(blobs.take(present))
             if column is None:
                 return None
             lower[present], upper[present] = column.bounds(
@@ -530,15 +532,16 @@ def _hitter_lists(blobs, phi, nows, window) -> list:
     """Each stored heavy-hitter sketch's list (None for null) as of
     ``nows[i]`` (None: its newest), every sketch's walk at once; sketches
     of different parameters one at a time."""
-    present = [i for i, b in enumerate(blobs) if b is not None]
+    blobs = Blobs.of(blobs)
+    present = np.flatnonzero(blobs.present)
     out = [None] * len(blobs)
-    column = HeavyHittersColumn.from_bytes([bytes(blobs[i]) for i in present]) if present else None
+    column = HeavyHittersColumn.from_bytes(blobs.take(present)) if present.size else None
     if column is not None:
         at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-        for i, hitters in zip(present, column.heavy_hitters(phi, None, at, window)):
+        for i, hitters in zip(present.tolist(), column.heavy_hitters(phi, None, at, window)):
             out[i] = HeavyHitters._listed(hitters)
         return out
-    for i in present:
+    for i in present.tolist():
         out[i] = HeavyHitters._listed(SlidingHeavyHitters.from_bytes(blobs[i]).heavy_hitters(
             phi, None if nows is None else int(nows[i]), window))
     return out

@@ -18,7 +18,6 @@ from ehist import ExponentialHistogram
 from ehist.validation import check_eps
 from ehist.columnar import HistogramColumn, bounds_from_bytes, histogram_bytes
 from ehist.columnar_union import union_column
-from ehist.errors import QueryTimeError
 from ehist import eh_layout as L
 from ehist.blobs import Blobs
 from ehist.serialization import PREAMBLE_BYTES
@@ -107,12 +106,9 @@ class _Histogram(Spec):
         raw = Blobs.of(blobs)
         if len(_by_parameters(raw)) > 1:
             return super().union_answers(raw, starts, nows, window)
-        column = HistogramColumn.from_bytes(raw)
-        if nows is not None:
-            nows = np.asarray(nows, dtype=np.int64)
-            _check_now(column, np.repeat(nows, np.diff(np.append(starts, len(raw)))))
         with as_key_sum_overflow():
-            lower, upper = column.union_bounds(starts, now=nows, window=window)
+            lower, upper = bounds_from_bytes(raw, None if nows is None else np.asarray(nows, dtype=np.int64), window,
+                                             groups=starts, where=" of the sketch")
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
@@ -141,9 +137,8 @@ class _Histogram(Spec):
         """A key's bounds are the sums of its partials' bounds as of the
         key's newest timestamp: the midpoint is within eps of the exact
         union without merging (each partial is within eps of its share)."""
-        column = HistogramColumn.from_bytes(blobs)
         with as_key_sum_overflow():  # parts that fit, a union that does not (keys split across partitions)
-            lower, upper = column.union_bounds(starts, now=at)
+            lower, upper = bounds_from_bytes(blobs, at, groups=starts)
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     def exact(self, t, run, keys, data, window, at=None):
@@ -166,17 +161,6 @@ class _Histogram(Spec):
             return Data(np.ones(words.shape[0], dtype=bool))
         present = words[:, 0] >= 0
         return Data(present, {"value": words[present, 0]})
-
-
-def _check_now(column, when) -> None:
-    """``when`` (one time per histogram of ``column``, or None) is never
-    before a histogram's newest timestamp."""
-    if when is None:
-        return
-    late = column.has_newest & (when < column.newest)
-    if late.any():
-        i = int(np.flatnonzero(late)[0])
-        raise QueryTimeError.late(int(when[i]), int(column.newest[i]), " of the sketch")
 
 
 @dataclass(frozen=True)

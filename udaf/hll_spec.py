@@ -106,7 +106,7 @@ class Distinct(HashedItems):
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
         keys at once: the merge's estimate to the last bit."""
-        column = SketchColumn.from_bytes([bytes(b) for b in blobs])
+        column = SketchColumn.from_bytes(Blobs.of(blobs))
         return Answers(np.asarray(union_estimates(column, starts, now=at), dtype=np.float64))
 
 

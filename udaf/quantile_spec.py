@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ehist.blobs import Blobs
 from quantiles import SlidingQuantiles, quantile_bounds_from_bounds, quantiles_from_bounds
 from quantiles.columnar import QuantileColumn
 
@@ -116,8 +117,9 @@ class Quantile(Spec):
     def _column(blobs):
         """``(present mask, column of the present sketches)``, or None when
         they hold different parameters (:mod:`quantiles.columnar`)."""
-        present = np.array([b is not None for b in blobs], dtype=bool)
-        column = QuantileColumn.from_bytes([bytes(b) for b in blobs if b is not None]) if present.any() else None
+        blobs = Blobs.of(blobs)
+        present = blobs.present
+        column = QuantileColumn.from_bytes(blobs.take(present)) if present.any() else None
         return None if present.any() and column is None else (present, column)
 
     @staticmethod
@@ -282,6 +284,14 @@ class Quantile(Spec):
         import pyarrow as pa
 
         q = _q(arrays["q"])
+        blobs = Blobs.of(blobs)
+        present = blobs.present
+        fused = QuantileColumn.quantiles_of_bytes(blobs.take(present), q, cls._at(nows, present), window) \
+            if present.any() else None
+        if fused is not None:  # decoded and bounded in one pass
+            out = np.full(len(blobs), np.nan)
+            out[present] = fused
+            return pa.array(out, type=pa.float64())
         got = cls._column(blobs)
         if got is None:  # sketches of different parameters: one by one
             out = [math.nan if s is None else s.quantile(q, cls._now(nows, i), window)
@@ -303,9 +313,9 @@ class Quantile(Spec):
         import pyarrow as pa
 
         q = _q(arrays["q"])
-        column = QuantileColumn.from_bytes([bytes(b) for b in blobs]) if blobs else None
+        column = QuantileColumn.from_bytes(Blobs.of(blobs)) if len(blobs) else None
         if column is None:
-            return None if blobs else pa.array(np.full(starts.size, np.nan), type=pa.float64())
+            return None if len(blobs) else pa.array(np.full(starts.size, np.nan), type=pa.float64())
         return pa.array(column.union_quantiles(starts, q, nows, window), type=pa.float64())
 
     @classmethod

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrow import complete_runs
+from ._arrow import blobs_of, complete_runs
 from .spec import sketch_family
 
 __all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
@@ -41,7 +41,7 @@ class UnionAnswers:
 
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
         for name, spec in self.specs.items():
-            blobs = table.column(name).chunk(0).to_pylist()
+            blobs = blobs_of(table.column(name).chunk(0))  # read in place
             if self.sketches:  # merged sketches, and the answers read from them
                 united = merged(type(spec), blobs, starts)
                 answers = spec.key_answers(united, None if self.at is None else
