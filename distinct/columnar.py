@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import bisect
 import struct
-import zlib
 
 import numpy as np
 
@@ -62,11 +61,12 @@ from ehist.validation import (
     coerce_timestamps,
     resolve_query,
 )
-from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_heads
+from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_blobs, sealed_heads
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import MAGIC, varint_stream
 from ehist.blobs import Blobs
+from ehist.segments import ranges
 
 from . import hll_layout as L
 from .compiled import decode_entries
@@ -193,25 +193,24 @@ def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: 
     entry_offsets = np.cumsum(counts) - counts
     local = np.arange(run.size) - entry_offsets[run]
     flat[(head_at + 1 + ticked)[run] + local] = deltas
-    head_bytes = _byte_ranges(flat, n_head)
-    age_bytes = _byte_ranges(age, counts)
-    ranks = rank.astype(np.uint8).tobytes()
-
+    # each sketch's payload: its head varints, its ranks (a byte each), its age varints
+    head_buf, head_n = varint_stream(flat)
+    age_buf, age_n = varint_stream(age)
+    h_end = np.concatenate([[0], np.cumsum(head_n)])[np.cumsum(n_head)]
+    a_end = np.concatenate([[0], np.cumsum(age_n)])[np.cumsum(counts)]
+    h_len, a_len = np.diff(np.r_[0, h_end]), np.diff(np.r_[0, a_end])
+    pieces = np.empty((runs, 3, 2), dtype=np.int64)
+    pieces[:, 0, 0], pieces[:, 0, 1] = h_end - h_len, h_end
+    pieces[:, 1, 0] = head_buf.size + entry_offsets
+    pieces[:, 1, 1] = pieces[:, 1, 0] + counts
+    pieces[:, 2, 0] = head_buf.size + run.size + a_end - a_len
+    pieces[:, 2, 1] = head_buf.size + run.size + a_end
+    src = np.concatenate([head_buf, rank.astype(np.uint8), age_buf])
+    payload = src[ranges(pieces[:, :, 0].ravel(), pieces[:, :, 1].ravel())]
+    byte_ends = np.cumsum(h_len + counts + a_len)
     flags = np.where(has, L.FLAG_HAS_NEWEST, 0) | np.where(ticked, L.FLAG_TICK, 0)
-    params = L.PARAMS.pack(window, p, seed)
-    heads = {f: L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, f) + params
-             for f in set(flags.tolist())}
-    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
-    out = []
-    for f, stamp, n, (ha, hb, head_payload), (aa, ab, age_payload), r0 in zip(
-            flags.tolist(), newest.tolist(), counts.tolist(), head_bytes, age_bytes, entry_offsets.tolist()):
-        if not f & L.FLAG_HAS_NEWEST:
-            body = heads[f]
-        else:
-            body = (heads[f] + pack_newest(stamp) + head_payload[ha:hb] + ranks[r0:r0 + n]
-                    + age_payload[aa:ab])
-        out.append(body + pack_crc(crc32(body)))
-    return out
+    head = L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0) + L.PARAMS.pack(window, p, seed)
+    return sealed_blobs(head, flags, newest, has, payload, byte_ends - (h_len + counts + a_len), byte_ends)
 
 
 def _future_maxima(run, reg, ts, rank, age, m: int):
@@ -250,16 +249,6 @@ def future_maxima_blocks(new_list: np.ndarray, new_time: np.ndarray, rank: np.nd
     keep[1:] = key[1:] > running[:-1]
     kept = keep[::-1]
     return block[kept], top[kept]
-
-
-def _byte_ranges(values: np.ndarray, per_sketch: np.ndarray):
-    """Varints of ``values`` (uint64), ``per_sketch[i]`` of them per sketch
-    in order: one payload and each sketch's (start, end) byte range in it."""
-    payload, nbytes = varint_stream(values)
-    payload = payload.tobytes()
-    ends = np.concatenate([[0], np.cumsum(nbytes)])[np.cumsum(per_sketch)].tolist()
-    begins = [0] + ends[:-1]
-    return [(a, b, payload) for a, b in zip(begins, ends)]
 
 
 def union_estimates(sketches, group_starts, now=None, window: int | None = None) -> np.ndarray:

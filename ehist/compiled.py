@@ -528,6 +528,31 @@ def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged):
     return out[:at], byte_starts, byte_ends, flags
 
 
+def _canonical_payload_at_least(total, l, n):
+    """A lower bound on the payload bytes of the l-canonical histogram of
+    ``total > 0`` units in ``n`` buckets, from its sizes alone (as
+    :func:`ehist.columnar._canonical_bytes_at_least`): the bucket and run
+    counts, every size run, the shared-timestamps bitmap or a delta per
+    bucket (at least one delta), and the oldest width."""
+    j, m, low = _levels(total, l)
+    runs = j + (1 if m > 0 else 0)
+    per_run = 0
+    for level in range(j):
+        per_run += 1 + _vsize(l + np.int64((low >> np.uint64(level)) & np.uint64(1)))
+    if m > 0:
+        per_run += 1 + _vsize(m)
+    return _vsize(n) + _vsize(runs) + per_run + min((n + 6) // 7 + 1, n) + 1
+
+
+def _varint_size(x):
+    """Bytes of the LEB128 varint of ``x >= 0``."""
+    size = 1
+    while x >= 128:
+        x >>= 7
+        size += 1
+    return size
+
+
 def _canonical_levels(total, l):
     """``(j, m, low)`` of the l-canonical representation of ``total > 0``
     (:func:`ehist.canonical.canonical_counts`): ``l + bit i of low``
@@ -631,6 +656,33 @@ def _build_all(ts, starts, v, ones, window, l, exact, exact_ok, cutoff):
         f = first[r]
         t = total[r]
         n = n_c[r]
+        ke = 0
+        if exact and exact_ok[r] and n:
+            # each timestamp's positive sum, newest first, split into its powers of two, largest first
+            i = z - 1
+            while i >= f:
+                stamp = ts[i]
+                sub = np.int64(0)
+                while i >= f and ts[i] == stamp:
+                    sub += 1 if ones else v[i]
+                    i -= 1
+                if sub > 0:
+                    for e in range(62, -1, -1):
+                        if (sub >> e) & 1:
+                            ee[ke] = e
+                            eh[ke] = stamp
+                            ke += 1
+            if ke >= n:
+                ke = 0  # the canonical form has fewer buckets: it is the shorter
+        if 0 < ke:
+            # the exact form, where it is surely shorter than the canonical one (the canonical never built)
+            e_end, e_flags = _enc1(ee, eh, eh, 0, ke, newest, True, True, out, at)
+            if e_end - at < _least1(t, l, n):
+                at = e_end
+                byte_ends[r] = at
+                flags[r] = e_flags
+                lower[r], upper[r] = _bounds1(ee, eh, eh, ke, cutoff[r])
+                continue
         if n:
             j, m, low = _levels(t, l)
             k = 0
@@ -667,30 +719,13 @@ def _build_all(ts, starts, v, ones, window, l, exact, exact_ok, cutoff):
         c_end, c_flags = _enc1(ce, ch, cl, 0, n, newest, True, False, out, at)
         lo_b, up_b = _bounds1(ce, ch, cl, n, cutoff[r])
         end, fl = c_end, c_flags
-        if exact and exact_ok[r] and n:
-            # each timestamp's positive sum, newest first, split into its powers of two, largest first
-            k = 0
-            pc = 0
-            i = z - 1
-            while i >= f:
-                stamp = ts[i]
-                sub = np.int64(0)
-                while i >= f and ts[i] == stamp:
-                    sub += 1 if ones else v[i]
-                    i -= 1
-                if sub > 0:
-                    for e in range(62, -1, -1):
-                        if (sub >> e) & 1:
-                            ee[k] = e
-                            eh[k] = stamp
-                            k += 1
-            if 0 < k < n:
-                e_end, e_flags = _enc1(ee, eh, eh, 0, k, newest, True, True, out, c_end)
-                if e_end - c_end < c_end - at:
-                    for q in range(e_end - c_end):
-                        out[at + q] = out[c_end + q]
-                    end, fl = at + (e_end - c_end), e_flags
-                    lo_b, up_b = _bounds1(ee, eh, eh, k, cutoff[r])
+        if 0 < ke:
+            e_end, e_flags = _enc1(ee, eh, eh, 0, ke, newest, True, True, out, c_end)
+            if e_end - c_end < c_end - at:
+                for q in range(e_end - c_end):
+                    out[at + q] = out[c_end + q]
+                end, fl = at + (e_end - c_end), e_flags
+                lo_b, up_b = _bounds1(ee, eh, eh, ke, cutoff[r])
         at = end
         byte_ends[r] = at
         flags[r] = fl
@@ -819,10 +854,13 @@ _bounds1 = None
 _gcd = None
 _dec1 = None  # the compiled _decode_one and _declared, which _decode_all and _decode_bounds_all call
 _decl = None
+_vsize = None  # the compiled _varint_size and _canonical_payload_at_least, which _build_all calls
+_least1 = None
 
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
+    global _vsize, _least1
     if name not in _COMPILED:
         if name == "compress":
             _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
@@ -837,6 +875,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_keyed_headers)
         elif name == "build":
             _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
+            _vsize = jit(_varint_size)
+            _least1 = jit(_canonical_payload_at_least)
             _COMPILED[name] = jit(_build_all)
         elif name == "bounds":
             _COMPILED[name] = jit(_bounds_all)

@@ -39,7 +39,7 @@ import zlib
 
 import numpy as np
 
-from ehist.validation import INT64_MAX, INT64_MIN
+from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC

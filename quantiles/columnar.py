@@ -34,7 +34,7 @@ import zlib
 
 import numpy as np
 
-from ehist.validation import INT64_MAX, INT64_MIN
+from ehist.validation import INT64_MIN
 from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
