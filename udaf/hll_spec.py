@@ -92,15 +92,16 @@ class Distinct(HashedItems):
 
     @classmethod
     def merge_groups(cls, blobs, starts):
-        """Every group's :meth:`merge` in one pass: each group's bytes in
-        order, all decoded at once, united register-wise
+        """Every group's :meth:`merge` in one pass: all decoded at once,
+        united register-wise
         (:func:`~distinct.columnar_union.union_bytes`), byte for byte the
         per-group merge.  Sketches of different windows, precisions or
         seeds: the per-group merge, which refuses them in one group."""
-        raw = [bytes(b) for b in blobs]
-        column = SketchColumn.from_bytes(cls.merge_order(raw, starts))
+        # the union does not depend on the order within a group (each
+        # register's future maxima), so the bytes are read where they are
+        column = SketchColumn.from_bytes(Blobs.of(blobs))
         if not column.alike():
-            return super().merge_groups(raw, starts)
+            return super().merge_groups([bytes(b) for b in blobs], starts)
         return union_bytes(column, starts)
 
     def union(self, blobs, starts, at=None):

@@ -44,7 +44,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ehist.serialization import family_of
+from ehist.blobs import Blobs
+from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
 
 from ._convert import Window
 from .exact import as_key_sum_overflow
@@ -513,10 +514,10 @@ def sketch_family(blobs: list, column: str, caller: str) -> type | None:
     from .inputs import bad_value
 
     load_families()  # a fresh Python worker has imported no family module yet
-    found = {}
-    for b in blobs:
-        if b is not None:
-            found.setdefault(family_of(b), b)
+    blobs = Blobs.of(blobs)
+    ids = np.unique(blobs.families()[blobs.present]).tolist()
+    names = {v: k for k, v in FAMILY_IDS.items()}
+    found = [names.get(i) for i in ids]
     classes = {name: _BY_SKETCH.get(name) if name is not None else None for name in found}
     if None in classes.values():
         raise bad_value(column, _Shown("<bytes of no ehist sketch>"), f"{caller} needs binary sketches "

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ehist.blobs import Blobs
+
 from ._arrow import blobs_of, complete_runs
 from .spec import sketch_family
 
@@ -59,13 +61,14 @@ class UnionAnswers:
 def merged(cls, blobs: list, starts: np.ndarray) -> list:
     """Each run's union (bytes; None for a run without a sketch) by the
     family's :meth:`~udaf.spec.Spec.merge_groups`, nulls left out."""
-    present = np.array([b is not None for b in blobs], dtype=bool)
+    blobs = Blobs.of(blobs)
+    present = blobs.present
     out = [None] * len(starts)
     if not present.any():
         return out
     run = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(blobs))))[present]
     has = np.flatnonzero(np.bincount(run, minlength=len(starts)))
-    kept = [b for b, p in zip(blobs, present) if p]
+    kept = blobs.take(present)
     united = cls.merge_groups(kept, np.searchsorted(run, has))
     for i, b in zip(has.tolist(), united):
         out[i] = b
@@ -90,7 +93,7 @@ class UnionSketches:
 
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
         for c in self.columns:
-            blobs = table.column(c).chunk(0).to_pylist()
+            blobs = blobs_of(table.column(c).chunk(0))  # read in place
             cls = sketch_family(blobs, c, "union_table")
             out[c] = pa.array(merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
                               type=pa.binary())
