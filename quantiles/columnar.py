@@ -172,19 +172,30 @@ class QuantileColumn:
         return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
 
     @classmethod
-    def quantiles_of_bytes(cls, blobs, q: float, now=None, window: int | None = None) -> np.ndarray | None:
+    def quantiles_of_bytes(cls, blobs, q: float, now=None, window: int | None = None, *,
+                           groups=None) -> np.ndarray | None:
         """``from_bytes(blobs).quantiles(q, now, window)``, each sketch's
         bins decoded and bounded in one compiled pass (the column never
-        built: :meth:`KeyedCounters.read_bounds`); None where that path
-        must decide instead (no numba, sketches of different parameters,
-        a blob the vectorized checks refuse, a query late or too wide:
-        it raises what is wrong)."""
+        built: :meth:`KeyedCounters.read_bounds`); with ``groups`` (the
+        first sketch of each group), ``union_quantiles(groups, q, now,
+        window)``.  None where that path must decide instead (no numba,
+        sketches of different parameters, a blob the vectorized checks
+        refuse, a query late or too wide: it raises what is wrong)."""
         if not (compiled.active() and len(blobs)):
             return None
         ok, buf, starts, lengths, params, probe, newest = _heads(blobs)
         if not ok.all():
             return None
         full = params[0]
+        if groups is not None:  # each sketch as of its group's time
+            groups = np.asarray(groups, dtype=np.int64)
+            group_of = np.repeat(np.arange(groups.size, dtype=np.int64), np.diff(np.append(groups, newest.size)))
+            if now is None:
+                group_now = np.full(groups.size, INT64_MIN, dtype=np.int64)
+                np.maximum.at(group_now, group_of, newest)
+            else:
+                group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), groups.shape)
+            now = group_now[group_of]
         at = newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), newest.shape)
         if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
                 window, (int, np.integer)) or not 1 <= int(window) <= full)):
@@ -196,6 +207,8 @@ class QuantileColumn:
         if not accepted.all():
             return None
         owner = np.repeat(np.arange(newest.size, dtype=np.int64), np.diff(offsets))
+        if groups is not None:
+            return _union_quantiles(probe.mapping, group_of[owner], keys, lower, upper, groups.size, q)
         return _quantiles(probe.mapping, keys, lower, upper, owner, newest.size, q)
 
     # -------------------------------------------------------------- union
@@ -263,14 +276,7 @@ class QuantileColumn:
             group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape)
         at = group_now[group_of]
         lo, up = self.bin_bounds(np.where(b.has_newest, at, b.newest), window)
-        # each group's bins: the sums over its sketches, by bin key
-        group = group_of[b.owner]
-        order = np.lexsort((b.keys, group))
-        g, k = group[order], b.keys[order]
-        first = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]) if g.size else np.zeros(0, np.int64)
-        lower = np.add.reduceat(lo[order], first) if first.size else lo[:0]
-        upper = np.add.reduceat(up[order], first) if first.size else up[:0]
-        return _quantiles(self._probe.mapping, k[first], lower, upper, g[first], starts.size, q)
+        return _union_quantiles(self._probe.mapping, group_of[b.owner], b.keys, lo, up, starts.size, q)
 
     # ------------------------------------------------------------ encoding
     def to_bytes(self) -> list:
@@ -324,6 +330,17 @@ class QuantileColumn:
             body = joined[a:e]
             out.append(body + pack(crc32(body)))
         return out
+
+
+def _union_quantiles(mapping, group, keys, lo, up, groups: int, q: float) -> np.ndarray:
+    """Each group's quantile from its bins' bounds summed by bin key
+    (``group``: each bin's group)."""
+    order = np.lexsort((keys, group))
+    g, k = group[order], keys[order]
+    first = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]) if g.size else np.zeros(0, np.int64)
+    lower = np.add.reduceat(lo[order], first) if first.size else lo[:0]
+    upper = np.add.reduceat(up[order], first) if first.size else up[:0]
+    return _quantiles(mapping, k[first], lower, upper, g[first], groups, q)
 
 
 def _quantiles(mapping, keys, lo, up, owner, n: int, q: float) -> np.ndarray:

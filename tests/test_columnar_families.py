@@ -122,6 +122,9 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                     keys, lo, up = SlidingQuantiles.union_bounds(g)
                     expect.append(quantiles_from_bounds(g[0].mapping, keys, lo, up, [q])[0])
                 assert np.array_equal(column.union_quantiles(starts, q), expect, equal_nan=True)
+                fused = QuantileColumn.quantiles_of_bytes(Blobs.of(blobs), q, groups=starts)
+                assert fused is not None or not takes_one_pass(name, flat)
+                assert fused is None or np.array_equal(fused, expect, equal_nan=True)
 
 
 @pytest.mark.parametrize("name", ENGINES)
@@ -142,6 +145,10 @@ def test_answers_as_of_a_later_time_and_window(name, family):
             assert fused is None or np.array_equal(fused, [s.quantile(0.9, later, 10**5) for s in flat],
                                                    equal_nan=True)
             assert QuantileColumn.quantiles_of_bytes([s.to_bytes() for s in flat], 0.9, nows - 10**7) is None
+            starts = np.array([0, 5, 9])
+            fused = QuantileColumn.quantiles_of_bytes([s.to_bytes() for s in flat], 0.9, later, 10**5, groups=starts)
+            assert fused is None or np.array_equal(fused, column.union_quantiles(starts, 0.9, later, 10**5),
+                                                   equal_nan=True)
         with pytest.raises(ValueError) as got:
             column.bounds(nows - 10**7, None)
         with pytest.raises(ValueError) as expect:

@@ -313,6 +313,10 @@ class Quantile(Spec):
         import pyarrow as pa
 
         q = _q(arrays["q"])
+        fused = QuantileColumn.quantiles_of_bytes(Blobs.of(blobs), q, nows, window, groups=starts) \
+            if len(blobs) else None
+        if fused is not None:  # decoded and bounded in one pass
+            return pa.array(fused, type=pa.float64())
         column = QuantileColumn.from_bytes(Blobs.of(blobs)) if len(blobs) else None
         if column is None:
             return None if len(blobs) else pa.array(np.full(starts.size, np.nan), type=pa.float64())
