@@ -597,10 +597,40 @@ def _compiled_bytes(ts, starts, values, window, eps, now, exact: bool):
         totals = np.bincount(run_of, weights=v.astype(np.float64), minlength=runs)
     if totals.size and float(totals.max()) >= 2.0 ** 61:  # sizes near the largest exponent: the numpy path
         return None
-    payload, b_start, b_end, flags, newest, has, lower, upper = compiled.build_histograms(
-        ts, starts, v, window, (k_of_eps(eps) + 1) // 2, exact, totals < 2.0 ** 61, cutoff)
+    l = (k_of_eps(eps) + 1) // 2
+    parts = []
+    for a, b in _build_chunks(totals, ends - starts, l):  # the builder's output room, bounded per call
+        lo_row, hi_row = int(starts[a]), int(ends[b - 1])
+        got = compiled.build_histograms(ts[lo_row:hi_row], starts[a:b] - lo_row,
+                                        None if v is None else v[lo_row:hi_row], window, l, exact,
+                                        totals[a:b] < 2.0 ** 61, cutoff[a:b])
+        shift = sum(int(p[0].size) for p in parts)
+        parts.append((got[0], got[1] + shift, got[2] + shift, *got[3:]))
+    payload, b_start, b_end, flags, newest, has, lower, upper = (
+        (np.concatenate(x) for x in zip(*parts)) if parts else compiled.build_histograms(
+            ts, starts, v, window, l, exact, totals < 2.0 ** 61, cutoff))
     head = L.HEAD.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0, window, eps)
     return sealed_blobs(head, flags, newest, has, payload, b_start, b_end), lower, upper
+
+
+#: The most bytes one call of the compiled builder may set aside for its output.
+_BUILD_ROOM = 1 << 26
+
+
+def _build_chunks(totals: np.ndarray, rows: np.ndarray, l: int):
+    """``(first run, end run)`` of consecutive chunks whose output room in
+    :func:`ehist.compiled.build_histograms` (42 bytes for each canonical
+    bucket and each possible exact one: at most ``(l + 1)(j + 1)`` and
+    ``63`` per row, ``j`` the canonical levels of the run's total) adds up
+    to at most :data:`_BUILD_ROOM`, one run at least: memory that does not
+    grow with the number of keys of a partition."""
+    levels = np.floor(np.log2(totals / l + 1.0)) + 1.0
+    room = np.cumsum(64.0 + 42.0 * ((l + 1) * (levels + 1.0) + 63.0 * rows))
+    a = 0
+    while a < totals.size:
+        b = max(a + 1, int(np.searchsorted(room, (room[a - 1] if a else 0.0) + _BUILD_ROOM, side="right")))
+        yield a, min(b, totals.size)
+        a = b
 
 
 def _chunk_bytes(ts, starts, v, window, eps, now, exact: bool):

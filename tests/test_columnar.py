@@ -8,6 +8,7 @@ for error on corrupted bytes), bounds against ``bounds``.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import zlib
 
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
+from ehist import columnar
 from ehist.blobs import Blobs
 from ehist.columnar import HistogramColumn, _decode_fast, bounds_from_bytes, exact_forms, histogram_bytes
 from ehist.errors import QueryTimeError
@@ -425,5 +427,19 @@ def test_histogram_bytes_compiled_is_the_numpy_path(exact, data, window, eps, co
     for name in ("auto", "numpy"):
         with engine(name):
             got[name] = histogram_bytes(ts, starts, v, window=window, eps=eps, now=now, exact=exact)
-    assert got["auto"][0] == got["numpy"][0]
-    assert np.array_equal(got["auto"][1], got["numpy"][1]) and np.array_equal(got["auto"][2], got["numpy"][2])
+    with engine("auto"), tiny_build_room():  # every run a call of its own
+        got["chunks"] = histogram_bytes(ts, starts, v, window=window, eps=eps, now=now, exact=exact)
+    for name in ("auto", "chunks"):
+        assert got[name][0] == got["numpy"][0]
+        assert np.array_equal(got[name][1], got["numpy"][1]) and np.array_equal(got[name][2], got["numpy"][2])
+
+
+@contextlib.contextmanager
+def tiny_build_room():
+    """The compiled builder called once per run (its output room per call
+    set to one byte)."""
+    before, columnar._BUILD_ROOM = columnar._BUILD_ROOM, 1
+    try:
+        yield
+    finally:
+        columnar._BUILD_ROOM = before
