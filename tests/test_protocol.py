@@ -273,6 +273,21 @@ def test_a_bad_row_older_than_the_window(spark):
             call()
 
 
+def test_specs_of_different_windows_check_every_row_read(spark):
+    """With ``now``, ``aggregate`` reads the rows of the widest window
+    asked, and every strategy checks each of them, also for a spec of a
+    narrower window (docs/errors.md, "Which rows are checked")."""
+    sdf = older_bad_rows(spark, "v", -5)  # a bad v at time 1: inside 200 as of 105, outside 10
+    messages = {}
+    for strategy in ("native", "two_phase", "shuffle"):
+        with pytest.raises(Exception) as info:
+            aggregate(sdf, "k", "ts", strategy=strategy, now=105, narrow=Sum("v", 10), wide=Count(200)).collect()
+        messages[strategy] = unkeyed(final_line(info.value))
+    assert set(messages.values()) == {"InvalidInputError: column v holds -5: Sum needs non-negative integers"}
+    got = aggregate(sdf, "k", "ts", strategy="native", now=105, narrow=Sum("v", 10), wide=Count(50)).collect()
+    assert sorted((r.k, r.narrow, r.wide) for r in got) == [("a", 5.0, 1.0), ("b", 5.0, 1.0)]  # not read: no error
+
+
 def test_every_native_check_reads_rows_older_than_the_window(spark):
     """Each family's native row checks (Spec.native_checks) run on a row
     older than the window, without ``now``: the native plan gives the

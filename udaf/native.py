@@ -153,6 +153,12 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         rows = df
         ends = {name: f"{at}L" for name in specs}
         keep = None
+        # every row read is checked, as the Python strategies check them (docs/errors.md, "Which rows are
+        # checked"): a spec of a narrower window checks the rest of the widest one's here, in one pass
+        narrower = [F.expr(f"count({check})") for name, spec in specs.items() if windows[name] < max(windows.values())
+                    for check in spec.native_checks(_inputs(spec), named)]
+        if narrower:
+            df.agg(*narrower).collect()
     else:
         newest = [F.expr(f"max(CASE WHEN {spec.native_present(_inputs(spec))} THEN {t} END) AS __now_{i}")
                   for i, spec in enumerate(specs.values())]
