@@ -197,8 +197,7 @@ class QuantileColumn:
                 group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), groups.shape)
             now = group_now[group_of]
         at = newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), newest.shape)
-        if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
-                window, (int, np.integer)) or not 1 <= int(window) <= full)):
+        if (at < newest).any() or _wide(window, full):
             return None
         w = full if window is None else int(window)
         cutoffs = np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w)
@@ -242,9 +241,7 @@ class QuantileColumn:
         full = self.params[0]
         at = b.newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), (len(b),))
         late = b.has_newest & (at < b.newest)
-        wide = window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
-                                       or not 1 <= int(window) <= full)
-        if late.any() or wide:  # the sketch's own query raises what is wrong
+        if late.any() or _wide(window, full):  # the sketch's own query raises what is wrong
             i = int(np.flatnonzero(late)[0]) if late.any() else 0
             self[i].bin_bounds(None if now is None else int(at[i]), window)
         return b.col.bounds(at[b.owner], full if window is None else int(window))
@@ -330,6 +327,13 @@ class QuantileColumn:
             body = joined[a:e]
             out.append(body + pack(crc32(body)))
         return out
+
+
+def _wide(window, full: int) -> bool:
+    """Whether ``window`` is not a query window of sketches of window
+    ``full`` (None is: the whole)."""
+    return window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                                   or not 1 <= int(window) <= full)
 
 
 def _union_quantiles(mapping, group, keys, lo, up, groups: int, q: float) -> np.ndarray:
