@@ -854,13 +854,14 @@ _bounds1 = None
 _gcd = None
 _dec1 = None  # the compiled _decode_one and _declared, which _decode_all and _decode_bounds_all call
 _decl = None
+_bufs = None  # the compiled _bucket_arrays
 _vsize = None  # the compiled _varint_size and _canonical_payload_at_least, which _build_all calls
 _least1 = None
 
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
-    global _vsize, _least1
+    global _vsize, _least1, _bufs
     if name not in _COMPILED:
         if name == "compress":
             _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
@@ -892,7 +893,7 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
-            _dec1, _decl = jit(_decode_one), jit(_declared)
+            _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = jit(_decode_all)
     return _COMPILED[name]
 
@@ -1481,6 +1482,13 @@ def _declared(buf, starts, ends, flags):
     return declared
 
 
+def _bucket_arrays(size):
+    """The per-bucket arrays :func:`_decode_one` writes (exps, hi, lo) and
+    uses as scratch (deltas, shared, widths), ``size`` buckets each."""
+    return (np.empty(size, dtype=np.int8), np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.bool_), np.empty(size, dtype=np.uint64))
+
+
 def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, cutoffs):
     """:func:`_decode_all` and :func:`_bounds_all` in one pass: each blob
     decoded into scratch arrays (one histogram's size, in cache) and
@@ -1488,12 +1496,7 @@ def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, c
     count = starts.size
     declared = _decl(buf, starts, ends, flags)
     most = declared.max() if count else 0
-    exps = np.empty(most, dtype=np.int8)
-    hi = np.empty(most, dtype=np.int64)
-    lo = np.empty(most, dtype=np.int64)
-    deltas = np.empty(most, dtype=np.uint64)
-    shared = np.empty(most, dtype=np.bool_)
-    widths = np.empty(most, dtype=np.uint64)
+    exps, hi, lo, deltas, shared, widths = _bufs(most)
     run_e = np.empty(most, dtype=np.int64)
     run_n = np.empty(most, dtype=np.int64)
     ok = np.zeros(count, dtype=np.bool_)
@@ -1519,12 +1522,7 @@ def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
     count = starts.size
     declared = _decl(buf, starts, ends, flags)
     cap = declared.sum()
-    exps = np.empty(cap, dtype=np.int8)
-    hi = np.empty(cap, dtype=np.int64)
-    lo = np.empty(cap, dtype=np.int64)
-    deltas = np.empty(cap, dtype=np.uint64)
-    shared = np.empty(cap, dtype=np.bool_)
-    widths = np.empty(cap, dtype=np.uint64)
+    exps, hi, lo, deltas, shared, widths = _bufs(cap)
     most = declared.max() if count else 0
     run_e = np.empty(most, dtype=np.int64)
     run_n = np.empty(most, dtype=np.int64)
