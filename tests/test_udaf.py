@@ -478,6 +478,65 @@ def test_sketch_table_equals_grouped_sketches(spark):
         assert r.s_lower <= int(g.b.sum()) <= r.s_upper
 
 
+def test_large_partitions_are_spilled_by_key(spark, monkeypatch):
+    """Past CHUNK_ROWS rows a task spills its partition to files by key
+    hash and builds them in turn: with ~50 rows held, 3 files and Arrow
+    batches of 97 rows (keys crossing them), sketch_table and aggregate's
+    phase one give what they give from whole partitions."""
+    from udaf import Count, Distinct, Sum, aggregate, sketch_table
+    from udaf import two_phase
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    pdf = pd.DataFrame({"k": rng.integers(0, 30, n).astype(str), "ts": rng.permutation(n),
+                        "b": rng.integers(0, 900, n), "d": rng.integers(0, 400, n)})
+    sdf = spark.createDataFrame(pdf).repartition(2)
+    specs = dict(c=Count(window=800, eps=0.05), s=Sum("b", window=800, eps=0.05), dd=Distinct("d", window=800))
+
+    def run():
+        table = {r.k: r for r in sketch_table(sdf, "k", "ts", now=n, bounds=True, **specs).collect()}
+        answers = {r.k: r for r in aggregate(sdf, "k", "ts", now=n, bounds=True, strategy="two_phase", reduce=False,
+                                             sketches=True, **specs).collect()}
+        return table, answers
+
+    whole = run()
+    before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "97")
+    monkeypatch.setattr(two_phase, "CHUNK_ROWS", 50)
+    monkeypatch.setattr(two_phase, "SPILL_FILES", 3)
+    try:
+        spilled = run()
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", before)
+    assert spilled == whole and len(whole[0]) == len(whole[1]) == 30
+
+
+def test_partial_sketches_spill_past_chunk_rows():
+    """In process: a partition past ``chunk_rows`` goes through the spill
+    files, and every key's partials are the same, byte for byte."""
+    import pyarrow as pa
+
+    from udaf import Count, Sum
+    from udaf.two_phase import PartialSketches
+
+    rng = np.random.default_rng(4)
+    n = 900
+    k, ts, b = rng.integers(0, 12, n), rng.permutation(n), rng.integers(0, 50, n)
+    specs, windows = {"c": Count(window=300), "s": Sum("b", window=300)}, {"c": 300, "s": 300}
+    rows = pa.table({"k": k, "__ts": ts, "b": b}).to_batches(max_chunksize=97)
+
+    def run(chunk, files):
+        build = PartialSketches(["k"], [], "ts", specs, windows)
+        build.chunk_rows, build.spill_files = chunk, files
+        spills, spilled = [], build._spilled
+        build._spilled = lambda held, batches: spills.append(files) or spilled(held, batches)
+        got = pa.Table.from_batches(list(build(iter(rows)))).to_pylist()
+        assert len(got) == 12 and spills == ([files] if chunk < n else [])
+        return sorted(got, key=lambda r: r["k"])
+
+    assert run(100, 5) == run(50, 1) == run(n, 5)
+
+
 @pytest.mark.parametrize("strategy", ["two_phase", "shuffle"])
 def test_timestamp_ntz_columns(spark, strategy):
     """TimestampNTZ (what Parquet files written by pandas read as): its

@@ -283,7 +283,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     partial_fields = key_fields + [prepared.schema[r] for r in extra] + \
         [T.StructField(n, T.BinaryType()) for n in specs]
     rows, builds, groups = reduce_rows(prepared, keys, extra, specs, reduce, REDUCE_TWO_PHASE)
-    partials = rows.mapInArrow(PartialSketches(keys, extra, ts, builds, windows, groups=groups),
+    partials = rows.mapInArrow(PartialSketches(keys, extra, ts, builds, windows, groups=groups, runs=runs),
                                T.StructType(partial_fields))
     # the partials meet by key: unions of all keys of an Arrow batch at once (udaf/union.py)
     return partials.repartition(parts, *runs).sortWithinPartitions(*runs).mapInArrow(
@@ -317,41 +317,112 @@ def now_in_unit(now, unit: str, ntz: bool = False):
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
+#: Rows a phase-one or ``sketch_table`` task holds in memory (about 400 MB
+#: of Arrow columns, numpy scratch and builders at the most, measured):
+#: past it the partition is spilled to local files by key hash, and each
+#: file's keys are built in turn (:class:`PartialSketches`).
+CHUNK_ROWS = 1 << 21
+#: Files a partition past :data:`CHUNK_ROWS` is spilled to.
+SPILL_FILES = 32
+
+
+def _chained(held: list, batches):
+    """The batches held, then the rest, each held one let go once passed on."""
+    while held:
+        yield held.pop(0)
+    yield from batches
+
+
 class PartialSketches:
     """``mapInArrow`` function of phase one: one sketch per key of each
     partition and spec, from one numpy sort by (key, time) and the specs'
     many-keys builders (:meth:`Spec.partials`); with ``at``/``with_bounds``
-    the bounded specs also get ``<name>_lower`` / ``<name>_upper``."""
+    the bounded specs also get ``<name>_lower`` / ``<name>_upper``.
 
-    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=(), groups=None):
+    Memory: a partition of up to :data:`CHUNK_ROWS` rows is built in one
+    pass.  A larger one streams to :data:`SPILL_FILES` Arrow files in
+    Spark's local directory, each row to the file of its key's hash (on
+    ``runs``, the columns Spark's grouping equality is found on), and the
+    files are built one after another: every key's rows meet in one file,
+    so the sketches are the same, and a task holds a file's rows at a
+    time."""
+
+    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=(), groups=None, runs=None):
         self.keys, self.carried, self.ts, self.specs, self.windows = keys, carried, ts, specs, windows
         self.at, self.with_bounds, self.groups = at, list(with_bounds), groups
+        self.runs = list(keys if runs is None else runs)
+        self.chunk_rows, self.spill_files = CHUNK_ROWS, SPILL_FILES  # read on the driver: what the tasks hold
 
     def __call__(self, batches):
-        import pyarrow as pa
-
         held, n = [], 0
+        batches = iter(batches)
         for batch in batches:
             if batch.num_rows:
                 held.append(batch)
                 n += batch.num_rows
-        if not held:
-            return
-        table = pa.Table.from_batches(held).combine_chunks()
-        yield from self._partials(table)
+            if n > self.chunk_rows:
+                yield from self._spilled(held, batches)
+                return
+        if held:
+            yield from self._partials(*self._sorted(held))
 
-    def _partials(self, table):
+    def _spilled(self, held, batches):
+        """The partials of a partition too large to hold: its rows spilled
+        to files by key hash, then each file's keys built."""
+        import os
+        import tempfile
+
+        import pandas as pd
+        import pyarrow as pa
+
+        local = os.environ.get("SPARK_LOCAL_DIRS", tempfile.gettempdir()).split(",")[0]
+        with tempfile.TemporaryDirectory(prefix="ehist-spill-", dir=local) as spill:
+            paths = [os.path.join(spill, f"{i}.arrow") for i in range(self.spill_files)]
+            schema = held[0].schema
+            sinks = [pa.ipc.new_stream(p, schema) for p in paths]
+            try:
+                for batch in _chained(held, batches):
+                    if not batch.num_rows:
+                        continue
+                    keys = batch.select(self.runs).to_pandas()
+                    file = pd.util.hash_pandas_object(keys, index=False).to_numpy() % np.uint64(self.spill_files)
+                    order = np.argsort(file, kind="stable")
+                    cuts = np.searchsorted(file[order], np.arange(self.spill_files + 1))
+                    batch = batch.take(pa.array(order))
+                    for i in np.flatnonzero(np.diff(cuts)).tolist():
+                        sinks[i].write_batch(batch.slice(int(cuts[i]), int(cuts[i + 1] - cuts[i])))
+                    del batch, keys
+                held.clear()
+            finally:
+                for sink in sinks:
+                    sink.close()
+            for path in paths:
+                with pa.ipc.open_stream(path) as reader:
+                    rows = [b for b in reader if b.num_rows]
+                if rows:
+                    yield from self._partials(*self._sorted(rows))
+                del rows
+                os.remove(path)
+
+    def _sorted(self, batches):
+        """The rows of ``batches`` sorted by key and time: ``(table, t,
+        starts)`` as :func:`udaf._arrow.complete_runs` gives them."""
         import pyarrow as pa
 
         from .inputs import times
 
+        table = pa.Table.from_batches(batches).combine_chunks()
         codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()
         t, _ = times(table.column("__ts").chunk(0), self.ts,
                      lambda row: tuple(table.column(k)[int(row)].as_py() for k in self.keys))
         order = np.lexsort((t, codes))
         codes, t = codes[order], t[order]
         table = table.take(pa.array(order)).combine_chunks()
-        starts = np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+        return table, t, np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
+
+    def _partials(self, table, t, starts):
+        import pyarrow as pa
+
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys + self.carried}
 
         def key_of(row):
@@ -495,4 +566,4 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
     rows, builds, groups = reduce_rows(prepared, keys, [r for r in runs if r not in keys], specs, reduce,
                                        REDUCE_SKETCH_TABLE)
     return rows.repartition(partition_count(df), *runs).mapInArrow(
-        PartialSketches(keys, [], ts, builds, windows, at, with_bounds, groups), T.StructType(fields))
+        PartialSketches(keys, [], ts, builds, windows, at, with_bounds, groups, runs), T.StructType(fields))
