@@ -60,6 +60,7 @@ __all__ = [
     "open_sealed",
     "open_synopsis",
     "family_of",
+    "register_family",
     "check_newest",
     "times_before",
     "MAGIC_AT",
@@ -83,6 +84,37 @@ FAMILIES = {
     "SlidingQuantiles": 8,
 }
 _FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
+#: Family ids from here up are for families defined outside the project
+#: (:func:`register_family`); below, the project's own.
+EXTENSION_IDS = 64
+
+
+def register_family(name: str, family_id: int) -> None:
+    """Give a synopsis family defined outside the project its preamble id
+    (in ``[64, 255]``; the ids below are the project's), so that its
+    :class:`Layout` writes it and :func:`family_of` finds the family of
+    its bytes.  Call it where the family's class is defined, before its
+    layout: a Spark worker that imports the module registers it there
+    too.  Registering a name again with its own id does nothing.
+
+    >>> register_family("ExponentialHistogram", 70)
+    Traceback (most recent call last):
+    ...
+    ValueError: family ExponentialHistogram already has id 1, not 70
+    >>> register_family("SlidingMax", 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: a family id must be an int in [64, 255] (the ids below are the project's), got 3
+    """
+    if isinstance(family_id, bool) or not isinstance(family_id, int) or not EXTENSION_IDS <= family_id <= 255:
+        raise ValueError(f"a family id must be an int in [{EXTENSION_IDS}, 255] (the ids below are the project's), "
+                         f"got {family_id!r}")
+    if FAMILIES.get(name, family_id) != family_id:
+        raise ValueError(f"family {name} already has id {FAMILIES[name]}, not {family_id}")
+    if _FAMILY_NAMES.get(family_id, name) != name:
+        raise ValueError(f"family id {family_id} is {_FAMILY_NAMES[family_id]}'s")
+    FAMILIES[name] = family_id
+    _FAMILY_NAMES[family_id] = name
 
 
 def family_of(data) -> str | None:

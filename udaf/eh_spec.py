@@ -23,8 +23,8 @@ from ehist.serialization import PREAMBLE_BYTES
 
 from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
-from .inputs import INTEGRAL, integers
-from .spec import Answers, Data, Spec, key_now
+from .inputs import INTEGRAL
+from .spec import Answers, Data, Spec, key_now, read_integers
 from .sql_text import ROWS_PER_TIME, checked_sum, frame_sum, nonnegative, sum_per_time
 
 __all__ = ["Count", "Sum"]
@@ -210,8 +210,7 @@ class Sum(_Histogram):
     arg_names = {"column": "value"}
 
     def read(self, columns, n, key_of=None):
-        present, values = integers(columns["column"], self.column, self.who, key_of)
-        return Data(present, {"value": values[present]})
+        return read_integers(self, columns, key_of)
 
     def _checked(self, v, key_text):
         return nonnegative(self.column, v, self.who, key_text)

@@ -87,6 +87,7 @@ class _Function:
     def __init__(self, name, args, body, return_type, grouped, doc):
         self.name, self.args, self.body = name, args, body
         self.return_type, self.grouped, self.doc = return_type, grouped, doc
+        self.family = None  # the family it serves (udaf.spec.FAMILIES), set by _generate
 
     def signature(self) -> str:
         parts = [a if d is _REQUIRED else f"{a}={d!r}" for a, d, _ in self.args]
@@ -503,11 +504,22 @@ def _define(name, args, body, return_type, grouped, doc) -> _Function:
     return fn
 
 
-def _generate() -> None:
+_GENERATED: set = set()  # families whose functions are defined
+
+
+def _generate() -> list:
+    """Define the functions of every registered family not yet served
+    (all of them at import; a family registered later, from another
+    package or a test, on the next :func:`register`, :func:`signature` or
+    attribute lookup); returns the families served now."""
     load_families()
     query = [("now", None, False), ("query_window", None, False)]
     estimate_args = [("sketch", _REQUIRED, True), ("now", None, True), ("window", None, False), ("unit", "us", False)]
-    for family, classes in FAMILIES.items():
+    new = [f for f in FAMILIES if f not in _GENERATED]
+    for family in new:
+        classes = FAMILIES[family]
+        _GENERATED.add(family)
+        before = set(_FUNCTIONS)
         names = " / ".join(c.__name__ for c in classes)
         sketches = " or ".join(sorted({c.sketch_type.__name__ for c in classes}))
         _define(f"{family}_sketch_agg", [("ts", _REQUIRED, True)] + _family_args(classes), _build(classes,
@@ -536,6 +548,9 @@ def _generate() -> None:
             _define(cls.one_step, args, _build([cls], args, one_step=True), "double", True,
                     f"Aggregate: the {cls.__name__} spec's estimate over the window as of now (default: the "
                     "group's newest time), within the spec's error, DoubleType.")
+        for name in set(_FUNCTIONS) - before:
+            _FUNCTIONS[name].family = family
+    return new
 
 
 _generate()
@@ -607,6 +622,7 @@ def register(spark) -> list:
         SELECT k, eh_sketch_estimate(s), eh_sketch_bounds(s, now(), '10 minutes') FROM stored
         SELECT k, sliding_sum(ts, bytes, INTERVAL 1 HOUR) FROM t GROUP BY k
     """
+    _refresh()
     for name, fn in _FUNCTIONS.items():
         spark.udf.register(name, fn.udf(fn.sql_names()))
     return sorted(_FUNCTIONS)
@@ -614,12 +630,31 @@ def register(spark) -> list:
 
 def signature(name: str) -> str:
     """A function's arguments, as Python and SQL take them."""
+    _refresh()
     return _FUNCTIONS[name].signature()
+
+
+def _refresh() -> None:
+    """The functions of families registered since the last call, defined
+    and exported."""
+    if any(f not in _GENERATED for f in FAMILIES) and _generate():
+        _export()
+
+
+def __getattr__(name):
+    # a function of a family registered after this module was imported
+    _refresh()
+    if name in _FUNCTIONS:
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _export() -> list:
     names = []
     for name, fn in _FUNCTIONS.items():
+        if name in globals():
+            names.append(name)
+            continue
         def python(*args, _fn=fn, **kwargs) -> Column:
             return _fn(*args, **kwargs)
         python.__name__ = python.__qualname__ = name

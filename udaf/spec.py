@@ -50,8 +50,8 @@ from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
 from ._convert import Window
 from .exact import as_key_sum_overflow
 
-__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "spec_for_bytes", "sketch_family",
-           "read_spec", "key_now"]
+__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules", "spec_for_bytes",
+           "sketch_family", "read_spec", "read_integers", "key_now"]
 
 #: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
 #: filled in as the family modules are imported.
@@ -487,18 +487,56 @@ def _ddl_type(ddl: str):
     raise ValueError(f"unsupported answer type {ddl!r}")
 
 
-def load_families() -> dict:
-    """Import every family module of the package (``udaf/*_spec.py``),
-    which registers its classes, and return :data:`FAMILIES`: a new family
-    is found by its file name, with no list to edit."""
+#: The entry-point group of families defined in other packages: each entry
+#: names a module whose import registers its spec classes.
+ENTRY_POINTS = "ehist.families"
+_LOADED: set = set()  # modules load_families imported in this process
+_UNIMPORTABLE: dict = {}  # module -> why it could not be imported here
+
+
+def load_families(modules=()) -> dict:
+    """Import every family module of the package (``udaf/*_spec.py``), of
+    the ``ehist.families`` entry points of installed packages, and
+    ``modules`` (names), each of which registers its classes; return
+    :data:`FAMILIES`.  A new family is found by its file name or its
+    entry point, with no list to edit.  A module that cannot be imported
+    here (a Spark worker without the package) is noted, not raised: its
+    sketches are then bytes of no family, and :func:`sketch_family` says
+    why."""
     import importlib
     import pkgutil
 
     package = __name__.rpartition(".")[0]
-    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if module.name.endswith("_spec"):
-            importlib.import_module(f"{package}.{module.name}")
+    if package not in _LOADED:
+        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if module.name.endswith("_spec"):
+                importlib.import_module(f"{package}.{module.name}")
+        from importlib.metadata import entry_points
+
+        modules = [e.value.partition(":")[0] for e in entry_points(group=ENTRY_POINTS)] + list(modules)
+        _LOADED.add(package)
+    for name in modules:
+        if name in _LOADED:
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # tried again next time: the module may be shipped later (addPyFile)
+            _UNIMPORTABLE[name] = str(exc)
+            continue
+        _LOADED.add(name)
+        _UNIMPORTABLE.pop(name, None)
     return FAMILIES
+
+
+def extension_modules() -> list:
+    """The modules of the spec classes registered from outside the package
+    (families of other packages, or defined in a test): a driver hands
+    them to its Spark tasks, whose workers import them
+    (:func:`load_families`) before reading sketch bytes they have no
+    class for yet."""
+    package = __name__.rpartition(".")[0]
+    return sorted({c.__module__ for cs in FAMILIES.values() for c in cs
+                   if c.__module__.partition(".")[0] != package})
 
 
 def spec_for_bytes(blob) -> type | None:
@@ -507,21 +545,24 @@ def spec_for_bytes(blob) -> type | None:
     return None if name is None else _BY_SKETCH.get(name)
 
 
-def sketch_family(blobs: list, column: str, caller: str) -> type | None:
+def sketch_family(blobs: list, column: str, caller: str, modules=()) -> type | None:
     """The one family of a column's sketches (bytes, None for null; None
     when every one is null); bytes of no sketch, or sketches of two
-    families, are an error naming the column."""
+    families, are an error naming the column.  ``modules``: family modules
+    to import first (:func:`extension_modules` of the driver)."""
     from .inputs import bad_value
 
-    load_families()  # a fresh Python worker has imported no family module yet
+    load_families(modules)  # a fresh Python worker has imported no family module yet
     blobs = Blobs.of(blobs)
     ids = np.unique(blobs.families()[blobs.present]).tolist()
     names = {v: k for k, v in FAMILY_IDS.items()}
     found = [names.get(i) for i in ids]
     classes = {name: _BY_SKETCH.get(name) if name is not None else None for name in found}
     if None in classes.values():
+        missing = "".join(f"; family module {m} could not be imported here: {why}"
+                          for m, why in sorted(_UNIMPORTABLE.items()))
         raise bad_value(column, _Shown("<bytes of no ehist sketch>"), f"{caller} needs binary sketches "
-                        "(from *_sketch_agg, sketch_table or union_table)")
+                        f"(from *_sketch_agg, sketch_table or union_table){missing}")
     if len({c.family for c in classes.values()}) > 1:
         kinds = " and ".join(sorted(classes))
         raise bad_value(column, _Shown(f"<{kinds} sketches>"), f"{caller} unites one family's sketches per column")
@@ -540,6 +581,16 @@ def read_spec(spec, table, key_of=None) -> Data:
     each, or none)."""
     return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
                       for role, c in spec.inputs().items()}, table.num_rows, key_of)
+
+
+def read_integers(spec, columns: dict, key_of=None) -> Data:
+    """The :class:`Data` of a spec reading one non-negative integral
+    column (role ``column``) as ``value`` (``Sum``; nulls skipped, a
+    negative value an error naming it and its key)."""
+    from .inputs import integers
+
+    present, values = integers(columns["column"], spec.column, spec.who, key_of)
+    return Data(present, {"value": values[present]})
 
 
 def key_now(t: np.ndarray, present: np.ndarray, run: np.ndarray, keys: int, at=None) -> np.ndarray:

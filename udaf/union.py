@@ -19,7 +19,7 @@ import numpy as np
 from ehist.blobs import Blobs
 
 from ._arrow import blobs_of, complete_runs
-from .spec import sketch_family
+from .spec import extension_modules, sketch_family
 
 __all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
 
@@ -79,10 +79,14 @@ class UnionSketches:
     """``mapInArrow`` function over sketch rows sorted by key (runs found
     on ``runs``): one row per key with the union of each sketch column,
     every key of an Arrow batch at once (:meth:`~udaf.spec.Spec.merge_groups`
-    of the column's family)."""
+    of the column's family).  The modules of families registered on the
+    driver from outside the package travel with it
+    (:func:`~udaf.spec.extension_modules`): the task imports them before
+    it reads bytes of a family no spec of the job names."""
 
     def __init__(self, keys, runs, columns):
         self.keys, self.runs, self.columns = keys, runs, columns
+        self.modules = extension_modules()
 
     def __call__(self, batches):
         for table, _, starts in complete_runs(batches, self.runs, None):
@@ -94,7 +98,7 @@ class UnionSketches:
         out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
         for c in self.columns:
             blobs = blobs_of(table.column(c).chunk(0))  # read in place
-            cls = sketch_family(blobs, c, "union_table")
+            cls = sketch_family(blobs, c, "union_table", self.modules)
             out[c] = pa.array(merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
                               type=pa.binary())
         return pa.RecordBatch.from_pydict(out)
