@@ -289,7 +289,7 @@ def test_specs_of_different_windows_check_every_row_read(spark):
 
 
 def test_every_native_check_reads_rows_older_than_the_window(spark):
-    """Each family's native row checks (Spec.native_checks) run on a row
+    """Each family's native row checks (NativeAnswer.checks) run on a row
     older than the window, without ``now``: the native plan gives the
     message the Python strategies give."""
     from udaf import Frequencies, HeavyHitters, Quantile

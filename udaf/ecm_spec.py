@@ -36,6 +36,7 @@ from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
+from .capabilities import NativeAnswer, NativePerRow
 from .spec import Answers, Data, Estimator, Spec, key_now
 from .sql_text import checked_sum, frame_sum, nonnegative, raise_bad_value
 
@@ -243,7 +244,13 @@ class Frequencies(_Weighted):
     def exact(self, t, run, keys, data, window, at=None):
         return self.exact_totals(t, run, keys, data, window, at)[0]
 
-    def native(self, columns, inside, key_text):
+    def native_answer(self, schema):
+        return NativeAnswer(aggregate=self._native, checks=self._checks)
+
+    def native_per_row(self, schema):
+        return NativePerRow(frame=self._frame, by=lambda columns: (columns["column"],))
+
+    def _native(self, columns, inside, key_text):
         """The window's total from Spark's aggregates (rows, or the sum of
         the values, of the rows with an item)."""
 
@@ -252,13 +259,10 @@ class Frequencies(_Weighted):
         checked = nonnegative(self.value, columns["value"], self.who, key_text)
         return checked_sum(f"CASE WHEN {inside} THEN {checked} END", key_text)
 
-    def native_checks(self, columns, key_text):
+    def _checks(self, columns, key_text):
         return [] if self.value is None else [nonnegative(self.value, columns["value"], self.who, key_text)]
 
-    def native_frame_by(self, columns):
-        return (columns["column"],)
-
-    def native_frame(self, columns, upto, before, key_text, schema):
+    def _frame(self, columns, upto, before, key_text, schema):
         """Each row's own item's frequency over its frame, within (key,
         item): rows (or values) up to the row less those a window earlier."""
 
@@ -364,6 +368,7 @@ class HeavyHitters(_Weighted):
     family = "sliding_hh"
     sketch_type = SlidingHeavyHitters
     column_type = HeavyHittersColumn
+    has_frames = False  # a list per key, no per-row form
     accepts = {"column": INTEGRAL, "value": INTEGRAL}
     params = ("phi", "bits", "eps", "delta", "eh_eps", "seed", "level_bits")
     answer_type = _HITTERS
@@ -403,7 +408,10 @@ class HeavyHitters(_Weighted):
         with as_key_sum_overflow():
             return sketch.update(t, data.arrays["item"], self._values(data))
 
-    def native_top(self, columns, key_text):
+    def native_answer(self, schema):
+        return NativeAnswer(top=self._top, checks=self._checks)
+
+    def _top(self, columns, key_text):
         """The exact list from Spark's aggregates: rows (or values) per
         (key, id), the ids at or above ``phi`` of the key's total."""
 
@@ -420,8 +428,8 @@ class HeavyHitters(_Weighted):
                   f"{raise_bad_value(self.value, v, need, key_text)} ELSE CAST({v} AS BIGINT) END")
         return item, weight, self.phi
 
-    def native_checks(self, columns, key_text):
-        item, weight, _ = self.native_top(columns, key_text)
+    def _checks(self, columns, key_text):
+        item, weight, _ = self._top(columns, key_text)
         return ([item] if self.bits < 64 else []) + ([weight] if self.value is not None else [])
 
     @staticmethod

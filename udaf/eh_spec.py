@@ -24,6 +24,7 @@ from ehist.serialization import PREAMBLE_BYTES
 from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums, refuse_sums_past_int64
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL
+from .capabilities import NativeAnswer, NativePerRow
 from .spec import Answers, Data, Spec, key_now, read_integers
 from .sql_text import ROWS_PER_TIME, checked_sum, frame_sum, nonnegative, sum_per_time
 
@@ -180,16 +181,17 @@ class Count(_Histogram):
     def frames(self, lo, hi, data, window):
         return frame_counts(lo, hi)
 
-    def native(self, columns, inside, key_text):
-        return f"count(CASE WHEN {inside} THEN 1 END)"
+    def native_answer(self, schema):
+        return NativeAnswer(aggregate=lambda columns, inside, key_text: f"count(CASE WHEN {inside} THEN 1 END)")
 
     def reduction(self, schema, key_text):
         # rows per timestamp: a histogram of those counts is the histogram of the rows
         (rows,) = ROWS_PER_TIME
         return ("__ts",), dict(ROWS_PER_TIME), Sum(rows, self.window, self.eps)
 
-    def native_frame(self, columns, upto, before, key_text, schema):
-        return f"{upto('count(1)')} - {before('count(1)')}"
+    def native_per_row(self, schema):
+        return NativePerRow(frame=lambda columns, upto, before, key_text, schema: f"{upto('count(1)')} - "
+                                                                                   f"{before('count(1)')}")
 
 
 @dataclass(frozen=True)
@@ -215,18 +217,22 @@ class Sum(_Histogram):
     def _checked(self, v, key_text):
         return nonnegative(self.column, v, self.who, key_text)
 
-    def native(self, columns, inside, key_text):
-        return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END", key_text)
+    def native_answer(self, schema):
+        return NativeAnswer(aggregate=self._native, checks=lambda columns, key_text: [
+            self._checked(columns["column"], key_text)])
 
-    def native_checks(self, columns, key_text):
-        return [self._checked(columns["column"], key_text)]
+    def _native(self, columns, inside, key_text):
+        return checked_sum(f"CASE WHEN {inside} THEN {self._checked(columns['column'], key_text)} END", key_text)
 
     def reduction(self, schema, key_text):
         # each timestamp's sum (the reduced column keeps the column's name,
         # so a bad value gets the same message): sql_text.sum_per_time
         return ("__ts",), {self.column: sum_per_time(self.column, key_text)}, self
 
-    def native_frame(self, columns, upto, before, key_text, schema):
+    def native_per_row(self, schema):
+        return NativePerRow(frame=self._frame)
+
+    def _frame(self, columns, upto, before, key_text, schema):
         v = columns["column"]
         # null for a frame without a value, unless the schema says the
         # column has none: the row's own value is in its frame (two windows fewer)

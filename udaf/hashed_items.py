@@ -14,6 +14,7 @@ from ehist.hashing import hash64
 from .exact import in_window, per_key_distinct
 from .frames import frame_distinct
 from .inputs import ITEM, items
+from .capabilities import NativeAnswer
 from .spec import Data, Spec, key_now
 
 __all__ = ["HashedItems"]
@@ -53,8 +54,9 @@ class HashedItems(Spec):
         codes = pd.factorize(data.arrays["item"])[0] if "item" in data.arrays else pd.factorize(data.arrays["hash"])[0]
         return frame_distinct(codes, sub_lo, sub_hi)
 
-    def native(self, columns, inside, key_text):
-        return f"count(DISTINCT CASE WHEN {inside} THEN {columns['column']} END)"
+    def native_answer(self, schema):
+        return NativeAnswer(aggregate=lambda columns, inside, key_text:
+                            f"count(DISTINCT CASE WHEN {inside} THEN {columns['column']} END)")
 
     def reduction(self, schema, key_text):
         # each item's latest time: the older rows of an item change no

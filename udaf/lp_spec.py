@@ -22,6 +22,7 @@ from lp_norms import SlidingLpNorm, median_abs_stable, rows_for
 from .exact import in_window, per_key_lp_norms
 from .frames import frame_lp_norms
 from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
+from .capabilities import NativeAnswer, NativePerRow
 from .spec import Answers, Data, Spec, key_now
 from .sql_text import ROWS_PER_TIME, checked_sum, overflow_error, quote, raise_bad_value, sum_per_time
 
@@ -110,7 +111,7 @@ class LpNorm(Spec):
             values[present] = data.arrays["value"]
         return per_key_lp_norms(self.p, codes, values, inside, run, keys)
 
-    def native_items(self, schema):
+    def native_answer(self, schema):
         """The exact norm from Spark's aggregates, for integral values (or
         none): each item's sum in the window, then per key ``(sum |f|^p)^(1/p)``
         in doubles (non-negative terms: no cancellation).  Fractional
@@ -118,7 +119,7 @@ class LpNorm(Spec):
         Python pass's in the last bits, their messages in format)."""
         if self.value is not None and schema[self.value].dataType.simpleString() not in INTEGRAL:
             return None
-        return self._exact_items
+        return NativeAnswer(items=self._exact_items, checks=self._checks)
 
     def _exact_items(self, columns, key_text):
         item = columns["column"]
@@ -133,7 +134,7 @@ class LpNorm(Spec):
             f"sqrt(sum({f} * {f}))" if self.p == 2.0 else f"pow(sum(pow(abs({f}), {self.p!r}D)), {1 / self.p!r}D)"
         return item, weight, final
 
-    def native_checks(self, columns, key_text):
+    def _checks(self, columns, key_text):
         if self.value is None:
             return []
         return [f"CASE {self._negative(columns['value'], key_text)}ELSE 0 END"]
@@ -150,7 +151,7 @@ class LpNorm(Spec):
         need = f"{self.who} needs finite non-negative numbers (NaN is never skipped: filter or fill it)"
         return f"WHEN {v} < 0 THEN {raise_bad_value(self.value, shown, need, key_text)} "
 
-    def native_rows(self, schema):
+    def native_per_row(self, schema):
         """Exact per-row norms from Spark's window functions, for p = 1 or
         2 and integral values (or none: counts), where the integers stay
         exact (|f| in bigint; f^2 in bigint limbs for values, see
@@ -168,7 +169,7 @@ class LpNorm(Spec):
             return None
         if self.value is not None and schema[self.value].dataType.simpleString() not in INTEGRAL:
             return None
-        return self._exact_rows
+        return NativePerRow(rows=self._exact_rows)
 
     def _exact_rows(self, df, keys, t, name, window, key_text, hidden):
         def h(part):

@@ -10,7 +10,7 @@ engineer would write::
     df.where(ts > now - w).groupBy(k).agg(count(*), sum(bytes), count(DISTINCT dst))
 
 and ``aggregate(strategy="native")`` (which ``auto`` picks when every spec
-has a native form, :meth:`udaf.spec.Spec.native`) runs exactly that, with
+has a native form, :meth:`udaf.spec.Spec.native_answer`) runs exactly that, with
 the same window convention (``now - window < t <= now``), answers, bounds
 and messages as the other strategies:
 
@@ -43,10 +43,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .spec import Spec
 from .sql_text import Frame, KeyText, checked_sum, quote, raise_bad_value, string
 
-__all__ = ["native_answers", "native_frames", "has_native", "has_native_frames", "key_text", "time_sql",
+__all__ = ["native_answers", "native_frames", "has_native", "has_native_frames", "key_text", "time_sql", "present",
            "BROADCAST_KEYS"]
 
 #: Up to this many keys the per-key newest times are broadcast to the rows
@@ -54,30 +53,20 @@ __all__ = ["native_answers", "native_frames", "has_native", "has_native_frames",
 BROADCAST_KEYS = 2_000_000
 
 
-def _overrides(specs: dict, method: str) -> bool:
-    """Whether every spec's family overrides ``Spec.<method>`` (no Spark call)."""
-
-    return all(getattr(type(spec), method) is not getattr(Spec, method) for spec in specs.values())
-
-
-def has_native(specs: dict, schema: T.StructType | None = None) -> bool:
-    """Whether every spec's family has a native form (overrides
-    :meth:`~udaf.spec.Spec.native` or :meth:`~udaf.spec.Spec.native_top`,
-    or has :meth:`~udaf.spec.Spec.native_items` for rows of ``schema``)."""
-    return all(_overrides({n: s}, "native") or _overrides({n: s}, "native_top")
-               or (schema is not None and s.native_items(schema) is not None) for n, s in specs.items())
+def has_native(specs: dict, schema: T.StructType) -> bool:
+    """Whether every spec has Spark's own plan for its answer per key over
+    rows of ``schema`` (:meth:`~udaf.spec.Spec.native_answer`)."""
+    return all(s.native_answer(schema) is not None for s in specs.values())
 
 
-def has_native_frames(specs: dict, df: DataFrame | None = None) -> bool:
-    """Whether every spec has a native per-row form: its family overrides
-    :meth:`~udaf.spec.Spec.native_frame`, or has a
-    :meth:`~udaf.spec.Spec.native_rows` plan for the rows of ``df`` (whose
-    column names must then be distinct: that plan unites the rows with
-    events by name)."""
+def has_native_frames(specs: dict, df: DataFrame) -> bool:
+    """Whether every spec has Spark's own plan for its answer per row over
+    the rows of ``df`` (:meth:`~udaf.spec.Spec.native_per_row`); a whole
+    plan of its own (``rows``) needs distinct column names in ``df``: it
+    unites the rows with events by name."""
     def native(spec) -> bool:
-        if _overrides({"": spec}, "native_frame"):
-            return True
-        return df is not None and len(set(df.columns)) == len(df.columns) and spec.native_rows(df.schema) is not None
+        plan = spec.native_per_row(df.schema)
+        return plan is not None and (plan.rows is None or len(set(df.columns)) == len(df.columns))
 
     return all(native(spec) for spec in specs.values())
 
@@ -134,6 +123,17 @@ def _inputs(spec) -> dict:
     return {role: quote(c) for role, c in spec.inputs().items()}
 
 
+def present(spec) -> str:
+    """SQL text: whether a row counts for ``spec`` (its inputs are not
+    null).  A key's window ends at its newest such row.
+
+    >>> from udaf import Sum
+    >>> present(Sum("bytes", window=10))
+    '(TRUE AND `bytes` IS NOT NULL)'
+    """
+    return "(" + " AND ".join(["TRUE"] + [f"{c} IS NOT NULL" for c in _inputs(spec).values()]) + ")"
+
+
 def _after(t: str, end: str, window: int) -> str:
     """``end - window < t`` without overflow (true when the start is below int64)."""
     return f"coalesce({t} > try_subtract({end}, {window}L), TRUE)"
@@ -146,6 +146,7 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
     # sums past int64: Spark's own error with ANSI mode, the project's without
     named = KeyText(key_text(keys, df.schema), ansi=_ansi(df))
     t = _checked_time(df, ts, named)
+    plans = {name: spec.native_answer(df.schema) for name, spec in specs.items()}
     if at is not None:
         # aggregate() read only the rows of the widest window: each spec's
         # aggregate is conditioned on its own (the checked time added below,
@@ -156,18 +157,18 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         # every row read is checked, as the Python strategies check them (docs/errors.md, "Which rows are
         # checked"): a spec of a narrower window checks the rest of the widest one's here, in one pass
         narrower = [F.expr(f"count({check})") for name, spec in specs.items() if windows[name] < max(windows.values())
-                    for check in spec.native_checks(_inputs(spec), named)]
+                    for check in plans[name].checks_of(_inputs(spec), named)]
         if narrower:
             df.agg(*narrower).collect()
     else:
-        newest = [F.expr(f"max(CASE WHEN {spec.native_present(_inputs(spec))} THEN {t} END) AS __now_{i}")
+        newest = [F.expr(f"max(CASE WHEN {present(spec)} THEN {t} END) AS __now_{i}")
                   for i, spec in enumerate(specs.values())]
         # computed once, here (a small table: a row per key), so its size
         # decides the join: broadcast to the rows, or both sides shuffled
         # every row of a key is read here: its values are checked here too, as the
         # Python strategies check every row (docs/errors.md, "Which rows are checked")
-        checks = [F.expr(f"count({check}) AS __check_{i}_{j}") for i, spec in enumerate(specs.values())
-                  for j, check in enumerate(spec.native_checks(_inputs(spec), named))]
+        checks = [F.expr(f"count({check}) AS __check_{i}_{j}") for i, (name, spec) in enumerate(specs.items())
+                  for j, check in enumerate(plans[name].checks_of(_inputs(spec), named))]
         per_key = df.groupBy(*keys).agg(F.expr(f"max({t}) AS __newest"), *newest, *checks) \
             .localCheckpoint(eager=True)
         # its size, and whether a key column holds a null, in one job
@@ -191,13 +192,13 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
         keep = "__t >= __newest"  # every key keeps a row, so every key is answered
     widest = max(windows.values())
     insides = {name: f"({_after('__t', ends[name], windows[name])} AND __t <= {ends[name]} AND "
-                     f"{spec.native_present(_inputs(spec))})" for name, spec in specs.items()}
+                     f"{present(spec)})" for name, spec in specs.items()}
     if at is not None and not df.schema[ts].nullable:
         # the rows aggregate() read are the widest window's: a spec of that
         # window needs only its inputs present (the hand-written query's
         # plan).  Not where the time may be null: those rows pass the range
         # to be reported, which naming the checked time does
-        insides.update({name: f"({spec.native_present(_inputs(spec))})" for name, spec in specs.items()
+        insides.update({name: f"({present(spec)})" for name, spec in specs.items()
                         if windows[name] == widest})
     if keep is not None:
         # only rows in some spec's window reach the aggregation
@@ -208,14 +209,14 @@ def native_answers(df: DataFrame, keys: list, ts: str, specs: dict, windows: dic
     # projection more cost about 12 ms of plan building, warm)
     aggs, tops, items = [], {}, {}
     for name, spec in specs.items():
-        if not _overrides({name: spec}, "native"):
-            per_item = spec.native_items(df.schema)
-            if per_item is not None:
-                items[name] = per_item(_inputs(spec), named)
-            else:
-                tops[name] = spec.native_top(_inputs(spec), named)
+        plan = plans[name]
+        if plan.items is not None:
+            items[name] = plan.items(_inputs(spec), named)
             continue
-        exact = spec.native(_inputs(spec), insides[name], named)
+        if plan.top is not None:
+            tops[name] = plan.top(_inputs(spec), named)
+            continue
+        exact = plan.aggregate(_inputs(spec), insides[name], named)
         aggs.append(F.expr(f"CAST({exact} AS DOUBLE) AS {quote(name)}"))
         if name in with_bounds:
             aggs += [F.expr(f"CAST({exact} AS BIGINT) AS {quote(name + suffix)}") for suffix in ("_lower", "_upper")]
@@ -366,12 +367,13 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
     ANSI (where the start wraps) it refuses with the project's message.
 
     A spec whose answer is not a difference of two frames brings its own
-    plan (:meth:`~udaf.spec.Spec.native_rows`, L_p norms), run on the rows
-    with the frames' answers, its input checks under its windows."""
+    plan (:attr:`~udaf.capabilities.NativePerRow.rows`, L_p norms), run on
+    the rows with the frames' answers, its input checks under its windows."""
     named = key_text(keys, df.schema)
-    rows = {name: spec for name, spec in specs.items() if not _overrides({name: spec}, "native_frame")}
+    plans = {name: spec.native_per_row(df.schema) for name, spec in specs.items()}
+    rows = {name: spec for name, spec in specs.items() if plans[name].rows is not None}
     if rows:
-        # each native_rows plan appends its column to the rows it is given;
+        # each rows plan appends its column to the rows it is given;
         # the frames' answers first (the same projection as without them)
         framed = {name: spec for name, spec in specs.items() if name not in rows}
         out = native_frames(df, keys, order_by, framed, windows, types) if framed else df
@@ -380,7 +382,7 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
         while any(c.startswith(hidden) for c in [*df.columns, *specs]):
             hidden = "_" + hidden
         for name, spec in rows.items():
-            out = spec.native_rows(df.schema)(out, keys, t, name, windows[name], named, hidden)
+            out = plans[name].rows(out, keys, t, name, windows[name], named, hidden)
         return out.select(*[F.col(quote(c)) for c in [*df.columns, *specs]])
     widest = max(windows.values())
     t = time_sql(df, order_by)
@@ -397,11 +399,12 @@ def native_frames(df: DataFrame, keys: list, order_by: str, specs: dict, windows
         prefix = "_" + prefix
     for name, spec in specs.items():
         # a family may count within finer groups than the key (Frequencies: each row's own item)
-        by = [quote(k) for k in keys] + list(spec.native_frame_by(_inputs(spec)))
+        plan = plans[name]
+        by = [quote(k) for k in keys] + list(() if plan.by is None else plan.by(_inputs(spec)))
         order = f"PARTITION BY {', '.join(by)} ORDER BY {key}"
         upto = Frame(f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)", seen, prefix)
         before = Frame(f"({order} RANGE BETWEEN UNBOUNDED PRECEDING AND {windows[name]} PRECEDING)", seen, prefix)
-        sql = spec.native_frame(_inputs(spec), upto, before, named, df.schema)
+        sql = plan.frame(_inputs(spec), upto, before, named, df.schema)
         sql = f"CAST({sql} AS {types[name].simpleString().upper()})"
         answers.append(f"{sql if checked is None else checked + sql + ' END'} AS {quote(name)}")
     if all(sum(a.count(column) for a in answers) == 1 for column in seen.values()):

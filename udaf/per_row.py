@@ -12,7 +12,7 @@ Arrow batch's complete keys at once through each spec's
 :meth:`~udaf.spec.Spec.frames` (``mapInArrow``, no pandas): exact counts,
 sums and distinct counts, and L_p norm estimates from linear p-stable
 sketches (exact L_p norms for p = 1 or 2 and integral values come from
-Spark's windows too: :meth:`udaf.LpNorm.native_rows`).
+Spark's windows too: :meth:`udaf.LpNorm.native_per_row`).
 
 Examples
 --------
@@ -79,7 +79,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
         synopsis per row, so they are exact here (the specs' ``eps`` and
         ``precision`` apply to :func:`udaf.aggregate` and the streaming
         state, where rows are not kept).  So are L_p norms for p = 1 or 2
-        and integral values (:meth:`udaf.LpNorm.native_rows`: a running
+        and integral values (:meth:`udaf.LpNorm.native_per_row`: a running
         sum of each item's change of ``|f|^p``, 25x faster than the
         sketches at 100k rows); otherwise they come from the p-stable
         sketch: each frame's sketch is a difference of two prefix sketches,
@@ -126,9 +126,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
     if strategy == "native" and not has_native_frames(specs, df):
         missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native_frames({n: s}, df)]
         raise ValueError(f"strategy 'native': no native Spark plan for {', '.join(missing)}; use 'auto' or 'shuffle'")
-    from .spec import Spec
-
-    no_frames = [f"{n} ({s.who})" for n, s in specs.items() if type(s).frames is Spec.frames]
+    no_frames = [f"{n} ({s.who})" for n, s in specs.items() if not s.has_frames]
     if no_frames:
         raise ValueError(f"sliding_over: no per-row answer for {', '.join(no_frames)}; per key, use "
                          "aggregate, sketch_table or the streaming state")

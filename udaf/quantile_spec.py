@@ -37,6 +37,7 @@ from quantiles.columnar import QuantileColumn
 
 from .exact import as_key_sum_overflow, in_window
 from .inputs import NUMERIC, reals
+from .capabilities import NativeAnswer
 from .spec import Answers, Data, Estimator, Spec, key_now
 from .sql_text import raise_bad_value
 
@@ -209,16 +210,17 @@ class Quantile(Spec):
         out[has] = v[first[has] + _position(self.q, counts[has])]
         return out
 
-    def native(self, columns, inside, key_text):
+    def native_answer(self, schema):
+        return NativeAnswer(aggregate=self._native, checks=lambda columns, key_text: [
+            self._checked(columns["column"], key_text)])
+
+    def _native(self, columns, inside, key_text):
         """Spark's exact ``percentile_disc``: the first value whose
         cumulative share reaches ``q``, the definition of :meth:`exact`
         (NaN and infinities refused as everywhere)."""
 
         checked = self._checked(columns["column"], key_text)
         return f"percentile_disc({self.q!r}) WITHIN GROUP (ORDER BY CASE WHEN {inside} THEN {checked} END)"
-
-    def native_checks(self, columns, key_text):
-        return [self._checked(columns["column"], key_text)]
 
     def _checked(self, v, key_text):
         """SQL of ``v`` as a double, NaN and infinities refused with the

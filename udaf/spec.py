@@ -8,15 +8,16 @@ driver                asks the spec
 ====================  =====================================================
 driver checks         :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
                       per input), parameters (checked when the spec is made)
-:func:`aggregate`     :meth:`native` (Spark's own aggregates, rows at
-                      hand; :meth:`native_top`, :meth:`native_items` for
-                      answers built from each item's total), or :meth:`read`, :meth:`partials` (phase one,
+:func:`aggregate`     :meth:`native_answer` (Spark's own aggregates, rows at
+                      hand: a :class:`~udaf.capabilities.NativeAnswer` or
+                      none), or :meth:`read`, :meth:`partials` (phase one,
                       many keys at once), :meth:`union` (phase two),
                       :meth:`exact` (rows shuffled), :meth:`answer` of a
                       merged sketch
-:func:`sliding_over`  :meth:`native_frame` (Spark's own window functions;
-                      :meth:`native_rows`: a plan of the family's own),
-                      or :meth:`frames` (every row's frame at once)
+:func:`sliding_over`  :meth:`native_per_row` (Spark's own window functions:
+                      a :class:`~udaf.capabilities.NativePerRow` or none),
+                      or :meth:`frames` (every row's frame at once;
+                      :attr:`has_frames`)
 streaming state       :meth:`make`, :meth:`update`, :meth:`words` /
                       :meth:`from_words` (events waiting in the state)
 column functions      :meth:`update` (``<family>_sketch_agg``),
@@ -48,6 +49,7 @@ from ehist.blobs import Blobs
 from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
 
 from ._convert import Window
+from .capabilities import NativeAnswer, NativePerRow
 from .exact import as_key_sum_overflow
 
 __all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules", "spec_for_bytes",
@@ -128,6 +130,9 @@ class Spec:
     #: Spark type (DDL) of the answer per key (:func:`udaf.aggregate`, the
     #: streaming state): a double estimate, or a family's own (a list).
     answer_type: ClassVar[str] = "double"
+    #: Whether the spec answers each row over its frame (:meth:`frames`,
+    #: :func:`udaf.sliding_over`); heavy hitters' lists have no per-row form.
+    has_frames: ClassVar[bool] = True
     #: Scalar functions of stored sketches besides the estimate: name ->
     #: :class:`Estimator` (``ecm_sketch_frequency``...), each answered by a
     #: classmethod ``estimate_<name>(blobs, arguments, nows, window)`` given
@@ -349,95 +354,19 @@ class Spec:
         raise NotImplementedError
 
     # ------------------------------------------------------------- native
-    def native(self, columns: dict, inside: str, key_text: str):
-        """SQL text of Spark's own aggregate answering this spec exactly
-        over the rows where ``inside`` (SQL boolean: in the key's window,
-        inputs present), for the native plan of :func:`udaf.aggregate`
-        (:mod:`udaf.native`): a numeric aggregate, or None when the family
-        has none (the default; ``auto`` then builds synopses).
-        ``columns``: input role -> quoted column.  Bad values are raised
-        with :func:`udaf.sql_text.raise_bad_value` (``key_text``: SQL of the
-        key as text, for the message every entry point gives).  SQL text,
-        not Columns: the plan is parsed once in the JVM (a Column costs a
-        py4j call per operation)."""
+    def native_answer(self, schema) -> NativeAnswer | None:
+        """Spark's own plan for this spec's exact answer per key over rows
+        of ``schema`` (:class:`~udaf.capabilities.NativeAnswer`), for the
+        native plan of :func:`udaf.aggregate`, or None (the default: no such
+        plan for these rows; ``auto`` then builds synopses)."""
         return None
 
-    def native_top(self, columns: dict, key_text: str):
-        """For families answering each key with its top items (heavy
-        hitters): ``(item, weight, phi)``, SQL of the item and of its
-        weight per row (bad values raised with
-        :func:`udaf.sql_text.raise_bad_value`) and the fraction of the key's
-        total an item must reach; the native plan of :func:`udaf.aggregate`
-        then lists them exactly (:func:`udaf.native.native_answers`).  None
-        by default (a family overrides this or :meth:`native`)."""
+    def native_per_row(self, schema) -> NativePerRow | None:
+        """Spark's own plan for this spec's exact answer per row over rows
+        of ``schema`` (:class:`~udaf.capabilities.NativePerRow`), for the
+        native plan of :func:`udaf.sliding_over`, or None (the default: the
+        rows go through :meth:`frames`)."""
         return None
-
-    def native_items(self, schema):
-        """For families whose answer is an aggregate of each item's total
-        (L_p norms), the native plan of :func:`udaf.aggregate` for rows of
-        ``schema``: a function ``(columns, key_text)`` returning ``(item,
-        weight, final)``, SQL of the item, of its weight per row (null
-        where the item is null; bad values raised with
-        :func:`udaf.sql_text.raise_bad_value`) and of an aggregate over
-        ``__n``, each item's summed weight in the window, giving the key's
-        answer; :func:`udaf.native.native_answers` then aggregates by (key,
-        item) and by key.  None (the default) when there is none for these
-        rows."""
-        return None
-
-    def native_frame(self, columns: dict, upto: str, before: str, key_text: str, schema):
-        """SQL text of Spark's own per-row answer over each row's frame, for
-        the native plan of :func:`udaf.sliding_over`, or None when the
-        family has none (the default; rows then go through :meth:`frames`).
-        ``schema``: the rows' ``StructType`` (a column it says is never
-        null needs no null handling).
-        ``upto`` and ``before`` (:class:`udaf.sql_text.Frame`) are window
-        specifications over the row's key ordered by time: ``upto`` frames
-        the rows up to the row (its peers included), ``before`` those at
-        least ``window`` earlier, so the row's frame is their difference
-        (both frames only grow: Spark computes them in one pass, where a
-        sliding ``RANGE`` frame re-aggregates every frame).  Call them with
-        an aggregate (``upto("count(1)")``) for SQL naming its value over
-        the frame, computed once however often the answer uses it (Spark
-        aggregates each ``... OVER`` text it is given anew)."""
-        return None
-
-    def native_rows(self, schema):
-        """For a family whose exact per-row answer is not a difference of
-        two frames (L_p norms: a running sum over the key of each item's
-        change of ``|f|^p``), the native plan of :func:`udaf.sliding_over`
-        for rows of ``schema``: a function ``(df, keys, t, name, window,
-        key_text, hidden)`` returning the rows of ``df`` with the answer as
-        column ``name``, from Spark alone (``t``: SQL of the checked time in
-        int64 units; ``hidden``: a prefix no column of ``df`` starts with,
-        for the plan's own columns).  None (the default) when there is none
-        for these rows; :meth:`frames` answers them then."""
-        return None
-
-    def native_frame_by(self, columns: dict) -> tuple:
-        """SQL of columns that partition :meth:`native_frame`'s windows
-        further than the key (default none): ``Frequencies`` counts each
-        row's own item, within (key, item)."""
-        return ()
-
-    def native_checks(self, columns: dict, key_text: str) -> list:
-        """SQL expressions that raise this spec's message for a bad value
-        of a row (:func:`udaf.sql_text.raise_bad_value`), as its native
-        aggregates do inside the window: the native plan of
-        :func:`udaf.aggregate` counts them over every row of a key in the
-        pass that finds the key's newest row, so a bad row older than the
-        window raises there as in the Python strategies, which read every
-        row.  None to check (the default): an empty list."""
-        return []
-
-    def native_present(self, columns: dict) -> str:
-        """SQL text: whether a row counts for this spec (its inputs are not
-        null).  A key's window ends at its newest such row.
-
-        >>> Spec().native_present({"column": "`dst`"})
-        '(TRUE AND `dst` IS NOT NULL)'
-        """
-        return "(" + " AND ".join(["TRUE"] + [f"{c} IS NOT NULL" for c in columns.values()]) + ")"
 
     # ---------------------------------------------------------- streaming
     def words(self, data: Data) -> np.ndarray:

@@ -100,7 +100,7 @@ def nonnegative(column: str, v: str, who: str, key_text: str) -> str:
 
 
 class Frame(str):
-    """A window specification of :meth:`~udaf.spec.Spec.native_frame`
+    """A window specification of :attr:`~udaf.capabilities.NativePerRow.frame`
     (SQL text: ``count(1) OVER {upto}`` works), which, called with an
     aggregate's SQL, returns the name of a column holding that aggregate
     over it, computed once in the window operator however often the
@@ -131,7 +131,7 @@ class Frame(str):
 
 def frame_sum(column: str, v: str, who: str, upto: Frame, before: Frame, key_text: str, schema, nulls: str = "") -> str:
     """SQL ``CASE`` of a per-row frame's sum of non-negative integers
-    ``v`` (SQL of ``column``) for :meth:`~udaf.spec.Spec.native_frame`:
+    ``v`` (SQL of ``column``) for :attr:`~udaf.capabilities.NativePerRow.frame`:
     the running total up to the row less the one a window earlier.
 
     A negative value is refused through the smallest value up to the row:
