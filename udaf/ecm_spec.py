@@ -203,11 +203,6 @@ class Frequencies(_Weighted):
         return column.to_bytes(), Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
-    def answer(cls, sketch, now, window):
-        lower, upper = sketch.bounds(now, window)
-        return lower * 0.5 + upper * 0.5, lower, upper
-
-    @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and bounded at once."""
         got = cls._column_bounds(blobs, nows, window)
@@ -438,7 +433,7 @@ class HeavyHitters(_Weighted):
                  "upper": h.upper} for h in hitters]
 
     def answer(self, sketch, now, window):
-        """The key's list (an instance method: it reads ``phi``)."""
+        """The key's list of the ids at or above ``phi``."""
         return self._listed(sketch.heavy_hitters(self.phi, now, window)), None, None
 
     @classmethod

@@ -71,11 +71,6 @@ class _Histogram(Spec):
         return blobs, Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
-    def answer(cls, sketch, now, window):
-        lo, up = sketch.bounds(now, window)
-        return lo * 0.5 + up * 0.5, lo, up
-
-    @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and bounded at once
         (:class:`~ehist.columnar.HistogramColumn`, per window and eps)."""

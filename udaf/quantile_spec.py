@@ -111,7 +111,7 @@ class Quantile(Spec):
 
     # ---------------------------------------------------------- answering
     def answer(self, sketch, now, window):
-        """The key's ``q``-quantile (an instance method: it reads ``q``)."""
+        """The key's ``q``-quantile."""
         return sketch.quantile(self.q, now, window), None, None
 
     @staticmethod

@@ -227,10 +227,24 @@ class Spec:
 
     # ---------------------------------------------------------- answering
     @classmethod
-    def answer(cls, sketch, now, window) -> tuple:
-        """(estimate, lower, upper) of one synopsis (bounds None when the
-        family has none); ``now`` None: the synopsis' newest."""
+    def sketch_answer(cls, sketch, now, window) -> tuple:
+        """(estimate, lower, upper) of one synopsis, as
+        ``<family>_sketch_estimate`` / ``_bounds`` give it (the family's,
+        no spec parameter): a bounded family's bounds and their midpoint,
+        else the estimate and None, None; ``now`` None: the synopsis'
+        newest."""
+        if cls.bounded:
+            lower, upper = sketch.bounds(now, window)
+            return lower * 0.5 + upper * 0.5, lower, upper
         return float(sketch.estimate(now, window)), None, None
+
+    def answer(self, sketch, now, window) -> tuple:
+        """(estimate, lower, upper) of one key's synopsis, as the drivers
+        answer a key (:func:`udaf.aggregate`, the streaming state, the
+        one-step functions): :meth:`sketch_answer` unless the answer reads
+        the spec's own parameters (a quantile's ``q``, heavy hitters'
+        ``phi``)."""
+        return type(self).sketch_answer(sketch, now, window)
 
     @classmethod
     def decoded(cls, blobs: list) -> list:
@@ -247,7 +261,8 @@ class Spec:
         for i, b in enumerate(blobs):
             if b is None:
                 continue
-            e, lo, up = cls.answer(cls.sketch_type.from_bytes(b), None if nows is None else int(nows[i]), window)
+            e, lo, up = cls.sketch_answer(cls.sketch_type.from_bytes(b), None if nows is None else int(nows[i]),
+                                          window)
             est[i] = e
             if cls.bounded:
                 lower[i], upper[i] = lo, up
@@ -264,9 +279,9 @@ class Spec:
         return cls.answers(cls.merge_groups(blobs, starts), nows, window)
 
     def key_answers(self, blobs: list, nows, window) -> Answers:
-        """Each key's answer from its merged sketch (bytes), as
-        :func:`udaf.aggregate` gives it: :meth:`answers` unless the answer
-        depends on the spec's own parameters (heavy hitters' ``phi``)."""
+        """Each key's :meth:`answer` from its merged sketch (bytes), for
+        many keys at once: :meth:`answers` unless the answer reads the
+        spec's own parameters."""
         return type(self).answers(blobs, nows, window)
 
     @classmethod
