@@ -121,10 +121,8 @@ class SlidingFM(Synopsis):
         self._newest: int | None = None
 
     # ------------------------------------------------------------------ info
-    window = property(lambda self: self._window, doc="``N``, the longest window.")
     num_bitmaps = property(lambda self: self._m, doc="``m``, the number of bitmaps.")
     seed = property(lambda self: self._seed, doc="The hash seed.")
-    newest = property(lambda self: self._newest, doc="Newest timestamp seen, or None.")
 
     @property
     def relative_standard_error(self) -> float:

@@ -167,10 +167,8 @@ class SlidingHyperLogLog(Synopsis):
         self._newest: int | None = None
 
     # ------------------------------------------------------------------ info
-    window = property(lambda self: self._window, doc="``N``, the longest window.")
     precision = property(lambda self: self._p, doc="``p``; ``2**p`` registers.")
     seed = property(lambda self: self._seed, doc="The hash seed.")
-    newest = property(lambda self: self._newest, doc="Newest timestamp seen, or None.")
 
     @property
     def relative_standard_error(self) -> float:

@@ -146,11 +146,6 @@ class ExponentialHistogram(Synopsis):
 
     # ------------------------------------------------------------------ info
     @property
-    def window(self) -> int:
-        """``N``: the longest window that can be queried."""
-        return self._window
-
-    @property
     def eps(self) -> float:
         """The relative error bound."""
         return self._eps
@@ -164,11 +159,6 @@ class ExponentialHistogram(Synopsis):
     def l(self) -> int:  # noqa: E743 - the paper's name
         """``ceil(k / 2)``: buckets of each size (``l`` or ``l + 1``)."""
         return self._l
-
-    @property
-    def newest(self) -> int | None:
-        """The newest timestamp seen, or None before the first update."""
-        return self._newest
 
     @property
     def total(self) -> int:

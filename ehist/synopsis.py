@@ -103,6 +103,11 @@ class Synopsis:
         """The newest timestamp seen (None before any update)."""
         return getattr(self, "_newest", None)
 
+    @property
+    def window(self) -> int:
+        """``N``: the longest window that can be queried (time units)."""
+        return self._window
+
     def __repr__(self) -> str:
         state = self._repr_state() if self.newest is not None else ["empty"]
         return f"{type(self).__name__}({', '.join(self._repr_params() + state)})"

@@ -149,10 +149,6 @@ class SlidingCountMin(Synopsis):
 
     # ----------------------------------------------------------- properties
     @property
-    def window(self) -> int:
-        return self._window
-
-    @property
     def eps(self) -> float:
         return self._eps
 
@@ -180,11 +176,6 @@ class SlidingCountMin(Synopsis):
     def counters(self) -> int:
         """``width * depth``."""
         return self._width * self._depth
-
-    @property
-    def newest(self) -> int | None:
-        """Newest timestamp seen (None when empty)."""
-        return self._newest
 
     @property
     def column(self) -> HistogramColumn:
@@ -464,23 +455,10 @@ class SlidingCountMin(Synopsis):
         return int(lower[0]), int(upper[0])
 
     # ---------------------------------------------------------------- merge
-    def merge(self, other: "SlidingCountMin") -> "SlidingCountMin":
-        """The sketch of the union of two streams (interleaved in time, or
-        partitions of one stream); neither argument changes.  Counters
-        merge with :meth:`ExponentialHistogram.merge_all`, so the
-        guarantees hold for the union.
-
-        Raises
-        ------
-        IncompatibleSketchError (a ValueError)
-            Different parameters; the message names both values.
-        TypeError
-            ``other`` is not a SlidingCountMin.
-        """
-        return SlidingCountMin.merge_all([self, other])
-
     @classmethod
     def _union(cls, sk: list) -> "SlidingCountMin":
+        """Counters merge with :meth:`ExponentialHistogram.merge_all`, so
+        the guarantees hold for the union."""
         live = [s for s in sk if s._newest is not None]
         out = sk[0].copy()
         if len(live) <= 1:

@@ -127,12 +127,10 @@ class SlidingLpNorm(Synopsis):
 
     # ------------------------------------------------------------------ info
     p = property(lambda self: self._p)
-    window = property(lambda self: self._window)
     eps = property(lambda self: self._eps)
     delta = property(lambda self: self._delta)
     seed = property(lambda self: self._seed)
     rows = property(lambda self: self._rows)
-    newest = property(lambda self: self._newest)
 
     def __len__(self) -> int:
         """Number of buckets."""

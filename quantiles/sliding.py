@@ -144,10 +144,6 @@ class SlidingQuantiles(Synopsis):
 
     # ----------------------------------------------------------- properties
     @property
-    def window(self) -> int:
-        return self._window
-
-    @property
     def eps(self) -> float:
         return self._eps
 
@@ -159,11 +155,6 @@ class SlidingQuantiles(Synopsis):
     def eh_eps(self) -> float:
         """Relative error of each bin's histogram: ``eps / (2 + eps)``."""
         return self._eh_eps
-
-    @property
-    def newest(self) -> int | None:
-        """Newest timestamp seen (None when empty)."""
-        return self._newest
 
     @property
     def mapping(self) -> LogMapping:
@@ -342,24 +333,11 @@ class SlidingQuantiles(Synopsis):
         return keys, lower, upper
 
     # ---------------------------------------------------------------- merge
-    def merge(self, other: "SlidingQuantiles") -> "SlidingQuantiles":
-        """The sketch of the union of two streams (interleaved in time, or
-        partitions of one stream); neither argument changes.  Bins add;
-        a bin both hold merges its histograms with
-        :meth:`ExponentialHistogram.merge_all`, so the guarantees hold for
-        the union.
-
-        Raises
-        ------
-        IncompatibleSketchError (a ValueError)
-            Different parameters; the message names both values.
-        TypeError
-            ``other`` is not a SlidingQuantiles.
-        """
-        return SlidingQuantiles.merge_all([self, other])
-
     @classmethod
     def _union(cls, sk: list) -> "SlidingQuantiles":
+        """Bins add; a bin both hold merges its histograms with
+        :meth:`ExponentialHistogram.merge_all`, so the guarantees hold for
+        the union."""
         live = [s for s in sk if s._newest is not None]
         if len(live) <= 1:
             return (live[0] if live else sk[0]).copy()
