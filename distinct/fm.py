@@ -19,10 +19,9 @@ from ehist.validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
-from ehist.serialization import Layout, check_newest, times_before, scale_down, unscale_ages
-from ehist.synopsis import Synopsis
+from ehist.serialization import Layout, read_tick, scale_down, ticked_newest, times_before, unscale_ages
 
-from ._batch import checked_hashes, hashed_batch
+from ._batch import _HashedItems
 
 __all__ = ["SlidingFM"]
 
@@ -63,7 +62,7 @@ def trailing_zeros(w: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
-class SlidingFM(Synopsis):
+class SlidingFM(_HashedItems):
     r"""Distinct count over a sliding window: PCSA with a timestamp per bit.
 
     ``m`` bitmaps of 64 bits; an item hashing to ``h`` sets bit
@@ -122,12 +121,7 @@ class SlidingFM(Synopsis):
 
     # ------------------------------------------------------------------ info
     num_bitmaps = property(lambda self: self._m, doc="``m``, the number of bitmaps.")
-    seed = property(lambda self: self._seed, doc="The hash seed.")
-
-    @property
-    def relative_standard_error(self) -> float:
-        """``0.78 / sqrt(m)``."""
-        return 0.78 / math.sqrt(self._m)
+    _error_constant = 0.78
 
     _names = ("windows", "num_bitmaps", "seeds")
 
@@ -159,37 +153,6 @@ class SlidingFM(Synopsis):
         return self._table
 
     # ---------------------------------------------------------------- update
-    def update(self, timestamps, items) -> "SlidingFM":
-        """Insert a batch of ``(timestamp, item)`` pairs, vectorized.
-
-        Items are integers, strings or bytes (arrays, lists, pandas Series),
-        hashed with :func:`ehist.hashing.hash64` and the sketch's seed.  The
-        batch is validated whole before anything changes; it is stably
-        sorted by timestamp, whose oldest must be ``>=`` :attr:`newest`.
-
-        Raises
-        ------
-        ValueError
-            Mismatched lengths, items of mixed or unsupported kinds.
-        LateDataError
-            A timestamp older than :attr:`newest`.
-        """
-        ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
-        return self._insert(ts, hashes)
-
-    def update_hashes(self, timestamps, hashes) -> "SlidingFM":
-        """Insert items already hashed with ``ehist.hashing.hash64(items, seed)``
-        (as :meth:`distinct.SlidingHyperLogLog.update_hashes`): the same
-        result as :meth:`update` on the items.
-
-        >>> from ehist.hashing import hash64
-        >>> a = SlidingFM(100).update([1, 2], ["x", "y"])
-        >>> a == SlidingFM(100).update_hashes([1, 2], hash64(["x", "y"], 0))
-        True
-        """
-        ts, hashes = checked_hashes(timestamps, hashes, self._newest)
-        return self._insert(ts, hashes)
-
     def _insert(self, ts, hashes) -> "SlidingFM":
         if ts.size == 0:
             return self
@@ -201,10 +164,6 @@ class SlidingFM(Synopsis):
         self._newest = newest
         self._expire()
         return self
-
-    def add(self, timestamp: int, item) -> "SlidingFM":
-        """Insert one item."""
-        return self.update([timestamp], [item])
 
     def _expire(self) -> None:
         cutoff = self._newest - self._window
@@ -307,18 +266,11 @@ class SlidingFM(Synopsis):
             least=lambda flags, window, m, seed: 8 + int(m) if flags & _FLAG_HAS_NEWEST else 0,
         )
         m = out._m
-        ticked = bool(flags & _FLAG_TICK)
-        if ticked and r.version < 2:
-            raise CorruptSketchError(f"{name}: expected no tick flag in format version {r.version}")
-        if not flags & _FLAG_HAS_NEWEST:
-            if ticked:
-                raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
-            r.expect_end()
+        head = ticked_newest(r, flags, name, _FLAG_HAS_NEWEST, _FLAG_TICK)
+        if head is None:
             return out
-        newest = check_newest(r.struct("q", "newest timestamp")[0], name)
-        tick = r.varint("age tick") if ticked else 1
-        if ticked and tick < 2:
-            raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
+        newest, ticked = head
+        tick = read_tick(r, ticked, name)
         kept = r.varints(m, "bit counts").astype(np.int64)
         if kept.max() > _BITS:
             raise CorruptSketchError(

@@ -5,8 +5,6 @@ Chabchoub and Hebrail (2010).  See :class:`SlidingHyperLogLog`.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ehist.validation import (
@@ -17,11 +15,10 @@ from ehist.validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import check_seed
-from ehist.serialization import check_newest, times_before, scale_down, unscale_ages
-from ehist.synopsis import Synopsis
+from ehist.serialization import read_tick, scale_down, ticked_newest, times_before, unscale_ages
 
 from . import hll_layout as L
-from ._batch import checked_hashes, hashed_batch
+from ._batch import _HashedItems
 from .fm import trailing_zeros
 
 __all__ = ["SlidingHyperLogLog"]
@@ -108,7 +105,7 @@ def _sorted_entries(reg: np.ndarray, ts: np.ndarray, rank: np.ndarray, p: int):
     return key >> (time_bits + 7), ((key >> 7) & ((1 << time_bits) - 1)) + base, key & 127
 
 
-class SlidingHyperLogLog(Synopsis):
+class SlidingHyperLogLog(_HashedItems):
     r"""Distinct count over a sliding window: HyperLogLog with, per register,
     the list of future possible maxima (LFPM).
 
@@ -168,12 +165,7 @@ class SlidingHyperLogLog(Synopsis):
 
     # ------------------------------------------------------------------ info
     precision = property(lambda self: self._p, doc="``p``; ``2**p`` registers.")
-    seed = property(lambda self: self._seed, doc="The hash seed.")
-
-    @property
-    def relative_standard_error(self) -> float:
-        """``1.04 / sqrt(m)``."""
-        return 1.04 / math.sqrt(self._m)
+    _error_constant = 1.04
 
     def __len__(self) -> int:
         """Number of (timestamp, rank) entries kept over all registers."""
@@ -207,39 +199,6 @@ class SlidingHyperLogLog(Synopsis):
         return out
 
     # ---------------------------------------------------------------- update
-    def update(self, timestamps, items) -> "SlidingHyperLogLog":
-        """Insert a batch of ``(timestamp, item)`` pairs, vectorized.
-
-        Same item kinds and rules as :meth:`distinct.SlidingFM.update`.
-        The batch is reduced to its own future possible maxima (one stable
-        radix sort by register and a segmented running maximum), then
-        combined with the kept lists.
-
-        Raises
-        ------
-        ValueError
-            Mismatched lengths, items of mixed or unsupported kinds.
-        LateDataError
-            A timestamp older than :attr:`newest`.
-        """
-        ts, hashes = hashed_batch(timestamps, items, self._seed, self._newest)
-        return self._insert(ts, hashes)
-
-    def update_hashes(self, timestamps, hashes) -> "SlidingHyperLogLog":
-        """Insert items already hashed with ``ehist.hashing.hash64(items, seed)``.
-
-        For callers that keep hashes instead of items (the streaming state
-        buffers rows that are not yet in order as hashes); the same result
-        as :meth:`update` on the items.
-
-        >>> from ehist.hashing import hash64
-        >>> a = SlidingHyperLogLog(100).update([1, 2], ["x", "y"])
-        >>> a == SlidingHyperLogLog(100).update_hashes([1, 2], hash64(["x", "y"], 0))
-        True
-        """
-        ts, hashes = checked_hashes(timestamps, hashes, self._newest)
-        return self._insert(ts, hashes)
-
     def _insert(self, ts: np.ndarray, hashes: np.ndarray) -> "SlidingHyperLogLog":
         if ts.size == 0:
             return self
@@ -257,10 +216,6 @@ class SlidingHyperLogLog(Synopsis):
         keep = _keep_future_maxima(reg, ts, rank, self._m)
         self._combine([(reg[keep], ts[keep], rank[keep])], newest)
         return self
-
-    def add(self, timestamp: int, item) -> "SlidingHyperLogLog":
-        """Insert one item."""
-        return self.update([timestamp], [item])
 
     def _combine(self, parts, newest: int) -> None:
         """Canonical LFPM of the kept entries plus ``parts``, expired by ``newest``."""
@@ -355,15 +310,10 @@ class SlidingHyperLogLog(Synopsis):
         name = "SlidingHyperLogLog"
         r, flags, out = L.LAYOUT.open(data, cls)
         p = out._p
-        ticked = bool(flags & _FLAG_TICK)
-        if ticked and r.version < 2:
-            raise CorruptSketchError(f"{name}: expected no tick flag in format version {r.version}")
-        if not flags & _FLAG_HAS_NEWEST:
-            if ticked:
-                raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
-            r.expect_end()
+        head = ticked_newest(r, flags, name, _FLAG_HAS_NEWEST, _FLAG_TICK)
+        if head is None:
             return out
-        newest = check_newest(r.struct("q", "newest timestamp")[0], name)
+        newest, ticked = head
         n = r.varint("entry count")
         if 3 * n > r.remaining:
             raise CorruptSketchError(
@@ -372,9 +322,7 @@ class SlidingHyperLogLog(Synopsis):
         if ticked and not n:
             raise CorruptSketchError(f"{name}: expected no tick flag without entries")
         if n:
-            tick = r.varint("age tick") if ticked else 1
-            if ticked and tick < 2:
-                raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
+            tick = read_tick(r, ticked, name)
             deltas = r.varints(n, "register deltas")
             ranks = np.frombuffer(r.raw(n, "ranks"), dtype=np.uint8).astype(np.int64)
             ages = r.varints(n, "timestamp ages")

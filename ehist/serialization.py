@@ -61,6 +61,8 @@ __all__ = [
     "open_synopsis",
     "family_of",
     "register_family",
+    "ticked_newest",
+    "read_tick",
     "check_newest",
     "times_before",
     "MAGIC_AT",
@@ -233,6 +235,30 @@ def scale_down(values: np.ndarray) -> tuple[int, np.ndarray]:
     if tick < 2:
         return 1, values
     return tick, values // np.uint64(tick)
+
+
+def ticked_newest(r: "Reader", flags: int, name: str, has_newest: int = 1, tick_flag: int = 2):
+    """The head of a synopsis whose ages may be stored in ticks
+    (:func:`scale_down`; the tick flag from format version 2 on):
+    ``(newest, ticked)``, or None for an empty synopsis (read to its end).
+    Refuses a tick flag before version 2 or on an empty synopsis."""
+    ticked = bool(flags & tick_flag)
+    if ticked and r.version < 2:
+        raise CorruptSketchError(f"{name}: expected no tick flag in format version {r.version}")
+    if not flags & has_newest:
+        if ticked:
+            raise CorruptSketchError(f"{name}: expected no tick flag on an empty sketch")
+        r.expect_end()
+        return None
+    return check_newest(r.struct("q", "newest timestamp")[0], name), ticked
+
+
+def read_tick(r: "Reader", ticked: bool, name: str) -> int:
+    """The stored tick (at least 2) when ``ticked``, else 1."""
+    tick = r.varint("age tick") if ticked else 1
+    if ticked and tick < 2:
+        raise CorruptSketchError(f"{name}: expected an age tick of at least 2, found {tick}")
+    return tick
 
 
 def check_tick(values: np.ndarray, tick: int, name: str, each: str, all_: str) -> None:
