@@ -195,9 +195,6 @@ class Largest(Spec):
     def read(self, columns, n, key_of=None):
         return read_integers(self, columns, key_of)
 
-    def make(self, window):
-        return SlidingMax(window)
-
     def update(self, sketch, t, data):
         return sketch.update(t, data.arrays["value"])
 

@@ -173,12 +173,6 @@ class Frequencies(_Weighted):
                                              "and another ecm sketch's (same parameters) over the window as of now "
                                              "(default: the newer one's newest), DoubleType.")}
 
-    def check(self):
-        SlidingCountMin(1, self.eps, self.delta, self.eh_eps, self.seed)
-
-    def make(self, window):
-        return SlidingCountMin(window, self.eps, self.delta, self.eh_eps, self.seed)
-
     def _hashes(self, data):
         if "hash" not in data.arrays:
             data.arrays["hash"] = hash64(data.arrays["item"], self.seed)
@@ -379,11 +373,7 @@ class HeavyHitters(_Weighted):
     def check(self):
         if isinstance(self.phi, bool) or not isinstance(self.phi, (int, float)) or not 0 < self.phi <= 1:
             raise ValueError(f"phi must be a number in (0, 1], got {self.phi!r}")
-        SlidingHeavyHitters(1, self.bits, self.eps, self.delta, self.eh_eps, self.seed, self.level_bits)
-
-    def make(self, window):
-        return SlidingHeavyHitters(window, self.bits, self.eps, self.delta, self.eh_eps, self.seed,
-                                   self.level_bits)
+        super().check()
 
     def _read_items(self, array, key_of=None):
         """Ids as uint64: bigints as their 64-bit pattern with ``bits=64``,

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ehist import ExponentialHistogram
-from ehist.validation import check_eps
 from ehist.columnar import HistogramColumn, bounds_from_bytes, histogram_bytes
 from ehist.columnar_union import union_column
 from ehist import eh_layout as L
@@ -38,12 +37,6 @@ class _Histogram(Spec):
     sketch_type = ExponentialHistogram
     bounded = True
     params = ("eps",)
-
-    def check(self):
-        check_eps(self.eps)
-
-    def make(self, window):
-        return ExponentialHistogram(window, self.eps)
 
     def _values(self, data: Data):
         return data.arrays.get("value")

@@ -42,12 +42,6 @@ class DistinctFM(HashedItems):
     one_step = "sliding_fm_distinct"
     params = ("num_bitmaps", "seed")
 
-    def check(self):
-        SlidingFM(1, self.num_bitmaps, self.seed)
-
-    def make(self, window):
-        return SlidingFM(window, self.num_bitmaps, self.seed)
-
     @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and estimated at once

@@ -43,12 +43,6 @@ class Distinct(HashedItems):
     one_step = "sliding_distinct"
     params = ("precision", "seed")
 
-    def check(self):
-        SlidingHyperLogLog(1, self.precision, self.seed)
-
-    def make(self, window):
-        return SlidingHyperLogLog(window, self.precision, self.seed)
-
     def partials(self, t, starts, data, window, now=None):
         present = data.present
         runs = np.concatenate([[0], np.cumsum(present)])[starts]

@@ -58,9 +58,6 @@ class LpNorm(Spec):
     arg_names = {"column": "index"}
     params = ("p", "eps", "delta", "seed")
 
-    def check(self):
-        SlidingLpNorm(self.p, 1, self.eps, self.delta, self.seed)
-
     def read(self, columns, n, key_of=None):
         present, indices = items(columns["column"], self.column, self.who)
         arrays = {}
@@ -72,9 +69,6 @@ class LpNorm(Spec):
             arrays["value"] = values[present]
         arrays["item"] = indices
         return Data(present, arrays)
-
-    def make(self, window):
-        return SlidingLpNorm(self.p, window, self.eps, self.delta, self.seed)
 
     def _hashes(self, data):
         if "hash" not in data.arrays:

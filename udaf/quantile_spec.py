@@ -90,10 +90,7 @@ class Quantile(Spec):
 
     def check(self):
         _q(self.q)
-        SlidingQuantiles(1, self.eps, self.accuracy)
-
-    def make(self, window):
-        return SlidingQuantiles(window, self.eps, self.accuracy)
+        super().check()
 
     def read(self, columns, n, key_of=None):
         present, values = reals(columns["column"], self.column, self.who, key_of, signed=True)

@@ -40,6 +40,8 @@ input arrays, already checked by :mod:`udaf.inputs`.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -151,7 +153,10 @@ class Spec:
 
     # -------------------------------------------------------- declaration
     def check(self) -> None:
-        """Check the parameters (ValueError naming the allowed range)."""
+        """Check the parameters (ValueError naming the allowed range): by
+        default those the synopsis takes, by making one (:meth:`make`); a
+        family adds the checks of its spec's own parameters."""
+        self.make(1)
 
     def inputs(self) -> dict:
         """Input role -> column name, for the roles the spec reads."""
@@ -177,8 +182,10 @@ class Spec:
 
     # ----------------------------------------------------------- building
     def make(self, window: int):
-        """An empty synopsis for ``window`` (in the time column's units)."""
-        raise NotImplementedError
+        """An empty synopsis for ``window`` (in the time column's units):
+        :attr:`sketch_type` given the spec's fields named as its
+        constructor's parameters (``Sum.eps``, ``LpNorm.p``...)."""
+        return self.sketch_type(window=window, **{name: getattr(self, name) for name in _sketch_args(type(self))})
 
     def update(self, sketch, t: np.ndarray, data: Data):
         """Insert the present rows (times ``t[data.present]``, sorted)."""
@@ -400,6 +407,14 @@ class Spec:
         """SQL arguments of ``<family>_sketch_agg`` after the time column:
         input roles, ``window``, then :attr:`params`."""
         return list(cls.accepts) + ["window"] + list(cls.params)
+
+
+@functools.cache
+def _sketch_args(cls) -> tuple:
+    """The fields of spec class ``cls`` its sketch type's constructor takes
+    (besides ``window``), by name."""
+    own = {f.name for f in fields(cls)}
+    return tuple(p for p in inspect.signature(cls.sketch_type).parameters if p != "window" and p in own)
 
 
 def _ddl_type(ddl: str):
