@@ -454,14 +454,14 @@ def test_the_driver_hands_its_family_modules_to_the_tasks():
     on the driver; one a worker cannot import is named where its bytes
     are refused."""
     from ehist.errors import InvalidInputError
-    from udaf import spec
+    from udaf import family
     from udaf.union import UnionSketches
 
-    assert __name__ in spec.extension_modules() and __name__ in UnionSketches(["k"], ["k"], ["m"]).modules
+    assert __name__ in family.extension_modules() and __name__ in UnionSketches(["k"], ["k"], ["m"]).modules
     try:
-        spec.load_families(["no_such_family_module"])
+        family.load_families(["no_such_family_module"])
         with pytest.raises(InvalidInputError, match="family module no_such_family_module could not be imported"):
-            spec.sketch_family([b"EH\xff\x01\x00\x00"], "m", "union_table")
+            family.sketch_family([b"EH\xff\x01\x00\x00"], "m", "union_table")
     finally:
-        spec._UNIMPORTABLE.pop("no_such_family_module", None)
-    assert spec.sketch_family([SlidingMax(5).to_bytes(), None], "m", "union_table") is Largest
+        family._UNIMPORTABLE.pop("no_such_family_module", None)
+    assert family.sketch_family([SlidingMax(5).to_bytes(), None], "m", "union_table") is Largest

@@ -75,7 +75,7 @@ from ehist.serialization import FAMILIES as FAMILY_IDS
 from ._arrow import blobs_of, list_blobs_of
 from ._convert import Window, in_user_terms
 from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
-from .spec import FAMILIES, load_families, spec_for_bytes
+from .family import FAMILIES, load_families, spec_for_bytes
 
 _FUNCTIONS: dict = {}  # name -> _Function
 

@@ -28,10 +28,18 @@ and SQL               :meth:`merge` (``<family>_union_agg``),
                       then answer), :attr:`one_step` (``sliding_count``...)
 ====================  =====================================================
 
+Two roles, two modules: what the column functions need of stored bytes
+(the sketch type, merges, answers of sketches or arrays of them, a
+family's own estimators: all classmethods) is
+:class:`~udaf.family.Family`; the query (parameters, inputs and their
+checks, reading rows, building partials, exact and per-row answers, the
+streaming words) is :class:`Spec`, which derives from it.  Spark's own
+plans are objects a spec has or has not (:mod:`udaf.capabilities`).
+
 Drivers never ask which family a spec is: adding a family is one module
 with a :class:`Spec` subclass (and its tests); the class registers itself
-(:data:`FAMILIES`), and every entry point, the SQL registration included,
-serves it.
+(:data:`~udaf.family.FAMILIES`), and every entry point, the SQL
+registration included, serves it.
 
 Data between the Arrow columns and the synopses is a :class:`Data`: the
 rows where every input of the spec is present (nulls skipped) and the
@@ -47,20 +55,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from ehist.blobs import Blobs
-from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
-
 from ._convert import Window
 from .capabilities import NativeAnswer, NativePerRow
-from .exact import as_key_sum_overflow
+# the byte-level role, and its names as this module always exported them
+from .family import (FAMILIES, Answers, Estimator, Family, extension_modules, load_families, sketch_family,
+                     spec_for_bytes)
 
-__all__ = ["Spec", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules", "spec_for_bytes",
-           "sketch_family", "read_spec", "read_integers", "key_now"]
-
-#: Every family's spec classes by family name (``'eh'``, ``'sliding_hll'``...),
-#: filled in as the family modules are imported.
-FAMILIES: dict[str, list[type]] = {}
-_BY_SKETCH: dict[str, type] = {}
+__all__ = ["Spec", "Family", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules",
+           "spec_for_bytes", "sketch_family", "read_spec", "read_integers", "key_now"]
 
 
 @dataclass
@@ -77,45 +79,16 @@ class Data:
         return Data(np.ones(len(rows), dtype=bool), {k: v[rows] for k, v in self.arrays.items()})
 
 
-@dataclass(frozen=True)
-class Estimator:
-    """A family's own scalar function over stored sketches, besides
-    ``<family>_sketch_estimate``: ``<family>_sketch_<name>(sketch, <args>,
-    now, window, unit)``.  ``args``: (name, is a column) pairs, after the
-    sketch column; ``return_type``: Spark DDL.  The spec class answers it
-    with the classmethod ``estimate_<name>(sketches, arrays, nows, window)``
-    (decoded sketches or None, the Arrow arrays of the column arguments and
-    the Python values of the literal ones by name, query times or None,
-    the window or None) returning an Arrow array."""
+class Spec(Family):
+    """Base of the specs: the query role of a family, on its byte-level
+    role (:class:`~udaf.family.Family`: the sketch type, merges, answers of
+    stored bytes).  A subclass is a frozen dataclass with a ``window``
+    field and sets the class attributes below and :class:`Family`'s; the
+    defaults of the methods are what a family needs when it has nothing
+    faster."""
 
-    args: tuple
-    return_type: str
-    doc: str
-
-
-@dataclass
-class Answers:
-    """One answer per key (or row): ``estimate`` (float64) and, for the
-    families with deterministic bounds, ``lower`` and ``upper`` (int64)."""
-
-    estimate: np.ndarray
-    lower: np.ndarray | None = None
-    upper: np.ndarray | None = None
-
-
-class Spec:
-    """Base of the specs.  A subclass is a frozen dataclass with a
-    ``window`` field and sets the class attributes below; the defaults of
-    the methods are what a family needs when it has nothing faster."""
-
-    #: Family name, the prefix of its SQL names (``eh_sketch_agg``...).
-    family: ClassVar[str] = ""
-    #: The synopsis class (``ExponentialHistogram``...).
-    sketch_type: ClassVar[type]
     #: Name of the one-step aggregate column function (``sliding_count``).
     one_step: ClassVar[str] = ""
-    #: Whether answers carry deterministic ``lower`` / ``upper`` bounds.
-    bounded: ClassVar[bool] = False
     #: Spark type of a per-row frame answer (:func:`udaf.sliding_over`).
     frame_type: ClassVar[str] = "bigint"
     #: Input role -> accepted Spark types (simpleString), checked on the driver.
@@ -129,23 +102,9 @@ class Spec:
     #: Columns of :meth:`words` (8-byte words per row waiting in streaming
     #: state): the state schema is laid out from it before any row is read.
     words_per_row: ClassVar[int] = 0
-    #: Spark type (DDL) of the answer per key (:func:`udaf.aggregate`, the
-    #: streaming state): a double estimate, or a family's own (a list).
-    answer_type: ClassVar[str] = "double"
     #: Whether the spec answers each row over its frame (:meth:`frames`,
     #: :func:`udaf.sliding_over`); heavy hitters' lists have no per-row form.
     has_frames: ClassVar[bool] = True
-    #: Scalar functions of stored sketches besides the estimate: name ->
-    #: :class:`Estimator` (``ecm_sketch_frequency``...), each answered by a
-    #: classmethod ``estimate_<name>(blobs, arguments, nows, window)`` given
-    #: the rows' stored bytes (None for null; :meth:`decoded` gives objects).
-    estimators: ClassVar[dict] = {}
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        if cls.family and not cls.__name__.startswith("_"):
-            FAMILIES.setdefault(cls.family, []).append(cls)
-            _BY_SKETCH.setdefault(cls.sketch_type.__name__, cls)
 
     def __post_init__(self):
         Window(self.window)
@@ -233,18 +192,6 @@ class Spec:
         return 64
 
     # ---------------------------------------------------------- answering
-    @classmethod
-    def sketch_answer(cls, sketch, now, window) -> tuple:
-        """(estimate, lower, upper) of one synopsis, as
-        ``<family>_sketch_estimate`` / ``_bounds`` give it (the family's,
-        no spec parameter): a bounded family's bounds and their midpoint,
-        else the estimate and None, None; ``now`` None: the synopsis'
-        newest."""
-        if cls.bounded:
-            lower, upper = sketch.bounds(now, window)
-            return lower * 0.5 + upper * 0.5, lower, upper
-        return float(sketch.estimate(now, window)), None, None
-
     def answer(self, sketch, now, window) -> tuple:
         """(estimate, lower, upper) of one key's synopsis, as the drivers
         answer a key (:func:`udaf.aggregate`, the streaming state, the
@@ -253,100 +200,11 @@ class Spec:
         ``phi``)."""
         return type(self).sketch_answer(sketch, now, window)
 
-    @classmethod
-    def decoded(cls, blobs: list) -> list:
-        """The sketch objects of stored bytes (None for null)."""
-        return [None if b is None else cls.sketch_type.from_bytes(b) for b in blobs]
-
-    @classmethod
-    def answers(cls, blobs: list, nows, window) -> Answers:
-        """Answers of stored sketches (bytes, None for null), one per row,
-        as of ``nows[i]`` (None: each sketch's newest)."""
-        est = np.full(len(blobs), np.nan)
-        lower = np.zeros(len(blobs), dtype=np.int64) if cls.bounded else None
-        upper = np.zeros(len(blobs), dtype=np.int64) if cls.bounded else None
-        for i, b in enumerate(blobs):
-            if b is None:
-                continue
-            e, lo, up = cls.sketch_answer(cls.sketch_type.from_bytes(b), None if nows is None else int(nows[i]),
-                                          window)
-            est[i] = e
-            if cls.bounded:
-                lower[i], upper[i] = lo, up
-        return Answers(est, lower, upper)
-
-    @classmethod
-    def union_answers(cls, blobs: list, starts: np.ndarray, nows, window) -> Answers:
-        """Answers of unions of stored sketches: group ``i`` is
-        ``blobs[starts[i]:starts[i + 1]]`` (bytes, none null, no group
-        empty), answered as of ``nows[i]`` (None: the group's newest) as
-        :meth:`answers` answers the group's merge.  Default: merge each
-        group, then :meth:`answers`; a family answers without merging where
-        it can (exponential histograms: the sums of the parts' bounds)."""
-        return cls.answers(cls.merge_groups(blobs, starts), nows, window)
-
     def key_answers(self, blobs: list, nows, window) -> Answers:
         """Each key's :meth:`answer` from its merged sketch (bytes), for
         many keys at once: :meth:`answers` unless the answer reads the
         spec's own parameters."""
         return type(self).answers(blobs, nows, window)
-
-    @classmethod
-    def answer_spark_type(cls):
-        """:attr:`answer_type` as a pyspark DataType."""
-        return _ddl_type(cls.answer_type)
-
-    @classmethod
-    def answer_array(cls, values):
-        """Answers per key (or row) as an Arrow array of :attr:`answer_type`."""
-        import pyarrow as pa
-
-        if cls.answer_type == "double":
-            return pa.array(np.asarray(values, dtype=np.float64), type=pa.float64())
-        from pyspark.sql.pandas.types import to_arrow_type
-
-        return pa.array(values, type=to_arrow_type(cls.answer_spark_type()))
-
-    @classmethod
-    def answer_value(cls, value):
-        """One answer as the Python value a Row holds."""
-        return float(value) if cls.answer_type == "double" else value
-
-    @classmethod
-    def merge(cls, blobs: list) -> bytes | None:
-        """The union of a group's sketches (non-null bytes), merged in byte
-        order so float sums come out the same on every run: the sketch
-        type's ``merge_all`` where it has one, else ``merge`` in turn."""
-        blobs = sorted(bytes(b) for b in blobs)
-        if not blobs:
-            return None
-        sketches = [cls.sketch_type.from_bytes(b) for b in blobs]
-        with as_key_sum_overflow():  # a merged window total past int64
-            if hasattr(cls.sketch_type, "merge_all"):  # one union of all (the columnar unions give its bytes)
-                return cls.sketch_type.merge_all(sketches).to_bytes()
-            out = sketches[0]
-            for s in sketches[1:]:
-                out = out.merge(s)
-        return out.to_bytes()
-
-    @staticmethod
-    def merge_order(blobs: list, starts) -> list:
-        """The sketches (bytes) of every group in the order :meth:`merge`
-        takes them: sorted by their bytes within the group, so float sums
-        and tie-breaks come out the same on every run."""
-        starts = np.asarray(starts, dtype=np.int64)
-        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))
-        return [b for _, b in sorted(zip(group.tolist(), (bytes(b) for b in blobs)))]
-
-    @classmethod
-    def merge_groups(cls, blobs: list, starts: np.ndarray) -> list:
-        """The union of every group of sketches (bytes, none null, no group
-        empty): group ``i`` is ``blobs[starts[i]:starts[i + 1]]``; each as
-        :meth:`merge` gives it.  Default: :meth:`merge` per group; a family
-        unites all groups in one pass where it can (exponential histograms:
-        :func:`ehist.columnar_union.union_column`)."""
-        ends = np.append(starts[1:], len(blobs)).tolist()
-        return [cls.merge(blobs[a:z]) for a, z in zip(np.asarray(starts).tolist(), ends)]
 
     def union(self, blobs: list, starts: np.ndarray, at=None) -> Answers:
         """Answers of the union of each key's partials (``blobs[starts[i]:
@@ -415,124 +273,6 @@ def _sketch_args(cls) -> tuple:
     (besides ``window``), by name."""
     own = {f.name for f in fields(cls)}
     return tuple(p for p in inspect.signature(cls.sketch_type).parameters if p != "window" and p in own)
-
-
-def _ddl_type(ddl: str):
-    """A pyspark DataType from the DDL of a struct, an array or a scalar,
-    without a session (pyspark's own parser needs a running JVM).
-
-    >>> _ddl_type("array<struct<item:bigint,estimate:double>>").simpleString()
-    'array<struct<item:bigint,estimate:double>>'
-    """
-    from pyspark.sql import types as T
-
-    ddl = ddl.strip()
-    scalars = {"double": T.DoubleType(), "bigint": T.LongType(), "string": T.StringType(),
-               "binary": T.BinaryType(), "int": T.IntegerType(), "boolean": T.BooleanType()}
-    if ddl in scalars:
-        return scalars[ddl]
-    if ddl.startswith("array<") and ddl.endswith(">"):
-        return T.ArrayType(_ddl_type(ddl[6:-1]))
-    if ddl.startswith("struct<") and ddl.endswith(">"):
-        fields, depth, start, body = [], 0, 0, ddl[7:-1]
-        for i, ch in enumerate(body + ","):
-            depth += ch == "<"
-            depth -= ch == ">"
-            if ch == "," and depth == 0:
-                name, _, kind = body[start:i].partition(":")
-                fields.append(T.StructField(name.strip(), _ddl_type(kind)))
-                start = i + 1
-        return T.StructType(fields)
-    raise ValueError(f"unsupported answer type {ddl!r}")
-
-
-#: The entry-point group of families defined in other packages: each entry
-#: names a module whose import registers its spec classes.
-ENTRY_POINTS = "ehist.families"
-_LOADED: set = set()  # modules load_families imported in this process
-_UNIMPORTABLE: dict = {}  # module -> why it could not be imported here
-
-
-def load_families(modules=()) -> dict:
-    """Import every family module of the package (``udaf/*_spec.py``), of
-    the ``ehist.families`` entry points of installed packages, and
-    ``modules`` (names), each of which registers its classes; return
-    :data:`FAMILIES`.  A new family is found by its file name or its
-    entry point, with no list to edit.  A module that cannot be imported
-    here (a Spark worker without the package) is noted, not raised: its
-    sketches are then bytes of no family, and :func:`sketch_family` says
-    why."""
-    import importlib
-    import pkgutil
-
-    package = __name__.rpartition(".")[0]
-    if package not in _LOADED:
-        for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            if module.name.endswith("_spec"):
-                importlib.import_module(f"{package}.{module.name}")
-        from importlib.metadata import entry_points
-
-        modules = [e.value.partition(":")[0] for e in entry_points(group=ENTRY_POINTS)] + list(modules)
-        _LOADED.add(package)
-    for name in modules:
-        if name in _LOADED:
-            continue
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:  # tried again next time: the module may be shipped later (addPyFile)
-            _UNIMPORTABLE[name] = str(exc)
-            continue
-        _LOADED.add(name)
-        _UNIMPORTABLE.pop(name, None)
-    return FAMILIES
-
-
-def extension_modules() -> list:
-    """The modules of the spec classes registered from outside the package
-    (families of other packages, or defined in a test): a driver hands
-    them to its Spark tasks, whose workers import them
-    (:func:`load_families`) before reading sketch bytes they have no
-    class for yet."""
-    package = __name__.rpartition(".")[0]
-    return sorted({c.__module__ for cs in FAMILIES.values() for c in cs
-                   if c.__module__.partition(".")[0] != package})
-
-
-def spec_for_bytes(blob) -> type | None:
-    """The spec class of a serialized synopsis (by its preamble), or None."""
-    name = family_of(blob)
-    return None if name is None else _BY_SKETCH.get(name)
-
-
-def sketch_family(blobs: list, column: str, caller: str, modules=()) -> type | None:
-    """The one family of a column's sketches (bytes, None for null; None
-    when every one is null); bytes of no sketch, or sketches of two
-    families, are an error naming the column.  ``modules``: family modules
-    to import first (:func:`extension_modules` of the driver)."""
-    from .inputs import bad_value
-
-    load_families(modules)  # a fresh Python worker has imported no family module yet
-    blobs = Blobs.of(blobs)
-    ids = np.unique(blobs.families()[blobs.present]).tolist()
-    names = {v: k for k, v in FAMILY_IDS.items()}
-    found = [names.get(i) for i in ids]
-    classes = {name: _BY_SKETCH.get(name) if name is not None else None for name in found}
-    if None in classes.values():
-        missing = "".join(f"; family module {m} could not be imported here: {why}"
-                          for m, why in sorted(_UNIMPORTABLE.items()))
-        raise bad_value(column, _Shown("<bytes of no ehist sketch>"), f"{caller} needs binary sketches "
-                        f"(from *_sketch_agg, sketch_table or union_table){missing}")
-    if len({c.family for c in classes.values()}) > 1:
-        kinds = " and ".join(sorted(classes))
-        raise bad_value(column, _Shown(f"<{kinds} sketches>"), f"{caller} unites one family's sketches per column")
-    return next(iter(classes.values()), None)
-
-
-class _Shown(str):
-    """A value shown as is in a message (not quoted)."""
-
-    def __repr__(self):
-        return str(self)
 
 
 def read_spec(spec, table, key_of=None) -> Data:

@@ -19,7 +19,7 @@ import numpy as np
 from ehist.blobs import Blobs
 
 from ._arrow import blobs_of, complete_runs
-from .spec import extension_modules, sketch_family
+from .family import extension_modules, sketch_family
 
 __all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
 
