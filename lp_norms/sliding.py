@@ -100,7 +100,7 @@ class SlidingLpNorm(Synopsis):
     """
 
     __slots__ = ("_p", "_window", "_eps", "_delta", "_seed", "_rows", "_k", "_q", "_cf",
-                 "_sk", "_hi", "_lo", "_f", "_newest", "_median")
+                 "_sk", "_hi", "_lo", "_newest", "_median")
 
     def __init__(self, p: float, window: int, eps: float = 0.05, delta: float = 0.05,
                  seed: int = 0, rows: int | None = None):
@@ -122,7 +122,6 @@ class SlidingLpNorm(Synopsis):
         self._sk = np.zeros((0, self._rows), dtype=np.float64)
         self._hi = np.zeros(0, dtype=np.int64)
         self._lo = np.zeros(0, dtype=np.int64)
-        self._f = np.zeros(0, dtype=np.float64)
         self._newest: int | None = None
 
     # ------------------------------------------------------------------ info
@@ -169,7 +168,7 @@ class SlidingLpNorm(Synopsis):
 
     def copy(self) -> "SlidingLpNorm":
         out = SlidingLpNorm(self._p, self._window, self._eps, self._delta, self._seed, self._rows)
-        out._sk, out._hi, out._lo, out._f = self._sk.copy(), self._hi.copy(), self._lo.copy(), self._f.copy()
+        out._sk, out._hi, out._lo = self._sk.copy(), self._hi.copy(), self._lo.copy()
         out._newest = self._newest
         return out
 
@@ -217,7 +216,7 @@ class SlidingLpNorm(Synopsis):
         ``(sketches, newest_ts, oldest_ts)`` arrays of units (a unit is a
         timestamp group of new data, or an old bucket)."""
         limit = self._cf / self._k
-        out_sk, out_hi, out_lo, out_f = [], [], [], []
+        out_sk, out_hi, out_lo = [], [], []
         total = 0.0  # f of the finished (newer) buckets
         cur = None  # [sketch, hi, lo] of the open bucket
 
@@ -226,7 +225,6 @@ class SlidingLpNorm(Synopsis):
             out_sk.append(cur[0])
             out_hi.append(cur[1])
             out_lo.append(cur[2])
-            out_f.append(f)
             return f
 
         for sk, hi, lo in blocks:
@@ -269,12 +267,10 @@ class SlidingLpNorm(Synopsis):
             self._sk = np.vstack(out_sk)
             self._hi = np.array(out_hi, dtype=np.int64)
             self._lo = np.array(out_lo, dtype=np.int64)
-            self._f = np.array(out_f, dtype=np.float64)
         else:
             self._sk = np.zeros((0, self._rows))
             self._hi = np.zeros(0, dtype=np.int64)
             self._lo = np.zeros(0, dtype=np.int64)
-            self._f = np.zeros(0)
 
     # ---------------------------------------------------------------- update
     def update(self, timestamps, indices, values=None) -> "SlidingLpNorm":
@@ -321,7 +317,7 @@ class SlidingLpNorm(Synopsis):
         ts, hashes, vals = ts[keep], hashes[keep], vals[keep]
         alive = self._hi > cutoff
         old = (self._sk[alive], self._hi[alive], self._lo[alive])
-        before = {f: getattr(self, f) for f in ("_sk", "_hi", "_lo", "_f", "_newest")}
+        before = {f: getattr(self, f) for f in ("_sk", "_hi", "_lo", "_newest")}
         self._newest = newest
 
         def blocks():
@@ -502,8 +498,6 @@ class SlidingLpNorm(Synopsis):
                 raise CorruptSketchError(f"{name}: expected live buckets with finite sketches")
             out._sk = sk.astype(np.float64).reshape(n, rows)
             out._hi, out._lo = hi, lo
-            with np.errstate(over="ignore"):  # a norm**p beyond float64 is inf, as update keeps it
-                out._f = out._fhat(out._sk)
         else:
             r.expect_end()
         out._newest = int(newest)
