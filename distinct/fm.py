@@ -271,11 +271,12 @@ class SlidingFM(_HashedItems):
             return out
         newest, ticked = head
         tick = read_tick(r, ticked, name)
-        kept = r.varints(m, "bit counts").astype(np.int64)
-        if kept.max() > _BITS:
+        kept = r.varints(m, "bit counts")  # checked as read: a count past 2**63 is no negative int64
+        if int(kept.max()) > _BITS:
             raise CorruptSketchError(
                 f"{name}: expected at most {_BITS} bits per bitmap, found {int(kept.max())}"
             )
+        kept = kept.astype(np.int64)
         total = int(kept.sum())
         codes = r.varints(total, "bit timestamps")
         r.expect_end()
