@@ -494,7 +494,8 @@ def test_large_partitions_are_spilled_by_key(spark, monkeypatch):
     specs = dict(c=Count(window=800, eps=0.05), s=Sum("b", window=800, eps=0.05), dd=Distinct("d", window=800))
 
     def run():
-        table = {r.k: r for r in sketch_table(sdf, "k", "ts", now=n, bounds=True, **specs).collect()}
+        # reduced rows (several groupings, one union) through sketch_table, the rows through aggregate
+        table = {r.k: r for r in sketch_table(sdf, "k", "ts", now=n, bounds=True, reduce=True, **specs).collect()}
         answers = {r.k: r for r in aggregate(sdf, "k", "ts", now=n, bounds=True, strategy="two_phase", reduce=False,
                                              sketches=True, **specs).collect()}
         return table, answers
