@@ -1,0 +1,133 @@
+"""Every registered family through the entry points that must agree byte
+for byte, read from the registry (``udaf.family.FAMILIES``): a family is
+covered here by registering it, with no list to edit.
+
+For each spec class an example spec is made from its declaration alone
+(:func:`example`: each input role gets the event column its accepted
+types call for, every parameter its default), and over one table of
+events, each check in one Spark job for all families at once:
+
+* the builders agree: ``sketch_table`` (many keys per ``mapInArrow``
+  call, :meth:`~udaf.spec.Spec.partials`) writes the bytes of
+  ``<family>_sketch_agg`` in ``groupBy().agg()`` (one sketch per call,
+  :meth:`~udaf.spec.Spec.update`), and of the core class fed the key's rows;
+* the unions agree: ``union_table`` (every key at once,
+  :meth:`~udaf.family.Family.merge_groups`) writes the bytes of
+  ``<family>_union_agg`` (:meth:`~udaf.family.Family.merge`);
+* the readers agree: ``<family>_sketch_estimate`` as a column function,
+  in SQL and in process (:meth:`~udaf.family.Family.answers`) give the
+  same answers, and the answer of one key's sketch is the family's
+  :meth:`~udaf.family.Family.sketch_answer`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+pd = pytest.importorskip("pandas")
+
+WINDOW = 2_000
+
+
+def example(cls):
+    """A spec of class ``cls`` over the events' columns: a role whose
+    argument is a value (``Sum``'s ``column``, any ``value``) reads
+    ``value``, any other ``item``."""
+    inputs = {role: "value" if role == "value" or cls.arg_names.get(role) == "value" else "item"
+              for role in cls.accepts}
+    return cls(**inputs, window=WINDOW)
+
+
+def specs() -> dict:
+    """Every registered spec class's example, by a column name of its own."""
+    from udaf.family import FAMILIES, load_families
+
+    load_families()
+    return {f"s{i}_{cls.__name__.lower()}": example(cls)
+            for i, cls in enumerate(sorted((c for cs in FAMILIES.values() for c in cs), key=lambda c: c.__name__))}
+
+
+@pytest.fixture(scope="module")
+def events(spark):
+    rng = np.random.default_rng(11)
+    n = 3000
+    pdf = pd.DataFrame({"site": rng.integers(0, 3, n), "k": rng.choice(["a", "b", "c", "d"], n),
+                        "ts": rng.integers(0, 6000, n),
+                        "item": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 200, n)), dtype="Int64"),
+                        "value": pd.array(np.where(rng.random(n) < 0.1, None, rng.integers(0, 1500, n)),
+                                          dtype="Int64")})
+    return pdf, spark.createDataFrame(pdf).repartition(2)
+
+
+def _builder(name, spec):
+    """``<family>_sketch_agg`` of ``spec``, as a user calls it."""
+    from udaf import functions as U
+
+    cls = type(spec)
+    args = {cls.arg_names.get(role, role): column for role, column in spec.inputs().items()}
+    return getattr(U, f"{cls.family}_sketch_agg")("ts", window=spec.window, **args).alias(name)
+
+
+def test_builders_unions_and_readers_agree_for_every_family(events):
+    import pyarrow as pa
+
+    from udaf import functions as U
+    from udaf import sketch_table, union_table
+    from udaf.spec import read_spec
+
+    pdf, sdf = events
+    spark = sdf.sparkSession
+    examples = specs()
+    assert {"Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "Frequencies", "HeavyHitters", "Quantile"} <= \
+        {type(s).__name__ for s in examples.values()}
+    by = ["site", "k"]
+    table = {(r.site, r.k): r for r in sketch_table(sdf, by, "ts", **examples).collect()}
+    grouped = {(r.site, r.k): r for r in sdf.groupBy(*by).agg(*[_builder(n, s) for n, s in examples.items()])
+               .collect()}
+    assert table.keys() == grouped.keys() and len(table) == 12
+    for key, row in table.items():
+        rows = pdf[(pdf.site == key[0]) & (pdf.k == key[1])].sort_values("ts", kind="stable")
+        for name, spec in examples.items():
+            assert bytes(row[name]) == bytes(grouped[key][name]), (name, key)
+            kept = rows[np.logical_and.reduce([np.ones(len(rows), dtype=bool)] +
+                                              [rows[c].notna().to_numpy() for c in spec.inputs().values()])]
+            data = read_spec(spec, pa.table({c: pa.array(kept[c], type=pa.int64()) for c in ("item", "value")}))
+            core = spec.update(spec.make(WINDOW), kept.ts.to_numpy(), data)
+            assert bytes(row[name]) == core.to_bytes(), (name, key, "the core class")
+
+    # the unions: union_table against the union aggregate, per key over the sites
+    stored = sketch_table(sdf, by, "ts", **examples)
+    united = {r.k: r for r in union_table(stored, "k", *examples).collect()}
+    aggregated = {r.k: r for r in stored.groupBy("k").agg(
+        *[getattr(U, f"{type(s).family}_union_agg")(n).alias(n) for n, s in examples.items()]).collect()}
+    assert united.keys() == aggregated.keys() == set(pdf.k)
+    for k in united:
+        for name in examples:
+            assert bytes(united[k][name]) == bytes(aggregated[k][name]), (name, k)
+
+    # the readers: the column function, SQL and the family in process
+    U.register(spark)
+    spark.createDataFrame([tuple(united[k][n] for n in examples) + (k,) for k in sorted(united)],
+                          [*examples, "k"]).createOrReplaceTempView("parity_united")
+    python = spark.table("parity_united").select(
+        "k", *[getattr(U, f"{type(s).family}_sketch_estimate")(n).alias(n) for n, s in examples.items()]).collect()
+    sql = spark.sql("SELECT k, " + ", ".join(f"{type(s).family}_sketch_estimate({n}) AS {n}"
+                                               for n, s in examples.items()) + " FROM parity_united").collect()
+    python, sql = ({r.k: r for r in rows} for rows in (python, sql))
+    for name, spec in examples.items():
+        cls = type(spec)
+        blobs = [bytes(united[k][name]) for k in sorted(united)]
+        in_process = cls.answers(blobs, None, None).estimate
+        one = [cls.sketch_answer(cls.sketch_type.from_bytes(b), None, None)[0] for b in blobs]
+        for i, k in enumerate(sorted(united)):
+            assert _same(python[k][name], sql[k][name], in_process[i], one[i]), (name, k)
+
+
+def _same(*values) -> bool:
+    """Equal answers (NaN equal to NaN)."""
+    first = values[0]
+    return all(v == first or (isinstance(v, float) and math.isnan(v) and math.isnan(first)) for v in values)
