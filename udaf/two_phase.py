@@ -392,7 +392,6 @@ class PartialSketches:
                     for i in np.flatnonzero(np.diff(cuts)).tolist():
                         sinks[i].write_batch(batch.slice(int(cuts[i]), int(cuts[i + 1] - cuts[i])))
                     del batch, keys
-                held.clear()
             finally:
                 for sink in sinks:
                     sink.close()
