@@ -66,7 +66,7 @@ from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import MAGIC, varint_stream
 from ehist.blobs import Blobs
-from ehist.segments import ranges
+from ehist.segments import gather
 
 from . import hll_layout as L
 from .compiled import decode_entries
@@ -206,7 +206,7 @@ def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: 
     pieces[:, 2, 0] = head_buf.size + run.size + a_end - a_len
     pieces[:, 2, 1] = head_buf.size + run.size + a_end
     src = np.concatenate([head_buf, rank.astype(np.uint8), age_buf])
-    payload = src[ranges(pieces[:, :, 0].ravel(), pieces[:, :, 1].ravel())]
+    payload = gather(src, pieces[:, :, 0].ravel(), pieces[:, :, 1].ravel())
     byte_ends = np.cumsum(h_len + counts + a_len)
     flags = np.where(has, L.FLAG_HAS_NEWEST, 0) | np.where(ticked, L.FLAG_TICK, 0)
     head = L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0) + L.PARAMS.pack(window, p, seed)

@@ -37,7 +37,8 @@ from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
            "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms", "bucket_bounds",
-           "decode_histograms", "crc_matches", "encode_varints"]
+           "decode_histograms", "crc_matches", "encode_varints", "gather",
+           "search_segments"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -391,6 +392,75 @@ def crc_matches(buf, starts, lengths) -> np.ndarray:
     if lengths.size and lengths.min() < 4:
         raise ValueError(f"every blob needs its 4 checksum bytes, got a length of {int(lengths.min())}")
     return _kernel("crc")(buf, starts, lengths, _CRC_TABLE)
+
+
+def gather(src, starts, ends) -> np.ndarray:
+    """``src[starts[i]:ends[i]]`` of every ``i``, concatenated, in one
+    compiled copy (:func:`ehist.segments.gather`; no index per element).
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> gather(np.arange(10, dtype=np.uint8), [5, 0, 9], [7, 0, 10]).tolist()
+    [5, 6, 9]
+    """
+    src = np.ascontiguousarray(src)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if starts.shape != ends.shape or starts.ndim != 1 or src.ndim != 1:
+        raise ValueError("src must be one-dimensional, starts and ends one-dimensional and of one length")
+    if starts.size and (starts.min() < 0 or ends.max() > src.size or np.any(ends < starts)):
+        raise ValueError(f"every span must lie inside the {src.size} elements, start before end")
+    return _kernel("gather")(src, starts, ends)
+
+
+def _gather(src, starts, ends):
+    total = 0
+    for i in range(starts.size):
+        total += ends[i] - starts[i]
+    out = np.empty(total, dtype=src.dtype)
+    at = 0
+    for i in range(starts.size):
+        n = ends[i] - starts[i]
+        out[at:at + n] = src[starts[i]:ends[i]]
+        at += n
+    return out
+
+
+def search_segments(values, lo, hi, needles) -> np.ndarray:
+    """Where each column of ``needles`` (``rows x n``) would go in its
+    segment ``values[lo[c]:hi[c]]`` of sorted int64 ``values``
+    (``np.searchsorted``'s left side, as positions in ``values``): a binary
+    search of a few cached entries, not of the whole array
+    (:func:`ehist.segments.search_segments`).
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> search_segments(np.array([1, 5, 9, 2, 4]), [0, 3], [3, 5], np.array([[5, 3], [10, 4]])).tolist()
+    [[1, 4], [3, 4]]
+    """
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    lo, hi = (np.ascontiguousarray(a, dtype=np.int64) for a in (lo, hi))
+    needles = np.ascontiguousarray(np.atleast_2d(needles), dtype=np.int64)
+    if not (lo.shape == hi.shape == needles.shape[1:] and lo.ndim == 1 and needles.ndim == 2):
+        raise ValueError(f"lo and hi need one bound per needle column, got {lo.shape}, {hi.shape}, {needles.shape}")
+    if lo.size and (lo.min() < 0 or hi.max() > values.size or np.any(hi < lo)):
+        raise ValueError(f"every segment must lie inside the {values.size} values")
+    return _kernel("search")(values, lo, hi, needles)
+
+
+def _search_segments(values, lo, hi, needles):
+    rows, n = needles.shape
+    out = np.empty((rows, n), dtype=np.int64)
+    for c in range(n):
+        for r in range(rows):
+            v = needles[r, c]
+            a, b = lo[c], hi[c]
+            while a < b:
+                mid = (a + b) >> 1
+                if values[mid] < v:
+                    a = mid + 1
+                else:
+                    b = mid
+            out[r, c] = a
+    return out
 
 
 def encode_varints(values) -> tuple[np.ndarray, np.ndarray]:
@@ -756,10 +826,7 @@ def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, 
         for j in range(starts[i], ends[i]):
             out[at] = payload[j]
             at += 1
-        c = np.uint32(0xFFFFFFFF)
-        for j in range(offsets[i], at):
-            c = table[(c ^ out[j]) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
-        c = c ^ np.uint32(0xFFFFFFFF)
+        c = _crc1(out, offsets[i], at, table)
         for j in range(4):
             out[at + j] = np.uint8((c >> np.uint32(8 * j)) & np.uint32(0xFF))
     return out, offsets
@@ -813,26 +880,46 @@ def _keyed_headers(buf, starts, ends, size, least):
 
 
 def _crc_table() -> np.ndarray:
-    table = np.zeros(256, dtype=np.uint32)
+    """CRC-32 (zlib's polynomial, reflected) by slicing-by-8: row 0 the
+    byte-at-a-time table, row ``k`` the remainder of a byte followed by
+    ``k`` zero bytes, so eight bytes are folded per step."""
+    table = np.zeros((8, 256), dtype=np.uint32)
     for i in range(256):
         c = i
         for _ in range(8):
             c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        table[i] = c
+        table[0, i] = c
+    for k in range(1, 8):
+        table[k] = (table[k - 1] >> 8) ^ table[0, table[k - 1] & 0xFF]
     return table
 
 
 _CRC_TABLE = _crc_table()
 
 
+def _crc_span(buf, a, end, table):
+    """The CRC-32 of ``buf[a:end]``, eight bytes per step."""
+    c = np.uint32(0xFFFFFFFF)
+    i = a
+    m = np.uint32(0xFF)
+    while i + 8 <= end:
+        one = c ^ (np.uint32(buf[i]) | (np.uint32(buf[i + 1]) << np.uint32(8))
+                   | (np.uint32(buf[i + 2]) << np.uint32(16)) | (np.uint32(buf[i + 3]) << np.uint32(24)))
+        c = (table[7, one & m] ^ table[6, (one >> np.uint32(8)) & m] ^ table[5, (one >> np.uint32(16)) & m]
+             ^ table[4, one >> np.uint32(24)] ^ table[3, buf[i + 4]] ^ table[2, buf[i + 5]]
+             ^ table[1, buf[i + 6]] ^ table[0, buf[i + 7]])
+        i += 8
+    while i < end:
+        c = table[0, (c ^ buf[i]) & m] ^ (c >> np.uint32(8))
+        i += 1
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
 def _crc_all(buf, starts, lengths, table):
     out = np.zeros(starts.size, dtype=np.bool_)
     for b in range(starts.size):
         a, n = starts[b], lengths[b]
-        c = np.uint32(0xFFFFFFFF)
-        for i in range(a, a + n - 4):
-            c = table[(c ^ buf[i]) & np.uint32(0xFF)] ^ (c >> np.uint32(8))
-        c = c ^ np.uint32(0xFFFFFFFF)
+        c = _crc1(buf, a, a + n - 4, table)
         stored = (np.uint32(buf[a + n - 4]) | (np.uint32(buf[a + n - 3]) << np.uint32(8))
                   | (np.uint32(buf[a + n - 2]) << np.uint32(16)) | (np.uint32(buf[a + n - 1]) << np.uint32(24)))
         out[b] = c == stored
@@ -857,12 +944,15 @@ _decl = None
 _bufs = None  # the compiled _bucket_arrays
 _vsize = None  # the compiled _varint_size and _canonical_payload_at_least, which _build_all calls
 _least1 = None
+_crc1 = None  # the compiled _crc_span, which _crc_all and _seal_all call
 
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
-    global _vsize, _least1, _bufs
+    global _vsize, _least1, _bufs, _crc1
     if name not in _COMPILED:
+        if name in ("crc", "seal") and _crc1 is None:
+            _crc1 = jit(_crc_span)
         if name == "compress":
             _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
             _lo_asc = jit(_lo_ascending)
@@ -872,6 +962,10 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_union_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
+        elif name == "gather":
+            _COMPILED[name] = jit(_gather)
+        elif name == "search":
+            _COMPILED[name] = jit(_search_segments)
         elif name == "headers":
             _COMPILED[name] = jit(_keyed_headers)
         elif name == "build":

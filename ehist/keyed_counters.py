@@ -50,6 +50,7 @@ from . import compiled
 from .columnar import HistogramColumn, decode_compact_bounds, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
+from .segments import gather
 from .segments import ranges as _ranges
 
 __all__ = ["KeyedCounters"]
@@ -187,7 +188,7 @@ class KeyedCounters:
         piece_starts[1::2] = vbuf.size + coff[self.offsets[:-1]]
         piece_ends[1::2] = vbuf.size + coff[self.offsets[1:]]
         lengths = (b_off[1:] - b_off[:-1]) + (coff[self.offsets[1:]] - coff[self.offsets[:-1]])
-        return src[_ranges(piece_starts, piece_ends)], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return gather(src, piece_starts, piece_ends), np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
     @classmethod
     def read(cls, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, size: int, window: int, eps: float,

@@ -43,7 +43,7 @@ from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
-from ehist.segments import ranges as _ranges
+from ehist.segments import gather, search_segments
 
 from . import count_min as _cm
 from . import heavy_hitters as _hh
@@ -337,7 +337,7 @@ class CountMinColumn:
         piece_ends[0::2] = piece_starts[0::2] + head_len
         piece_starts[1::2], piece_ends[1::2] = head_buf.size + r_off[:-1], head_buf.size + r_off[1:]
         lengths = head_len + np.diff(r_off)
-        return _sealed_list(src[_ranges(piece_starts, piece_ends)], np.concatenate([[0], np.cumsum(lengths)]))
+        return _sealed_list(gather(src, piece_starts, piece_ends), np.concatenate([[0], np.cumsum(lengths)]))
 
 
 def _row_sums(lo: np.ndarray, up: np.ndarray, segment: np.ndarray, size: int):
@@ -596,12 +596,14 @@ class HeavyHittersColumn:
         # the walk: every group's candidates at once
         lengths = levels_of(self.bits, self.level_bits)
         fanout = np.arange(1 << lengths[0], dtype=np.uint64)
+        bounds = np.searchsorted(key, np.arange(groups * depth + 1, dtype=np.int64) * size)  # each (group, level)
         cand = np.tile(fanout, groups)
         cg = np.repeat(np.arange(groups, dtype=np.int64), fanout.size)
         for j in range(depth):
             ids = counter_ids(hash64(cand, seed), width, rows)  # (rows, candidates)
             want = (cg * depth + j)[None, :] * size + ids
-            pos = np.minimum(np.searchsorted(key, want), max(key.size - 1, 0))
+            segment = cg * depth + j
+            pos = np.minimum(search_segments(key, bounds[segment], bounds[segment + 1], want), max(key.size - 1, 0))
             hit = key[pos] == want if key.size else np.zeros(want.shape, dtype=bool)
             c_lo = np.where(hit, sum_lo[pos] if key.size else 0, 0)
             c_up = np.where(hit, sum_up[pos] if key.size else 0, 0)

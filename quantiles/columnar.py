@@ -39,6 +39,7 @@ from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
+from ehist.segments import gather
 from ehist.segments import ranges as _ranges
 
 from . import sliding as _q
@@ -319,7 +320,7 @@ class QuantileColumn:
         pieces[:, 2, 1] = np.where(has, head_buf.size + vbuf.size + r_off[1:], pieces[:, 2, 0])
         flat_pieces = pieces.reshape(-1, 2)
         lengths = (pieces[:, :, 1] - pieces[:, :, 0]).sum(axis=1)
-        joined = src[_ranges(flat_pieces[:, 0], flat_pieces[:, 1])].tobytes()
+        joined = gather(src, flat_pieces[:, 0], flat_pieces[:, 1]).tobytes()
         ends = np.cumsum(lengths).tolist()
         crc32, pack = zlib.crc32, _CRC.pack
         out = []

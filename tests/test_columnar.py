@@ -443,3 +443,35 @@ def tiny_build_room():
         yield
     finally:
         columnar._BUILD_ROOM = before
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@given(data=st.data())
+@settings(max_examples=examples(60), deadline=None)
+def test_segment_helpers_against_numpy(name, data):
+    """The gather, the search inside segments and the CRC-32 check that
+    every codec uses: the compiled loops (eight bytes a step for the CRC)
+    and numpy alone give what the plain numpy expression and zlib give."""
+    from ehist import compiled
+    from ehist.segments import gather, ranges, search_segments
+
+    src = np.array(data.draw(st.lists(st.integers(0, 255), max_size=80)), dtype=np.uint8)
+    cuts = sorted(data.draw(st.lists(st.integers(0, src.size), max_size=12)))
+    starts, ends = np.array(cuts[0::2][:len(cuts) // 2], dtype=np.int64), np.array(cuts[1::2], dtype=np.int64)
+    values = np.sort(np.array(data.draw(st.lists(st.integers(-50, 50), min_size=1, max_size=40)), dtype=np.int64))
+    bounds = np.unique(np.r_[0, data.draw(st.lists(st.integers(0, values.size), max_size=5)), values.size]).astype(np.int64)
+    seg = data.draw(st.lists(st.integers(0, bounds.size - 2), min_size=1, max_size=8))
+    lo, hi = bounds[seg], bounds[np.array(seg) + 1]
+    needles = np.array([[data.draw(st.integers(int(values[a]) if a < hi_ else -60, int(values[hi_ - 1]) if hi_ > a
+                                                 else 60)) for a, hi_ in zip(lo, hi)] for _ in range(3)])
+    blobs = [bytes(data.draw(st.lists(st.integers(0, 255), max_size=40))) for _ in range(4)]
+    blobs = [b + zlib.crc32(b).to_bytes(4, "little") if i % 2 else b + b"\0\0\0\0" for i, b in enumerate(blobs)]
+    with engine(name):
+        assert gather(src, starts, ends).tolist() == src[ranges(starts, ends)].tolist()
+        want = np.clip(np.searchsorted(values, needles), lo[None, :], hi[None, :])
+        assert search_segments(values, lo, hi, needles).tolist() == want.tolist()
+        if compiled.active():
+            buf = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+            lengths = np.array([len(b) for b in blobs])
+            got = compiled.crc_matches(buf, np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+            assert got.tolist() == [zlib.crc32(b[:-4]) == int.from_bytes(b[-4:], "little") for b in blobs]

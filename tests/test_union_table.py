@@ -279,6 +279,12 @@ def test_compiled_loops_refuse_bad_input():
         future_maxima([0, 4], z, z, z + 128, [0], 10, [False])
     with pytest.raises(ValueError, match="one value per group"):
         future_maxima([0, 4], z, z, z, [0, 1], 10, [False])
+    with pytest.raises(ValueError, match="every span must lie inside the 4 elements"):
+        compiled.gather(np.zeros(4, dtype=np.uint8), [2], [5])
+    with pytest.raises(ValueError, match="every segment must lie inside the 4 values"):
+        compiled.search_segments(z, [0], [5], np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="one bound per needle column"):
+        compiled.search_segments(z, [0, 1], [2, 2], np.zeros((2, 1)))
     out, lengths = compiled.encode_varints(np.array([0, 127, 128, 2**64 - 1], dtype=np.uint64))
     from ehist.serialization import encode_varints
 
