@@ -57,7 +57,7 @@ class _Weighted(Spec):
         every group united at once, byte for byte the per-group merge.
         Sketches of different parameters: the per-group merge, which
         refuses them in one group."""
-        raw = [bytes(b) for b in blobs]
+        raw = Blobs.of(blobs)
         column = cls.column_type.from_bytes(cls.merge_order(raw, starts))
         if column is None:
             return super().merge_groups(raw, starts)

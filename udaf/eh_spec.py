@@ -114,7 +114,7 @@ class _Histogram(Spec):
         (:func:`~ehist.columnar_union.union_column`), byte for byte the
         per-group merge.  Groups mixing windows or eps: the per-group merge,
         which refuses them."""
-        raw = [bytes(b) for b in blobs]
+        raw = Blobs.of(blobs)
         if not raw or len(_by_parameters(raw)) > 1:
             return super().merge_groups(raw, starts)
         column = HistogramColumn.from_bytes(cls.merge_order(raw, starts))

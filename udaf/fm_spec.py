@@ -63,7 +63,7 @@ class DistinctFM(HashedItems):
         (:meth:`~distinct.fm_columnar.FMColumn.union`), byte for byte the
         per-group merge.  Sketches of different parameters: the per-group
         merge, which refuses them in one group."""
-        raw = [bytes(b) for b in blobs]
+        raw = Blobs.of(blobs)
         if not raw or not _alike(raw):
             return super().merge_groups(raw, starts)
         return FMColumn.from_bytes(cls.merge_order(raw, starts)).union(starts).to_bytes()

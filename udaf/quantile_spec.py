@@ -161,7 +161,7 @@ class Quantile(Spec):
         """Every group's :meth:`merge` in one pass (:mod:`quantiles.columnar`):
         byte for byte the per-group merge.  Sketches of different
         parameters: the per-group merge, which refuses them in one group."""
-        raw = [bytes(b) for b in blobs]
+        raw = Blobs.of(blobs)
         column = QuantileColumn.from_bytes(cls.merge_order(raw, starts))
         if column is None:
             return super().merge_groups(raw, starts)
