@@ -124,15 +124,13 @@ class SlidingFM(_HashedItems):
     _error_constant = 0.78
 
     _names = ("windows", "num_bitmaps", "seeds")
+    _state = ("_newest", "_table")
 
     def _params(self) -> tuple:
         return self._window, self._m, self._seed
 
     def _repr_params(self) -> list:
         return [f"window={self._window}", f"num_bitmaps={self._m}", f"seed={self._seed}"]
-
-    def _same_state(self, other) -> bool:
-        return self._newest == other._newest and np.array_equal(self._table, other._table)
 
     @classmethod
     def _examples(cls) -> list:

@@ -172,6 +172,7 @@ class SlidingHyperLogLog(_HashedItems):
         return int(self._reg.size)
 
     _names = ("windows", "precisions", "seeds")
+    _state = ("_newest", "_reg", "_ts", "_rank")
 
     def _params(self) -> tuple:
         return self._window, self._p, self._seed
@@ -182,21 +183,11 @@ class SlidingHyperLogLog(_HashedItems):
     def _repr_state(self) -> list:
         return [f"entries={len(self)}", f"newest={self._newest}"]
 
-    def _same_state(self, other) -> bool:
-        return (self._newest == other._newest and np.array_equal(self._reg, other._reg)
-                and np.array_equal(self._ts, other._ts) and np.array_equal(self._rank, other._rank))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 5000, 3)
         parts = [cls(1000, 8, seed=2).update(ts[p::3], ts[p::3] % 700) for p in range(3)]
         return [cls(1000, 8, seed=2), parts[0], cls.merge_all(parts), cls(2**62, 4).update([-2**63 + 1, 5], [1, 2])]
-
-    def copy(self) -> "SlidingHyperLogLog":
-        out = SlidingHyperLogLog(self._window, self._p, self._seed)
-        out._reg, out._ts, out._rank = self._reg.copy(), self._ts.copy(), self._rank.copy()
-        out._newest = self._newest
-        return out
 
     # ---------------------------------------------------------------- update
     def _insert(self, ts: np.ndarray, hashes: np.ndarray) -> "SlidingHyperLogLog":

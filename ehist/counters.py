@@ -20,13 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import eh_layout
-from .validation import INT64_MIN
+from .validation import INT64_MAX, INT64_MIN, resolve_query
 from .columnar import HistogramColumn, decode_compact
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import MAGIC, seal
+from .synopsis import Synopsis
 
-__all__ = ["radix_key", "empty", "settle", "settled_total", "replace", "apply_rows",
+__all__ = ["KeyedHistograms", "radix_key", "empty", "settle", "settled_total", "replace", "apply_rows",
            "apply_keyed", "merge_keyed", "merge_keyed_groups", "dense", "keyed_equal", "keyed_copy", "write_counters", "read_keyed", "read_counters",
            "MIN_HISTOGRAM_BYTES"]
 
@@ -365,3 +366,63 @@ def read_counters(reader, name: str, size: int, window: int, eps: float, newest:
     """:func:`read_keyed` as the column of all ``size`` counters."""
     keys, hist = read_keyed(reader, name, size, window, eps, newest, compact)
     return dense(keys, hist, size)
+
+
+class KeyedHistograms(Synopsis, abstract=True):
+    """The base of a synopsis whose state is exponential histograms keyed
+    by index: the counters of :class:`~frequencies.SlidingCountMin`, the
+    bins of :class:`~quantiles.SlidingQuantiles`.  It holds ``_keys``
+    (the sorted indexes holding units), ``_col`` (their histograms, one
+    :class:`~ehist.columnar.HistogramColumn`) and ``_newest``, and writes
+    once what both did: the bucket count, copy, equality and the union of
+    the keyed columns."""
+
+    _state = ("_newest", "_keys", "_col")
+
+    def __len__(self) -> int:
+        """Buckets kept, over all histograms."""
+        return int(self._col.exps.size)
+
+    def _same_state(self, other) -> bool:
+        return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
+
+    def copy(self):
+        out = super().copy()
+        out._keys, out._col = keyed_copy(self._keys, self._col)
+        return out
+
+    @classmethod
+    def _union(cls, sk: list):
+        """Histograms of one index merge with
+        :meth:`ExponentialHistogram.merge_all` (:func:`merge_keyed`), so
+        the guarantees hold for the union; the parts that saw nothing are
+        left out, and a single part is copied."""
+        live = [s for s in sk if s._newest is not None]
+        if len(live) <= 1:
+            return (live[0] if live else sk[0]).copy()
+        newest = max(s._newest for s in live)
+        cls._check_union_total(live, newest)
+        out = cls(*sk[0]._params())
+        out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
+        out._newest = newest
+        return out
+
+    def _keyed_bounds(self, now, window) -> tuple[np.ndarray, np.ndarray]:
+        """Each held histogram's ``(lower, upper)`` over the window as of
+        ``now`` (int64 arrays aligned with ``_keys``; zeros when nothing
+        is held or the window ends before every time)."""
+        now, window = resolve_query(now, window, self._newest, self._window)
+        if now is None or now - window >= INT64_MAX:
+            return np.zeros(self._keys.size, dtype=np.int64), np.zeros(self._keys.size, dtype=np.int64)
+        if now > INT64_MAX:  # the same cutoff from the largest int64 time
+            window -= now - INT64_MAX
+            now = INT64_MAX
+        if now - window < INT64_MIN:
+            window = now - INT64_MIN
+        return self._col.bounds(now=np.int64(now), window=window)
+
+    @classmethod
+    def _check_union_total(cls, live: list, newest: int) -> None:
+        """SumOverflowError when the union's window total would pass
+        int64 (the family's measure of it)."""
+        raise NotImplementedError

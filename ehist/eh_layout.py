@@ -12,10 +12,8 @@ family id 1, format version 2)::
 
     offset  size    field
     ------  ------  ---------------------------------------------
-         0       2  magic b"EH"
-         2       1  family id = 1 (ExponentialHistogram)
-         3       1  format version = 2
-         4       2  flags: bit 0 has_newest, bit 1 merged,
+         0       6  preamble: magic, family 1, version 2,
+                    flags: bit 0 has_newest, bit 1 merged,
                     bit 2 shared timestamps, bit 3 tick
          6       8  window (int64)
         14       8  eps (float64)

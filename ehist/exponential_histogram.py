@@ -15,6 +15,7 @@ from . import compress as _compress
 from .validation import (
     INT64_MAX,
     INT64_MIN,
+    batch_in_window,
     check_eps,
     check_window,
     checked_total,
@@ -23,12 +24,11 @@ from .validation import (
     coerce_values,
     k_of_eps,
     resolve_query,
-    sort_batch,
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, QueryTimeError, SumOverflowError
 from .serialization import check_newest, check_tick, scale_down
-from .synopsis import Synopsis
+from .synopsis import Synopsis, parameter
 
 from .eh_layout import BITS as _BITS
 from .eh_layout import FLAG_HAS_NEWEST as _FLAG_HAS_NEWEST
@@ -145,20 +145,9 @@ class ExponentialHistogram(Synopsis):
         self._cache = None
 
     # ------------------------------------------------------------------ info
-    @property
-    def eps(self) -> float:
-        """The relative error bound."""
-        return self._eps
-
-    @property
-    def k(self) -> int:
-        """``ceil(1 / eps)``."""
-        return self._k
-
-    @property
-    def l(self) -> int:  # noqa: E743 - the paper's name
-        """``ceil(k / 2)``: buckets of each size (``l`` or ``l + 1``)."""
-        return self._l
+    eps = parameter("_eps", "The relative error bound.")
+    k = parameter("_k", "``ceil(1 / eps)``.")
+    l = parameter("_l", "``ceil(k / 2)``: buckets of each size (``l`` or ``l + 1``).")  # noqa: E741 - the paper's name
 
     @property
     def total(self) -> int:
@@ -208,6 +197,7 @@ class ExponentialHistogram(Synopsis):
         return (l + 1) * (math.log2(2 * n_elements * max_value / k + 1) + 1) + 1
 
     _names = ("windows", "eps")
+    _state = ("_newest", "_merged", "_exps", "_hi", "_lo")
     _noun = "histograms"
 
     def _params(self) -> tuple:
@@ -220,11 +210,6 @@ class ExponentialHistogram(Synopsis):
         return [f"buckets={len(self)}", f"total={self._total}", f"newest={self._newest}"] + (
             ["merged"] if self._merged else [])
 
-    def _same_state(self, other) -> bool:
-        return (self._newest == other._newest and self._merged == other._merged
-                and np.array_equal(self._exps, other._exps) and np.array_equal(self._hi, other._hi)
-                and np.array_equal(self._lo, other._lo))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
@@ -233,11 +218,8 @@ class ExponentialHistogram(Synopsis):
                 cls(2**62, 0.5).update(np.array([-2**63 + 1, 2**62]))]
 
     def copy(self) -> "ExponentialHistogram":
-        """An independent copy."""
-        out = ExponentialHistogram.__new__(ExponentialHistogram)
-        out._window, out._eps, out._k, out._l = self._window, self._eps, self._k, self._l
-        out._exps, out._hi, out._lo = self._exps.copy(), self._hi.copy(), self._lo.copy()
-        out._merged, out._newest, out._total = self._merged, self._newest, self._total
+        """An independent copy (its query cache not carried over)."""
+        out = super().copy()
         out._cache = None
         return out
 
@@ -281,18 +263,10 @@ class ExponentialHistogram(Synopsis):
         v = coerce_values(values, ts.shape[0])
         if ts.size == 0:
             return self
-        ts, v = sort_batch(ts, v, self._newest)
-        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
-        cutoff = newest - self._window
-        # Old buckets still alive (hi is non-increasing: a prefix survives).
-        n_keep = self._alive_prefix(cutoff)
-        # New elements inside the window (a suffix of the sorted batch).
-        first = 0
-        if int(ts[0]) <= cutoff:
-            first = int(np.searchsorted(ts, cutoff, side="right"))
-        ts = ts[first:]
-        if v is not None:
-            v = v[first:]
+        # the new elements inside the window: a suffix of the sorted batch
+        ts, (v,), newest = batch_in_window(ts, (v,), self._newest, self._window)
+        # old buckets still alive (hi is non-increasing: a prefix survives)
+        n_keep = self._alive_prefix(newest - self._window)
         old_total = self._total - int(
             np.sum(np.left_shift(np.int64(1), self._exps[n_keep:].astype(np.int64)))
         )

@@ -16,10 +16,17 @@ gives each of them, from a few declarations, what they used to repeat:
   message names the first that differs and both values); the family's
   :meth:`~Synopsis._union` does the rest.
 
+* ``copy()`` and the state's half of equality, from ``_state`` (the
+  attributes that hold it: arrays are copied and compared element-wise,
+  lists item by item, other objects by their ``copy()`` and ``==``);
+* read-only parameters (:func:`parameter`).
+
 A family declares ``_names`` (its parameters as messages name them, in the
-order of ``_params()``) and defines ``_params()``, ``_repr_params()``,
-``_repr_state()``, ``_same_state(other)``, ``copy()``, ``_union(sketches)``,
-``to_bytes()`` and ``from_bytes()``.  Each concrete class registers itself
+order of ``_params()``) and ``_state``, and defines ``_params()``,
+``_repr_params()``, ``_repr_state()``, ``_union(sketches)``, ``to_bytes()``
+and ``from_bytes()``; it may override ``copy()`` and ``_same_state(other)``
+where its state needs more (a cache to drop, a buffer shared until
+written).  Each concrete class registers itself
 in :data:`SYNOPSES` (the contract tests run over it), with its examples
 (``_examples()``: instances that exercise its state, the first empty).
 For instance:
@@ -41,9 +48,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from .errors import IncompatibleSketchError
 
-__all__ = ["Synopsis", "SYNOPSES"]
+__all__ = ["Synopsis", "SYNOPSES", "parameter"]
 
 #: Every concrete synopsis class by name, filled in as the families are
 #: imported (``tests/test_contract.py`` runs the contract over it).
@@ -54,6 +63,32 @@ def _a(name: str) -> str:
     return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
 
 
+def parameter(attribute: str, doc: str | None = None) -> property:
+    """A read-only property of a synopsis's parameter held in
+    ``attribute`` (``eps = parameter("_eps")``)."""
+    return property(lambda self: getattr(self, attribute), doc=doc)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _copied(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(x) for x in value)
+    return value.copy() if hasattr(value, "copy") else value
+
+
+def _attributes(obj) -> list:
+    """Every attribute an instance holds: its slots over the classes, or its ``__dict__``."""
+    names = [a for c in type(obj).__mro__ for a in getattr(c, "__slots__", ()) if hasattr(obj, a)]
+    return names + list(getattr(obj, "__dict__", {}))
+
+
 class Synopsis:
     """The base of every synopsis (see the module docstring)."""
 
@@ -62,10 +97,15 @@ class Synopsis:
     _names: ClassVar[tuple] = ()
     #: What merge messages call two of them (default: "<class> sketches").
     _noun: ClassVar[str | None] = None
+    #: The attributes holding the state (not the parameters): what ``copy``
+    #: copies rather than shares, and what equality compares.
+    _state: ClassVar[tuple] = ()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, abstract: bool = False, **kwargs):
+        """Registers the class in :data:`SYNOPSES` unless it is a shared
+        base (``class KeyedHistograms(Synopsis, abstract=True)``) or private."""
         super().__init_subclass__(**kwargs)
-        if not cls.__name__.startswith("_"):
+        if not abstract and not cls.__name__.startswith("_"):
             SYNOPSES[cls.__name__] = cls
 
     # ------------------------------------------------------- declarations
@@ -83,8 +123,9 @@ class Synopsis:
         return [f"newest={self.newest}"]
 
     def _same_state(self, other) -> bool:
-        """Whether ``other`` (same class and parameters) holds the same state."""
-        raise NotImplementedError
+        """Whether ``other`` (same class and parameters) holds the same
+        state: every attribute of ``_state`` alike."""
+        return all(_same(getattr(self, a), getattr(other, a)) for a in self._state)
 
     @classmethod
     def _union(cls, sketches: list):
@@ -97,6 +138,18 @@ class Synopsis:
         with the state the family can hold (updated, merged, at the edges)."""
         return []
 
+    @classmethod
+    def from_bytes(cls, data):
+        """Decode :meth:`to_bytes` output.
+
+        Raises
+        ------
+        CorruptSketchError (a ValueError)
+            Truncated, altered or foreign bytes, or a state no update or
+            merge produces; the message says what was expected and found.
+        """
+        raise NotImplementedError
+
     # ------------------------------------------------------------ written once
     @property
     def newest(self):
@@ -107,6 +160,15 @@ class Synopsis:
     def window(self) -> int:
         """``N``: the longest window that can be queried (time units)."""
         return self._window
+
+    def copy(self):
+        """An independent copy: the ``_state`` attributes copied, the
+        parameters (immutable) shared."""
+        out = object.__new__(type(self))
+        for a in _attributes(self):
+            value = getattr(self, a)
+            setattr(out, a, _copied(value) if a in self._state else value)
+        return out
 
     def __repr__(self) -> str:
         state = self._repr_state() if self.newest is not None else ["empty"]
@@ -145,6 +207,18 @@ class Synopsis:
             ``other`` is of another class.
         """
         return type(self).merge_all([self, other])
+
+    @classmethod
+    def _compatible_at(cls, sketches, now):
+        """``(sketches as a list, the time to answer at)`` for a query of
+        their union without merging: every one checked against the first
+        as a merge checks them; ``now`` as given, else their newest time
+        (None when none has seen an item)."""
+        sk = list(sketches)
+        for s in sk[1:]:
+            sk[0]._check_compatible(s)
+        stamps = [s.newest for s in sk if s.newest is not None]
+        return sk, (max(stamps) if now is None and stamps else now)
 
     @classmethod
     def merge_all(cls, sketches):

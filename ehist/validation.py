@@ -26,7 +26,7 @@ INT64_MAX = 2**63 - 1
 
 
 __all__ = ["INT64_MIN", "INT64_MAX", "check_window", "check_eps", "k_of_eps", "datetime_message", "integral_array",
-           "coerce_times", "coerce_timestamps", "coerce_values", "sort_batch", "checked_total", "resolve_query",
+           "coerce_times", "coerce_timestamps", "coerce_values", "sort_batch", "batch_in_window", "checked_total", "resolve_query",
            "check_positive_int"]
 
 
@@ -174,6 +174,27 @@ def sort_batch(ts: np.ndarray, v: np.ndarray | None, newest: int | None):
     if newest is not None and ts.size and int(ts[0]) < newest:
         raise LateDataError(int(ts[0]), newest)
     return ts, v
+
+
+def batch_in_window(ts: np.ndarray, columns: tuple, newest: int | None, window: int):
+    """A non-empty batch sorted by time and checked against ``newest``
+    (:func:`sort_batch`), then cut to its rows inside the window as of its
+    end: ``(ts, columns, newest after the batch)``, each of ``columns``
+    (an array of one value per row, or None) reordered and cut alike.
+
+    >>> ts, (v,), newest = batch_in_window(np.array([9, 2, 5]), (np.array([90, 20, 50]),), None, 5)
+    >>> ts.tolist(), v.tolist(), newest
+    ([5, 9], [50, 90], 9)
+    """
+    rows = np.arange(ts.size)
+    ts, order = sort_batch(ts, rows, newest)
+    after = int(ts[-1]) if newest is None else max(newest, int(ts[-1]))
+    cutoff = after - window
+    first = int(np.searchsorted(ts, cutoff, side="right")) if int(ts[0]) <= cutoff else 0
+    if order is rows and first == 0:  # in order, all inside: the columns as they are
+        return ts, tuple(columns), after
+    kept = order[first:]
+    return ts[first:], tuple(None if c is None else c[kept] for c in columns), after
 
 
 def checked_total(v: np.ndarray | None, n: int, base: int) -> tuple[np.ndarray | None, int]:

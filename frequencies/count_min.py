@@ -12,24 +12,15 @@ import numbers
 
 import numpy as np
 
-from ehist.validation import (
-    INT64_MAX,
-    INT64_MIN,
-    check_eps,
-    check_window,
-    checked_total,
-    coerce_timestamps,
-    coerce_values,
-    resolve_query,
-    sort_batch,
-)
+from ehist.validation import (INT64_MAX, batch_in_window, check_eps, check_window, checked_total, coerce_timestamps,
+                              coerce_values)
 from ehist.columnar import HistogramColumn
-from ehist.counters import (apply_keyed, dense, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
+from ehist.counters import (KeyedHistograms, apply_keyed, dense, empty, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Layout, check_newest
-from ehist.synopsis import Synopsis
+from ehist.synopsis import parameter
 
 __all__ = ["SlidingCountMin", "dimensions"]
 
@@ -73,7 +64,7 @@ def counter_ids(hashes: np.ndarray, width: int, depth: int) -> np.ndarray:
     return cols.astype(np.int64) + (np.arange(depth, dtype=np.int64) * width)[:, None]
 
 
-class SlidingCountMin(Synopsis):
+class SlidingCountMin(KeyedHistograms):
     r"""Frequencies of items over a sliding window (the ECM-sketch).
 
     A Count-Min sketch of ``depth`` rows of ``width`` counters, each counter
@@ -148,29 +139,12 @@ class SlidingCountMin(Synopsis):
         self._col = empty(self._window, self._eh_eps, 0)
 
     # ----------------------------------------------------------- properties
-    @property
-    def eps(self) -> float:
-        return self._eps
-
-    @property
-    def delta(self) -> float:
-        return self._delta
-
-    @property
-    def eh_eps(self) -> float:
-        return self._eh_eps
-
-    @property
-    def seed(self) -> int:
-        return self._seed
-
-    @property
-    def width(self) -> int:
-        return self._width
-
-    @property
-    def depth(self) -> int:
-        return self._depth
+    eps = parameter("_eps")
+    delta = parameter("_delta")
+    eh_eps = parameter("_eh_eps")
+    seed = parameter("_seed")
+    width = parameter("_width")
+    depth = parameter("_depth")
 
     @property
     def counters(self) -> int:
@@ -184,10 +158,6 @@ class SlidingCountMin(Synopsis):
         the counters holding units)."""
         return dense(self._keys, self._col, self.counters)
 
-    def __len__(self) -> int:
-        """Buckets kept, over all counters."""
-        return int(self._col.exps.size)
-
     _names = ("window", "eps", "delta", "eh_eps", "seed")
 
     def _params(self) -> tuple:
@@ -200,21 +170,12 @@ class SlidingCountMin(Synopsis):
     def _repr_state(self) -> list:
         return [f"counters used={self._keys.size}", f"buckets={len(self)}", f"newest={self._newest}"]
 
-    def _same_state(self, other) -> bool:
-        return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         parts = [cls(500, eps=0.1, delta=0.1, seed=4).update(ts[p::3], ts[p::3] % 23, (ts[p::3] % 5))
                  for p in range(3)]
         return [cls(500, eps=0.1, delta=0.1, seed=4), parts[0], cls.merge_all(parts)]
-
-    def copy(self) -> "SlidingCountMin":
-        out = SlidingCountMin(*self._params())
-        out._newest = self._newest
-        out._keys, out._col = keyed_copy(self._keys, self._col)
-        return out
 
     # --------------------------------------------------------------- update
     def update(self, timestamps, items, values=None) -> "SlidingCountMin":
@@ -265,16 +226,8 @@ class SlidingCountMin(Synopsis):
     def _insert(self, ts: np.ndarray, hashes: np.ndarray, v: np.ndarray | None) -> "SlidingCountMin":
         if ts.size == 0:
             return self
-        ts, order = sort_batch(ts, np.arange(ts.size), self._newest)
-        hashes = hashes[order]
-        if v is not None:
-            v = v[order].astype(np.int64)
-        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
-        cutoff = newest - self._window
-        if int(ts[0]) <= cutoff:
-            first = int(np.searchsorted(ts, cutoff, side="right"))
-            ts, hashes = ts[first:], hashes[first:]
-            v = None if v is None else v[first:]
+        ts, (hashes, v), newest = batch_in_window(ts, (hashes, v), self._newest, self._window)
+        v = None if v is None else v.astype(np.int64)
         # every counter holds at most the window's total: keep that in int64
         checked_total(v, ts.size, self._row_total())
         # ---- validated: from here on the state changes ----
@@ -293,18 +246,9 @@ class SlidingCountMin(Synopsis):
     # ---------------------------------------------------------------- query
     def _counter_bounds(self, now, window) -> tuple[np.ndarray, np.ndarray]:
         """Every counter's (lower, upper) over the window as of ``now``."""
-        now, window = resolve_query(now, window, self._newest, self._window)
-        zeros = np.zeros(self.counters, dtype=np.int64)
-        if now is None or now - window >= INT64_MAX:
-            return zeros, zeros.copy()
-        if now > INT64_MAX:  # the same cutoff from the largest int64 time
-            window -= now - INT64_MAX
-            now = INT64_MAX
-        if now - window < INT64_MIN:
-            window = now - INT64_MIN
-        lo, up = self._col.bounds(now=np.int64(now), window=window)
-        lower, upper = zeros, zeros.copy()
-        lower[self._keys], upper[self._keys] = lo, up
+        lower = np.zeros(self.counters, dtype=np.int64)
+        upper = np.zeros(self.counters, dtype=np.int64)
+        lower[self._keys], upper[self._keys] = self._keyed_bounds(now, window)
         return lower, upper
 
     def _rows(self, x: np.ndarray) -> np.ndarray:
@@ -420,12 +364,7 @@ class SlidingCountMin(Synopsis):
         >>> int(up[0])
         3
         """
-        sk = list(sketches)
-        for s in sk[1:]:
-            sk[0]._check_compatible(s)
-        stamps = [s._newest for s in sk if s._newest is not None]
-        if now is None and stamps:
-            now = max(stamps)
+        sk, now = cls._compatible_at(sketches, now)
         lower = np.zeros(sk[0].counters, dtype=np.int64)
         upper = np.zeros(sk[0].counters, dtype=np.int64)
         wide = np.zeros(sk[0].counters, dtype=np.float64)  # the sums again in float: int64 ones wrap silently
@@ -456,41 +395,27 @@ class SlidingCountMin(Synopsis):
 
     # ---------------------------------------------------------------- merge
     @classmethod
-    def _union(cls, sk: list) -> "SlidingCountMin":
-        """Counters merge with :meth:`ExponentialHistogram.merge_all`, so
-        the guarantees hold for the union."""
-        live = [s for s in sk if s._newest is not None]
-        out = sk[0].copy()
-        if len(live) <= 1:
-            return live[0].copy() if live else out
-        newest = max(s._newest for s in live)
+    def _check_union_total(cls, live: list, newest: int) -> None:
+        """One row's total (every row holds the stream's), settled at the
+        union's newest, past int64 raises."""
         if sum(s._row_total() for s in live) > INT64_MAX:
-            totals = [settled_total(settle(s._col, out._window, newest), int(np.searchsorted(s._keys, out._width)))
+            first = live[0]
+            totals = [settled_total(settle(s._col, first._window, newest), int(np.searchsorted(s._keys, first._width)))
                       for s in live]
             if sum(totals) > INT64_MAX:
                 raise SumOverflowError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
-        out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
-        out._newest = newest
-        return out
 
     # -------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned, checked bytes.
+        """The parameters and the counters holding units, as checked bytes.
 
-        Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 6, format version 2)::
+        In :mod:`ehist.serialization`'s framing (family 6, version 2;
+        flags: bit 0 has_newest)::
 
             offset  size    field
-            ------  ------  ---------------------------------------------
-                 0       2  magic b"EH"
-                 2       1  family id = 6 (SlidingCountMin)
-                 3       1  format version = 2
-                 4       2  flags: bit 0 has_newest
-                 6       8  window (int64)
-                14       8  eps (float64)
-                22       8  delta (float64)
-                30       8  eh_eps (float64)
-                38       8  seed (uint64)
+                 0       6  preamble
+                 6      40  window (int64), eps, delta, eh_eps (float64
+                            each), seed (uint64)
                 46       8  newest (int64)                [if has_newest]
                  .   varint n: counters holding a unit in the window
                  .   n x varint  counter gaps: the first counter's index,
@@ -519,14 +444,6 @@ class SlidingCountMin(Synopsis):
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingCountMin":
-        """Decode :meth:`to_bytes` output.
-
-        Raises
-        ------
-        CorruptSketchError (a ValueError)
-            Truncated, altered or foreign bytes, or a state no update or
-            merge produces; the message says what was expected and found.
-        """
         name = "SlidingCountMin"
         r, flags, s = LAYOUT.open(data, cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None

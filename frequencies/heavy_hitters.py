@@ -161,6 +161,7 @@ class SlidingHeavyHitters(Synopsis):
         return self._levels[-1].newest
 
     _names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
+    _state = ("_levels",)
 
     def _params(self) -> tuple:
         return (self._bits, self._level_bits) + self._levels[-1]._params()
@@ -176,21 +177,12 @@ class SlidingHeavyHitters(Synopsis):
     def _repr_state(self) -> list:
         return [f"buckets={len(self)}", f"newest={self.newest}"]
 
-    def _same_state(self, other) -> bool:
-        return all(a == b for a, b in zip(self._levels, other._levels))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         ids = np.where(ts % 3 == 0, 1000, ts % 4000)
         parts = [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4).update(ts[p::2], ids[p::2]) for p in range(2)]
         return [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4), parts[0], cls.merge_all(parts)]
-
-    def copy(self) -> "SlidingHeavyHitters":
-        out = object.__new__(SlidingHeavyHitters)
-        out._lengths, out._bits, out._level_bits = self._lengths, self._bits, self._level_bits
-        out._levels = [x.copy() for x in self._levels]
-        return out
 
     # --------------------------------------------------------------- update
     def _ids(self, items) -> np.ndarray:
@@ -279,12 +271,7 @@ class SlidingHeavyHitters(Synopsis):
         [7]
         """
         _check_phi(phi)
-        sk = list(sketches)
-        for s in sk[1:]:
-            sk[0]._check_compatible(s)
-        stamps = [s.newest for s in sk if s.newest is not None]
-        if now is None and stamps:
-            now = max(stamps)
+        sk, now = cls._compatible_at(sketches, now)
         return sk[0]._descend(phi, [SlidingCountMin.union_bounds([s._levels[j] for s in sk], now, window)
                                     for j in range(len(sk[0]._levels))])
 
@@ -335,17 +322,13 @@ class SlidingHeavyHitters(Synopsis):
 
     # -------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned, checked bytes.
+        """Its levels' sketches, as versioned, checked bytes.
 
-        Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 7, format version 1)::
+        In :mod:`ehist.serialization`'s framing (family 7, version 1; no
+        flags defined)::
 
             offset  size    field
-            ------  ------  ---------------------------------------------
-                 0       2  magic b"EH"
-                 2       1  family id = 7 (SlidingHeavyHitters)
-                 3       1  format version = 1
-                 4       2  flags (none defined: 0)
+                 0       6  preamble
                  6       1  bits
                  7       1  level bits
                  8   varint L: levels (as levels_of(bits, level_bits) says)

@@ -11,11 +11,11 @@ import numpy as np
 
 from ehist.validation import (
     INT64_MIN,
+    batch_in_window,
     check_eps,
     check_window,
     coerce_timestamps,
     resolve_query,
-    sort_batch,
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import as_hashes, check_seed, hash64
@@ -144,6 +144,7 @@ class SlidingLpNorm(Synopsis):
         return low, 1 + eps
 
     _names = ("p", "windows", "eps", "delta", "seeds", "rows")
+    _state = ("_newest", "_hi", "_lo", "_sk")
 
     def _params(self):
         return (self._p, self._window, self._eps, self._delta, self._seed, self._rows)
@@ -155,22 +156,12 @@ class SlidingLpNorm(Synopsis):
     def _repr_state(self) -> list:
         return [f"buckets={len(self)}", f"newest={self._newest}"]
 
-    def _same_state(self, other) -> bool:
-        return (self._newest == other._newest and np.array_equal(self._hi, other._hi)
-                and np.array_equal(self._lo, other._lo) and np.array_equal(self._sk, other._sk))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 400, 3)
         parts = [cls(1.5, 200, eps=0.3, delta=0.3, seed=2).update(ts[p::2], ts[p::2] % 17, (ts[p::2] % 5) * 1.0)
                  for p in range(2)]
         return [cls(0.5, 50, eps=0.3, delta=0.3), parts[0], cls.merge_all(parts)]
-
-    def copy(self) -> "SlidingLpNorm":
-        out = SlidingLpNorm(self._p, self._window, self._eps, self._delta, self._seed, self._rows)
-        out._sk, out._hi, out._lo = self._sk.copy(), self._hi.copy(), self._lo.copy()
-        out._newest = self._newest
-        return out
 
     # ----------------------------------------------------------- primitives
     def _fhat(self, sketches: np.ndarray) -> np.ndarray:
@@ -309,11 +300,9 @@ class SlidingLpNorm(Synopsis):
         vals = float_values(values, ts.size, nonnegative=True, against="timestamps")
         if ts.size == 0:
             return self
-        ts, perm = sort_batch(ts, np.arange(ts.size), self._newest)
-        hashes, vals = hashes[perm], vals[perm]
-        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
+        ts, (hashes, vals), newest = batch_in_window(ts, (hashes, vals), self._newest, self._window)
         cutoff = newest - self._window
-        keep = (ts > cutoff) & (vals > 0)
+        keep = vals > 0
         ts, hashes, vals = ts[keep], hashes[keep], vals[keep]
         alive = self._hi > cutoff
         old = (self._sk[alive], self._hi[alive], self._lo[alive])

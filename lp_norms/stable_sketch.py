@@ -129,6 +129,7 @@ class StableSketch(Synopsis):
         return self._y.copy()
 
     _names = ("p", "rows", "seeds")
+    _state = ("_y",)
 
     def _params(self) -> tuple:
         return self._p, self._rows, self._seed
@@ -138,9 +139,6 @@ class StableSketch(Synopsis):
 
     def _repr_params(self) -> list:
         return [f"p={self._p:g}", f"rows={self._rows}", f"seed={self._seed}"]
-
-    def _same_state(self, other) -> bool:
-        return np.array_equal(self._y, other._y)
 
     @classmethod
     def _examples(cls) -> list:
@@ -152,11 +150,6 @@ class StableSketch(Synopsis):
         out = sketches[0].copy()
         for other in sketches[1:]:
             out._y += other._y
-        return out
-
-    def copy(self) -> "StableSketch":
-        out = StableSketch(self._p, self._rows, self._seed)
-        out._y = self._y.copy()
         return out
 
     def update(self, indices, values=None) -> "StableSketch":

@@ -8,20 +8,12 @@ import numbers
 
 import numpy as np
 
-from ehist.validation import (
-    INT64_MAX,
-    INT64_MIN,
-    check_window,
-    checked_total,
-    coerce_timestamps,
-    resolve_query,
-    sort_batch,
-)
-from ehist.counters import (apply_keyed, empty, keyed_copy, keyed_equal, merge_keyed, read_keyed, settle,
+from ehist.validation import INT64_MAX, INT64_MIN, batch_in_window, check_window, checked_total, coerce_timestamps
+from ehist.counters import (KeyedHistograms, apply_keyed, empty, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.serialization import Layout, check_newest
-from ehist.synopsis import Synopsis
+from ehist.synopsis import parameter
 
 from .mapping import LogMapping, check_accuracy
 
@@ -69,7 +61,7 @@ def _check_qs(qs) -> np.ndarray:
     return q
 
 
-class SlidingQuantiles(Synopsis):
+class SlidingQuantiles(KeyedHistograms):
     r"""Quantiles and ranks of the values of the last ``w <= N`` time units.
 
     Values fall in bins of relative width ``accuracy`` (an order-preserving
@@ -143,32 +135,16 @@ class SlidingQuantiles(Synopsis):
         self._col = empty(self._window, self._eh_eps, 0)
 
     # ----------------------------------------------------------- properties
-    @property
-    def eps(self) -> float:
-        return self._eps
-
-    @property
-    def accuracy(self) -> float:
-        return self._accuracy
-
-    @property
-    def eh_eps(self) -> float:
-        """Relative error of each bin's histogram: ``eps / (2 + eps)``."""
-        return self._eh_eps
-
-    @property
-    def mapping(self) -> LogMapping:
-        return self._mapping
+    eps = parameter("_eps")
+    accuracy = parameter("_accuracy")
+    eh_eps = parameter("_eh_eps", "Relative error of each bin's histogram: ``eps / (2 + eps)``.")
+    mapping = parameter("_mapping")
 
     @property
     def keys(self) -> np.ndarray:
         """The bin keys holding units in the window, ascending (a view: do
         not change it)."""
         return self._keys
-
-    def __len__(self) -> int:
-        """Buckets kept, over all bins."""
-        return int(self._col.exps.size)
 
     _names = ("window", "eps", "accuracy")
 
@@ -181,20 +157,11 @@ class SlidingQuantiles(Synopsis):
     def _repr_state(self) -> list:
         return [f"bins={self._keys.size}", f"buckets={len(self)}", f"newest={self._newest}"]
 
-    def _same_state(self, other) -> bool:
-        return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
-
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         parts = [cls(500, eps=0.05).update(ts[p::3], (ts[p::3] % 97) - 40.5) for p in range(3)]
         return [cls(500, eps=0.05), parts[0], cls.merge_all(parts)]
-
-    def copy(self) -> "SlidingQuantiles":
-        out = SlidingQuantiles(*self._params())
-        out._newest = self._newest
-        out._keys, out._col = keyed_copy(self._keys, self._col)
-        return out
 
     # --------------------------------------------------------------- update
     def update(self, timestamps, values) -> "SlidingQuantiles":
@@ -219,13 +186,7 @@ class SlidingQuantiles(Synopsis):
         x = _coerce_values(values, ts.shape[0])
         if ts.size == 0:
             return self
-        ts, order = sort_batch(ts, np.arange(ts.size), self._newest)
-        x = x[order]
-        newest = int(ts[-1]) if self._newest is None else max(self._newest, int(ts[-1]))
-        cutoff = newest - self._window
-        if int(ts[0]) <= cutoff:
-            first = int(np.searchsorted(ts, cutoff, side="right"))
-            ts, x = ts[first:], x[first:]
+        ts, (x,), newest = batch_in_window(ts, (x,), self._newest, self._window)
         checked_total(None, ts.size, settled_total(self._col, self._keys.size))
         batch = self._mapping.keys(x)
         if self._keys.size + batch.size > MAX_BINS:  # the bound is cheap; the exact count when it may matter
@@ -246,16 +207,7 @@ class SlidingQuantiles(Synopsis):
     def bin_bounds(self, now: int | None = None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every bin's ``(lower, upper)`` count over the window as of
         ``now`` (int64 arrays aligned with :attr:`keys`)."""
-        now, window = resolve_query(now, window, self._newest, self._window)
-        zeros = np.zeros(self._keys.size, dtype=np.int64)
-        if now is None or now - window >= INT64_MAX:
-            return zeros, zeros.copy()
-        if now > INT64_MAX:  # the same cutoff from the largest int64 time
-            window -= now - INT64_MAX
-            now = INT64_MAX
-        if now - window < INT64_MIN:
-            window = now - INT64_MIN
-        return self._col.bounds(now=np.int64(now), window=window)
+        return self._keyed_bounds(now, window)
 
     def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
         """``(lower, upper)`` on the window's count of values."""
@@ -316,12 +268,7 @@ class SlidingQuantiles(Synopsis):
         >>> [round(float(v), 2) for v in quantiles_from_bounds(a.mapping, keys, lower, upper, [0.25, 1.0])]
         [0.99, 8.94]
         """
-        sk = list(sketches)
-        for s in sk[1:]:
-            sk[0]._check_compatible(s)
-        stamps = [s._newest for s in sk if s._newest is not None]
-        if now is None and stamps:
-            now = max(stamps)
+        sk, now = cls._compatible_at(sketches, now)
         keys = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + [s._keys for s in sk]))
         lower = np.zeros(keys.size, dtype=np.int64)
         upper = np.zeros(keys.size, dtype=np.int64)
@@ -334,37 +281,22 @@ class SlidingQuantiles(Synopsis):
 
     # ---------------------------------------------------------------- merge
     @classmethod
-    def _union(cls, sk: list) -> "SlidingQuantiles":
-        """Bins add; a bin both hold merges its histograms with
-        :meth:`ExponentialHistogram.merge_all`, so the guarantees hold for
-        the union."""
-        live = [s for s in sk if s._newest is not None]
-        if len(live) <= 1:
-            return (live[0] if live else sk[0]).copy()
-        out = SlidingQuantiles(*sk[0]._params())
-        newest = max(s._newest for s in live)
+    def _check_union_total(cls, live: list, newest: int) -> None:
+        """Bins add: their counts, settled at the union's newest, past
+        int64 raise."""
         if sum(settled_total(settle(s._col, s._window, newest), s._keys.size) for s in live) > INT64_MAX:
             raise SumOverflowError("merged window count would overflow int64")
-        out._keys, out._col = merge_keyed([(s._keys, s._col) for s in live], newest)
-        out._newest = newest
-        return out
 
     # -------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """Versioned, checked bytes.
+        """The value bins holding units and their histograms, as checked bytes.
 
-        Layout (after the common preamble of :mod:`ehist.serialization`,
-        family id 8, format version 2)::
+        In :mod:`ehist.serialization`'s framing (family 8, version 2;
+        flags: bit 0 has_newest)::
 
             offset  size    field
-            ------  ------  ---------------------------------------------
-                 0       2  magic b"EH"
-                 2       1  family id = 8 (SlidingQuantiles)
-                 3       1  format version = 2
-                 4       2  flags: bit 0 has_newest
-                 6       8  window (int64)
-                14       8  eps (float64)
-                22       8  accuracy (float64)
+                 0       6  preamble
+                 6      24  window (int64), eps, accuracy (float64 each)
                 30       8  newest (int64)                [if has_newest]
                  .   varint m: value bins holding units
                  .   m x varint  bin keys: the first zigzag-encoded, then
@@ -394,14 +326,6 @@ class SlidingQuantiles(Synopsis):
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingQuantiles":
-        """Decode :meth:`to_bytes` output.
-
-        Raises
-        ------
-        CorruptSketchError (a ValueError)
-            Truncated, altered or foreign bytes, or a state no update or
-            merge produces; the message says what was expected and found.
-        """
         name = "SlidingQuantiles"
         r, flags, s = LAYOUT.open(data, cls)
         newest = r.struct("q", "newest timestamp")[0] if flags & _FLAG_HAS_NEWEST else None

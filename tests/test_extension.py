@@ -63,6 +63,7 @@ class SlidingMax(Synopsis):
 
     __slots__ = ("_window", "_t", "_v", "_newest")
     _names = ("windows",)
+    _state = ("_newest", "_t", "_v")  # what copy copies and equality compares
 
     def __init__(self, window: int):
         self._window = check_window(window)
@@ -80,15 +81,6 @@ class SlidingMax(Synopsis):
 
     def _repr_state(self):
         return [f"pairs={self._t.size}", f"newest={self._newest}"]
-
-    def _same_state(self, other):
-        return self._newest == other._newest and np.array_equal(self._t, other._t) and \
-            np.array_equal(self._v, other._v)
-
-    def copy(self) -> "SlidingMax":
-        out = SlidingMax(self._window)
-        out._t, out._v, out._newest = self._t.copy(), self._v.copy(), self._newest
-        return out
 
     @classmethod
     def _examples(cls):
