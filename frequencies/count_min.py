@@ -255,16 +255,9 @@ class SlidingCountMin(KeyedHistograms):
         return x.reshape(self._depth, self._width)
 
     def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
-        """Bounds on the window's total (the sum of every row's counters
-        brackets it; the tightest row bounds are taken).
-
-        Parameters
-        ----------
-        now : int, optional
-            Query time, ``>=`` :attr:`newest` (default: :attr:`newest`).
-        window : int, optional
-            Window length in ``[1, N]`` (default: ``N``).
-        """
+        """Bounds on the total of the ``window`` (default ``N``) ending at
+        ``now`` (default :attr:`newest`): the sum of every row's counters
+        brackets it, and the tightest row bounds are taken."""
         lower, upper = self._counter_bounds(now, window)
         return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
 
