@@ -17,7 +17,13 @@ events, each check in one Spark job for all families at once:
 * the readers agree: ``<family>_sketch_estimate`` as a column function,
   in SQL and in process (:meth:`~udaf.family.Family.answers`) give the
   same answers, and the answer of one key's sketch is the family's
-  :meth:`~udaf.family.Family.sketch_answer`.
+  :meth:`~udaf.family.Family.sketch_answer`;
+* ``aggregate``'s strategies agree: two-phase's merged sketches are
+  ``union_table`` of ``sketch_table``'s sketches per input partition and
+  key, byte for byte, and its answers the spec's union of those partials
+  (:meth:`~udaf.spec.Spec.union`) or, with ``sketches=True``, the answers
+  of the merged sketches; ``shuffle`` answers as ``native`` does where a
+  family has a native plan; ``auto`` answers as the strategy it picks.
 """
 
 from __future__ import annotations
@@ -131,3 +137,69 @@ def _same(*values) -> bool:
     """Equal answers (NaN equal to NaN)."""
     first = values[0]
     return all(v == first or (isinstance(v, float) and math.isnan(v) and math.isnan(first)) for v in values)
+
+
+def _plain(value):
+    """A collected value as plain Python (Rows as dicts, recursively)."""
+    if hasattr(value, "asDict"):
+        return {k: _plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _equal(a, b) -> bool:
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def test_aggregate_strategies_agree_for_every_family(events):
+    from pyspark.sql import functions as F
+
+    from udaf import aggregate, sketch_table, union_table
+    from udaf.native import has_native
+
+    _, sdf = events
+    examples = specs()
+    df = sdf.withColumn("part", F.spark_partition_id()).persist()
+    try:
+        df.count()
+        # phase one's partials are the sketches of each input partition's rows of a key
+        stored = sketch_table(df, ["part", "k"], "ts", **examples)
+        partials = {}
+        for r in stored.collect():
+            partials.setdefault(r.k, []).append(r)
+        united = {r.k: r for r in union_table(stored, "k", *examples).collect()}
+        merged = {r.k: r for r in aggregate(df, "k", "ts", strategy="two_phase", sketches=True, reduce=False,
+                                            **examples).collect()}
+        plain = {r.k: r for r in aggregate(df, "k", "ts", strategy="two_phase", reduce=False,
+                                           **examples).collect()}
+        keys = sorted(united)
+        assert merged.keys() == plain.keys() == set(keys)
+        for name, spec in examples.items():
+            cls = type(spec)
+            blobs = [bytes(merged[k][f"{name}_sketch"]) for k in keys]
+            assert blobs == [bytes(united[k][name]) for k in keys], name
+            from_sketches = cls.answer_array(spec.key_answers(blobs, None, None).estimate).to_pylist()
+            parts = [bytes(p[name]) for k in keys for p in sorted(partials[k], key=lambda p: p.part)]
+            starts = np.cumsum([0] + [len(partials[k]) for k in keys[:-1]])
+            from_partials = cls.answer_array(spec.union(parts, starts).estimate).to_pylist()
+            for i, k in enumerate(keys):
+                assert _equal(merged[k][name], from_sketches[i]), (name, k, "sketches=True")
+                assert _equal(plain[k][name], from_partials[i]), (name, k, "the partials' union")
+        # from the rows: shuffle and the native plan, and auto as the strategy it takes
+        shuffled = {r.k: r for r in aggregate(df, "k", "ts", strategy="shuffle", **examples).collect()}
+        native = {n: s for n, s in examples.items() if has_native({n: s}, df.schema)}
+        assert {type(s).__name__ for s in native.values()} >= {"Count", "Sum", "Distinct"}
+        exact = {r.k: r for r in aggregate(df, "k", "ts", strategy="native", **native).collect()}
+        auto = {r.k: r for r in aggregate(df, "k", "ts", **examples).collect()}
+        for name in examples:
+            for k in keys:
+                if name in native:
+                    assert _equal(shuffled[k][name], exact[k][name]), (name, k, "shuffle against native")
+            assert any(all(_equal(auto[k][name], other[k][name]) for k in keys) for other in (plain, shuffled)), \
+                (name, "auto")
+    finally:
+        df.unpersist()
