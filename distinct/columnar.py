@@ -69,7 +69,7 @@ from ehist.blobs import Blobs
 from ehist.segments import gather
 
 from . import hll_layout as L
-from .compiled import decode_entries
+from .compiled import decode_entries, window_rank_counts
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
@@ -363,6 +363,54 @@ def _union_chunk(reg, ts, rank, group_of, entries, at, groups: int, window: int,
     counts = np.bincount(cell[first] // m * ranks + top, minlength=groups * ranks).reshape(groups, ranks)
     counts[:, 0] = m - counts[:, 1:].sum(axis=1)
     return estimates_from_rank_counts(counts, m)
+
+
+def union_estimates_of_bytes(blobs, group_starts, now=None, window: int | None = None) -> np.ndarray | None:
+    """:func:`union_estimates` of stored sketches (``blobs``, bytes), the
+    same floats, in one compiled pass that decodes every sketch and counts
+    each group's register values without building a column
+    (:func:`distinct.compiled.window_rank_counts`).  None where that pass
+    does not apply: the compiled loops off, a null or empty sketch, one the
+    checks of ``SlidingHyperLogLog.from_bytes`` would refuse, sketches of
+    different parameters; the caller then takes the column's path (which
+    raises what it raises)."""
+    if not ehist_compiled.active():
+        return None
+    blobs = Blobs.of(blobs)
+    if not len(blobs) or not blobs.present.all():
+        return None
+    ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 4 + _CRC.size, L.FLAG_TICK)
+    if not ok.all():
+        return None
+    f = L.head_fields(buf, starts)
+    windows, precision, seed, newest = (f[c].astype(np.int64) for c in ("window", "precision", "seed", "newest"))
+    if (windows != windows[0]).any() or (precision != precision[0]).any() or (f["seed"] != f["seed"][0]).any():
+        return None
+    p = int(precision[0])
+    if windows[0] < 1 or not 4 <= p <= 18 or (newest == INT64_MIN).any():
+        return None
+    del seed
+    group_of_start = _check_starts(group_starts, len(blobs))
+    groups = group_of_start.size
+    sizes = np.diff(np.append(group_of_start, len(blobs)))
+    group_newest = np.full(groups, INT64_MIN, dtype=np.int64)
+    np.maximum.at(group_newest, np.repeat(np.arange(groups), sizes), newest)
+    _, window = resolve_query(None, window, None, int(windows[0]))
+    if now is None:
+        at = group_newest
+    else:
+        at = _times_per_group(now, groups)
+        late = np.flatnonzero((group_newest != INT64_MIN) & (group_newest > at))
+        if late.size:
+            resolve_query(int(at[late[0]]), None, int(group_newest[late[0]]), window)  # raises, naming both
+    ticked = (L.flags_of(buf, starts) & L.FLAG_TICK) > 0
+    version_2 = L.version_of(buf, starts) == L.FORMAT_VERSION
+    accepted, counts = window_rank_counts(buf, starts + L.HEAD_BYTES, starts + lengths - _CRC.size, ticked,
+                                          version_2, newest, windows, p, np.append(group_of_start, len(blobs)),
+                                          np.where(group_newest == INT64_MIN, 0, at), window)
+    if not accepted.all():
+        return None
+    return estimates_from_rank_counts(counts, 1 << p)
 
 
 def sketches_from_bytes(blobs) -> list:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ehist import compiled
 
-__all__ = ["decode_entries", "future_maxima"]
+__all__ = ["decode_entries", "future_maxima", "window_rank_counts"]
 
 
 def decode_entries(buf, starts, ends, ticked, version_2, newest, window, precision):
@@ -166,16 +166,114 @@ def _union_kernel():
 
 
 _COMPILED = None
-_varint = None  # the compiled ehist.compiled.read_varint and gcd, which _decode_all calls
+_COUNTS = None
+_varint = None  # the compiled ehist.compiled.read_varint and gcd, and _decode_one, which _decode_all calls
 _gcd = None
+_dec1 = None
 
 
 def _kernel():
-    global _COMPILED, _varint, _gcd
+    global _COMPILED, _varint, _gcd, _dec1
     if _COMPILED is None:
         _varint, _gcd = compiled.jit(compiled.read_varint), compiled.jit(compiled.gcd)
+        _dec1 = compiled.jit(_decode_one)
         _COMPILED = compiled.jit(_decode_all)
     return _COMPILED
+
+
+def _counts_kernel():
+    global _COUNTS
+    if _COUNTS is None:
+        _kernel()
+        _COUNTS = compiled.jit(_window_counts)
+    return _COUNTS
+
+
+def window_rank_counts(buf, starts, ends, ticked, version_2, newest, window, precision: int, group_starts, at,
+                       query_window: int):
+    """Decode sliding HyperLogLogs (their payloads ``buf[starts[i]:ends[i]]``,
+    as :func:`decode_entries` takes them, all of one ``precision``) and
+    count, for each group of consecutive sketches
+    (``group_starts``: ``groups + 1`` offsets), how many of its ``2**precision``
+    registers hold each value over the window ``(at[g] - query_window,
+    at[g]]``: each register's largest rank of an entry that young in any
+    sketch of the group, the union's registers without merging, nothing
+    built per entry.
+
+    Returns
+    -------
+    (accepted mask, counts): ``counts[g, k]`` registers of value ``k``
+    (``k = 0``: empty); a group with a rejected sketch is to be answered
+    by the caller another way.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> from distinct import SlidingHyperLogLog, hll_layout as L
+    >>> b = np.frombuffer(SlidingHyperLogLog(100, 4).update([1, 2, 3], [7, 8, 9]).to_bytes(), dtype=np.uint8)
+    >>> ticked = L.flags_of(b, np.array([0])) & L.FLAG_TICK > 0
+    >>> ok, counts = window_rank_counts(b, [L.HEAD_BYTES], [b.size - 4], ticked, [True], [3], [100], 4, [0, 1],
+    ...                                 [3], 100)
+    >>> bool(ok[0]), int(counts.sum()), int(counts[0, 0])  # 16 registers, the sketch's 2 entries set 2
+    (True, 16, 14)
+    """
+    buf, starts, ends = compiled.spans(buf, starts, ends, ticked=ticked, version_2=version_2, newest=newest,
+                                       window=window)
+    if not 4 <= int(precision) <= 18:
+        raise ValueError(f"precision must be in [4, 18], got {precision}")
+    group_starts = np.ascontiguousarray(group_starts, dtype=np.int64)
+    at = np.ascontiguousarray(at, dtype=np.int64)
+    if (group_starts.ndim != 1 or group_starts.size < 1 or group_starts[0] != 0 or group_starts[-1] != starts.size
+            or np.any(np.diff(group_starts) < 0) or at.shape != (group_starts.size - 1,)):
+        raise ValueError(f"group_starts must run from 0 to {starts.size} without decreasing, with one time per group")
+    if int(query_window) < 1:
+        raise ValueError(f"query_window must be at least 1, got {query_window}")
+    return _counts_kernel()(buf, starts, ends, np.ascontiguousarray(ticked, dtype=np.bool_),
+                            np.ascontiguousarray(version_2, dtype=np.bool_), np.ascontiguousarray(newest, dtype=np.int64),
+                            np.ascontiguousarray(window, dtype=np.int64), np.int64(precision), group_starts, at,
+                            np.uint64(query_window))
+
+
+def _window_counts(buf, starts, ends, ticked, version_2, newest, window, precision, group_starts, at, query_window):
+    count = starts.size
+    groups = group_starts.size - 1
+    big = np.uint64(1) << np.uint64(40)
+    most = 0
+    declared = np.zeros(count, dtype=np.int64)
+    for b in range(count):
+        n, pos, good = _varint(buf, starts[b], ends[b])
+        if good and n >= np.uint64(1) and n < big and np.int64(n) * 3 <= ends[b] - pos:
+            declared[b] = np.int64(n)
+            most = max(most, declared[b])
+    reg = np.empty(most, dtype=np.int64)
+    ts = np.empty(most, dtype=np.int64)
+    rank = np.empty(most, dtype=np.int64)
+    m = np.int64(1) << precision
+    ranks = 66 - precision
+    top = np.zeros(m, dtype=np.int64)
+    touched = np.empty(m, dtype=np.int64)
+    ok = np.zeros(count, dtype=np.bool_)
+    counts = np.zeros((groups, ranks), dtype=np.int64)
+    for g in range(groups):
+        used = 0
+        now = np.uint64(at[g])
+        for b in range(group_starts[g], group_starts[g + 1]):
+            n = declared[b]
+            if not _dec1(buf, starts[b], ends[b], n, ticked[b], version_2[b], newest[b], window[b], precision,
+                         reg, ts, rank, 0):
+                continue
+            ok[b] = True
+            for i in range(n):  # live: at - t < window, exact as uint64 (every t <= at)
+                if now - np.uint64(ts[i]) < query_window:
+                    r = reg[i]
+                    if top[r] == 0:
+                        touched[used] = r
+                        used += 1
+                    if rank[i] > top[r]:
+                        top[r] = rank[i]
+        for j in range(used):
+            counts[g, top[touched[j]]] += 1
+            top[touched[j]] = 0
+        counts[g, 0] = m - used
+    return ok, counts
 
 
 def _decode_all(buf, starts, ends, ticked, version_2, newest, window, precision):
@@ -193,82 +291,91 @@ def _decode_all(buf, starts, ends, ticked, version_2, newest, window, precision)
     rank = np.empty(cap, dtype=np.int64)
     ok = np.zeros(count, dtype=np.bool_)
     counts = np.zeros(count, dtype=np.int64)
-    top_bit = np.uint64(1) << np.uint64(63)
     at = 0
     for b in range(count):
         n = declared[b]
-        if n == 0 or newest[b] == np.iinfo(np.int64).min:
-            continue
-        end = ends[b]
-        _, pos, _ = _varint(buf, starts[b], end)
-        tick = np.uint64(1)
-        if ticked[b]:
-            tick, pos, good = _varint(buf, pos, end)
-            if not good or tick < np.uint64(2):
-                continue
-        m = np.int64(1) << precision[b]
-        fine = True
-        r = np.int64(0)
-        for i in range(n):  # register deltas: registers below m
-            d, pos, good = _varint(buf, pos, end)
-            if not good or d >= np.uint64(m):
-                fine = False
-                break
-            r += np.int64(d)
-            if r >= m:
-                fine = False
-                break
-            reg[at + i] = r
-        if not fine or end - pos < n:
-            continue
-        top_rank = 65 - precision[b]
-        for i in range(n):  # ranks: one byte each, in [1, 65 - p]
-            k = np.int64(buf[pos + i])
-            if k < 1 or k > top_rank:
-                fine = False
-                break
-            rank[at + i] = k
-        if not fine:
-            continue
-        pos += n
-        g = np.uint64(0)
-        top = np.uint64(0)
-        for i in range(n):  # ages: newest - t, in ticks
-            a, pos, good = _varint(buf, pos, end)
-            if not good:
-                fine = False
-                break
-            g = _gcd(g, a)
-            if a > top:
-                top = a
-            ts[at + i] = np.int64(a)  # the age for now
-        if not fine or pos != end:
-            continue
-        w = np.uint64(window[b])
-        if version_2[b]:
-            # the tick is the ages' gcd exactly when that is 2 or more; every age below the window
-            if (tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2)):
-                continue
-            if top >= w // tick + (np.uint64(1) if w % tick != np.uint64(0) else np.uint64(0)):
-                continue
-        if top * tick >= w:
-            continue
-        room = (np.uint64(newest[b]) ^ top_bit) - np.uint64(1)  # every time above -2**63 (from_bytes' rule)
-        for i in range(n):
-            age = np.uint64(ts[at + i]) * tick
-            if age > room:
-                fine = False
-                break
-            ts[at + i] = newest[b] - np.int64(age)
-        if not fine:
-            continue
-        for i in range(1, n):  # inside each register: times increasing, ranks decreasing
-            if reg[at + i] == reg[at + i - 1] and (ts[at + i] <= ts[at + i - 1] or rank[at + i] >= rank[at + i - 1]):
-                fine = False
-                break
-        if not fine:
+        if not _dec1(buf, starts[b], ends[b], n, ticked[b], version_2[b], newest[b], window[b], precision[b],
+                    reg, ts, rank, at):
             continue
         ok[b] = True
         counts[b] = n
         at += n
     return ok, counts, reg[:at], ts[:at], rank[:at]
+
+
+def _decode_one(buf, start, end, n, ticked, version_2, newest, window, precision, reg, ts, rank, at):
+    """One sketch's payload ``buf[start:end]`` (``n`` entries declared)
+    into ``reg``, ``ts`` and ``rank`` at ``at``; whether every check of
+    ``SlidingHyperLogLog.from_bytes`` passed."""
+    top_bit = np.uint64(1) << np.uint64(63)
+    if n == 0 or newest == np.iinfo(np.int64).min:
+        return False
+    _, pos, _ = _varint(buf, start, end)
+    tick = np.uint64(1)
+    if ticked:
+        tick, pos, good = _varint(buf, pos, end)
+        if not good or tick < np.uint64(2):
+            return False
+    m = np.int64(1) << precision
+    fine = True
+    r = np.int64(0)
+    for i in range(n):  # register deltas: registers below m
+        d, pos, good = _varint(buf, pos, end)
+        if not good or d >= np.uint64(m):
+            fine = False
+            break
+        r += np.int64(d)
+        if r >= m:
+            fine = False
+            break
+        reg[at + i] = r
+    if not fine or end - pos < n:
+        return False
+    top_rank = 65 - precision
+    for i in range(n):  # ranks: one byte each, in [1, 65 - p]
+        k = np.int64(buf[pos + i])
+        if k < 1 or k > top_rank:
+            fine = False
+            break
+        rank[at + i] = k
+    if not fine:
+        return False
+    pos += n
+    g = np.uint64(0)
+    top = np.uint64(0)
+    for i in range(n):  # ages: newest - t, in ticks
+        a, pos, good = _varint(buf, pos, end)
+        if not good:
+            fine = False
+            break
+        g = _gcd(g, a)
+        if a > top:
+            top = a
+        ts[at + i] = np.int64(a)  # the age for now
+    if not fine or pos != end:
+        return False
+    w = np.uint64(window)
+    if version_2:
+        # the tick is the ages' gcd exactly when that is 2 or more; every age below the window
+        if (tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2)):
+            return False
+        if top >= w // tick + (np.uint64(1) if w % tick != np.uint64(0) else np.uint64(0)):
+            return False
+    if top * tick >= w:
+        return False
+    room = (np.uint64(newest) ^ top_bit) - np.uint64(1)  # every time above -2**63 (from_bytes' rule)
+    for i in range(n):
+        age = np.uint64(ts[at + i]) * tick
+        if age > room:
+            fine = False
+            break
+        ts[at + i] = newest - np.int64(age)
+    if not fine:
+        return False
+    for i in range(1, n):  # inside each register: times increasing, ranks decreasing
+        if reg[at + i] == reg[at + i - 1] and (ts[at + i] <= ts[at + i - 1] or rank[at + i] >= rank[at + i - 1]):
+            fine = False
+            break
+    if not fine:
+        return False
+    return True

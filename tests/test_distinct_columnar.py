@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 
 import distinct.columnar
 from distinct import SlidingHyperLogLog
-from distinct.columnar import SketchColumn, sketches_from_bytes, sliding_hll_bytes, union_estimates
+from ehist import compiled as ehist_compiled
+from distinct.columnar import (SketchColumn, sketches_from_bytes, sliding_hll_bytes, union_estimates,
+                               union_estimates_of_bytes)
 from ehist import IncompatibleSketchError
 from ehist.hashing import hash64
 from tests.conftest import examples
@@ -102,6 +104,12 @@ def test_union_estimates_equal_merge_then_estimate(data, window, precision, cut,
     for cells in (0, 2**62):  # registers found by sorting the entries, then in a dense array
         with mock.patch.object(distinct.columnar, "_DENSE_CELLS_PER_ENTRY", cells):
             assert union_estimates(sketches, groups, now=now, window=win).tolist() == merged
+    # from the bytes in one compiled pass (None where it does not apply: an empty sketch, no numba)
+    fast = union_estimates_of_bytes([s.to_bytes() for s in sketches], groups, now=now, window=win)
+    if ehist_compiled.active() and all(s.newest is not None for s in sketches):
+        assert fast is not None and fast.tolist() == merged
+    else:
+        assert fast is None or fast.tolist() == merged
 
 
 def test_union_estimates_are_exact_at_every_precision():

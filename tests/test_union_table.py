@@ -279,6 +279,15 @@ def test_compiled_loops_refuse_bad_input():
         future_maxima([0, 4], z, z, z + 128, [0], 10, [False])
     with pytest.raises(ValueError, match="one value per group"):
         future_maxima([0, 4], z, z, z, [0, 1], 10, [False])
+    from distinct.compiled import window_rank_counts
+
+    one = ([False], [True], [5], [10])
+    with pytest.raises(ValueError, match="precision must be in"):
+        window_rank_counts(np.zeros(8, dtype=np.uint8), [0], [8], *one, 3, [0, 1], [5], 10)
+    with pytest.raises(ValueError, match="group_starts must run from 0 to 1"):
+        window_rank_counts(np.zeros(8, dtype=np.uint8), [0], [8], *one, 4, [0, 2], [5], 10)
+    with pytest.raises(ValueError, match="query_window must be at least 1"):
+        window_rank_counts(np.zeros(8, dtype=np.uint8), [0], [8], *one, 4, [0, 1], [5], 0)
     with pytest.raises(ValueError, match="every span must lie inside the 4 elements"):
         compiled.gather(np.zeros(4, dtype=np.uint8), [2], [5])
     with pytest.raises(ValueError, match="every segment must lie inside the 4 values"):

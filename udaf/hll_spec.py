@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from distinct import SlidingHyperLogLog
-from distinct.columnar import SketchColumn, sliding_hll_bytes, union_estimates
+from distinct.columnar import SketchColumn, sliding_hll_bytes, union_estimates, union_estimates_of_bytes
 from distinct.columnar_union import union_bytes
 from ehist.blobs import Blobs
 
@@ -57,8 +57,13 @@ class Distinct(HashedItems):
         blobs = Blobs.of(blobs)
         out = np.full(len(blobs), np.nan)
         rows = np.flatnonzero(blobs.present)
-        column = SketchColumn.from_bytes(blobs.take(rows))
         at = None if nows is None else np.asarray(nows, dtype=np.int64)
+        fast = union_estimates_of_bytes(blobs.take(rows), np.arange(rows.size), None if at is None else at[rows],
+                                        window)
+        if fast is not None:  # decoded and counted in one compiled pass
+            out[rows] = fast
+            return Answers(out)
+        column = SketchColumn.from_bytes(blobs.take(rows))
         for mine in _alike_groups(column):
             out[rows[mine]] = union_estimates(column.take(mine) if mine.size < len(column) else column,
                                               np.arange(mine.size), now=None if at is None else at[rows[mine]],
@@ -72,6 +77,9 @@ class Distinct(HashedItems):
         merge's estimate to the last bit, without merging.  Sketches of
         different windows, precisions or seeds: the merge, which refuses
         them."""
+        fast = union_estimates_of_bytes(blobs, starts, nows, window)
+        if fast is not None:
+            return Answers(np.asarray(fast, dtype=np.float64))
         column = SketchColumn.from_bytes(Blobs.of(blobs))
         if not column.alike():
             return super().union_answers(blobs, starts, nows, window)
@@ -101,6 +109,9 @@ class Distinct(HashedItems):
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
         keys at once: the merge's estimate to the last bit."""
+        fast = union_estimates_of_bytes(blobs, starts, at)
+        if fast is not None:
+            return Answers(np.asarray(fast, dtype=np.float64))
         column = SketchColumn.from_bytes(Blobs.of(blobs))
         return Answers(np.asarray(union_estimates(column, starts, now=at), dtype=np.float64))
 
