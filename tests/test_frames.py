@@ -123,3 +123,38 @@ def test_lp_frames_equal_the_sketch_of_each_frame():
         np.abs(np.bincount(idx[a:b], weights=val[a:b])).sum() for a, b in zip(lo, hi)
     ])
     assert np.mean(np.abs(got / exact - 1) <= eps) >= 1 - 2 * delta
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(keyed_rows(), min_size=1, max_size=4), st.data(), st.sampled_from([1.0, 2.0]), st.booleans())
+def test_exact_lp_frames_equal_brute_force(keys, data, p, small):
+    """frame_lp_norms_exact over several keys in one pass, rows without an
+    item or value skipped as sliding_over skips them: each row's norm of
+    its frame's item frequencies, the nearest double of the exact sum
+    (sqrt of it for p = 2); None where sum f^2 could pass int64."""
+    from udaf.frames import frame_lp_norms_exact
+
+    window = keys[0][3]
+    t = np.concatenate([k[0] for k in keys])
+    values = np.concatenate([k[1] for k in keys]) % (1000 if small else 1 << 40)
+    codes = np.concatenate([k[2] for k in keys])
+    key = np.repeat(np.arange(len(keys)), [k[0].size for k in keys])
+    starts = np.cumsum([0] + [k[0].size for k in keys[:-1]])
+    nonempty = np.array([k[0].size > 0 for k in keys])
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=t.size, max_size=t.size)), dtype=bool)
+    lo, hi = frame_bounds_runs(t, starts[nonempty] if nonempty.any() else starts[:1], window)
+    pos = np.flatnonzero(keep)
+    got = frame_lp_norms_exact(p, codes[pos], values[pos], np.searchsorted(pos, lo), np.searchsorted(pos, hi))
+    if not small and float(values[pos].sum()) ** p >= 2.0 ** 62:
+        assert got is None
+        return
+    want = []
+    for i in range(t.size):
+        m = (key == key[i]) & (t > t[i] - window) & (t <= t[i]) & keep
+        f = {}
+        for c, v in zip(codes[m].tolist(), values[m].tolist()):
+            f[c] = f.get(c, 0) + v
+        total = sum(abs(x) ** int(p) for x in f.values())
+        want.append(float(total) if p == 1.0 else float(np.sqrt(np.float64(total))))
+    assert got is not None and got.tolist() == want
+    assert frame_lp_norms_exact(1.5, codes[pos], values[pos], lo, hi) is None

@@ -203,3 +203,29 @@ def test_aggregate_strategies_agree_for_every_family(events):
                 (name, "auto")
     finally:
         df.unpersist()
+
+
+def test_sliding_over_strategies_agree_for_every_family(events, spark):
+    """For every registered family with a per-row form: the native plan
+    (Spark's window functions) and the shuffle (each key's rows in one
+    numpy pass) give every row the same answer where a family has both;
+    ``auto`` answers as one of them."""
+    from udaf import sliding_over
+    from udaf.native import has_native_frames
+
+    pdf, _ = events
+    df = spark.createDataFrame(pdf.reset_index().rename(columns={"index": "row"})).repartition(2)
+    framed = {n: s for n, s in specs().items() if type(s).has_frames}
+    native = {n: s for n, s in framed.items() if has_native_frames({n: s}, df)}
+    assert {type(s).__name__ for s in framed.values()} >= {"Count", "Sum", "Distinct", "LpNorm", "Frequencies"}
+    assert {type(s).__name__ for s in native.values()} >= {"Count", "Sum", "Frequencies"}
+    shuffled = {r.row: r for r in sliding_over(df, "k", "ts", strategy="shuffle", **framed).collect()}
+    by_native = {r.row: r for r in sliding_over(df, "k", "ts", strategy="native", **native).collect()}
+    auto = {r.row: r for r in sliding_over(df, "k", "ts", **framed).collect()}
+    assert shuffled.keys() == by_native.keys() == auto.keys() == set(pdf.index)
+    for name in framed:
+        if name in native:
+            for row, r in shuffled.items():
+                assert _equal(r[name], by_native[row][name]), (name, row)
+        assert any(all(_equal(auto[row][name], other[row][name]) for row in auto)
+                   for other in ((shuffled, by_native) if name in native else (shuffled,))), (name, "auto")

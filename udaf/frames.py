@@ -12,7 +12,9 @@ counts cost one sort and a few ``searchsorted`` calls, less than querying
 a synopsis per row, so they are exact here.  Spark's built-in frame
 re-aggregates the whole frame for every row (its aggregates cannot
 retract), ``O(rows x frame)``; these are ``O(rows log rows)``.  The L_p
-norm is where exact answers cost the frame: it comes from the p-stable
+norm for p = 1 or 2 and integral values is exact too
+(:func:`frame_lp_norms_exact`: each row's change of ``sum |f|^p`` as it
+enters and leaves the frames); otherwise it comes from the p-stable
 sketch, whose linearity makes each frame's sketch a difference of two
 prefix sketches.
 
@@ -39,7 +41,8 @@ from lp_norms.stable_sketch import index_hashes
 
 from .exact import sum_past_int64
 
-__all__ = ["frame_bounds", "frame_bounds_runs", "frame_counts", "frame_sums", "frame_distinct", "frame_lp_norms"]
+__all__ = ["frame_bounds", "frame_bounds_runs", "frame_counts", "frame_sums", "frame_distinct", "frame_lp_norms",
+           "frame_lp_norms_exact"]
 
 # rows of p-stable contributions generated at once (x sketch rows, float64)
 _BLOCK_CELLS = 1 << 21
@@ -182,6 +185,55 @@ class _PrefixSketch:
                 out[i:j] = self._acc
             i = j
         return out
+
+
+def frame_lp_norms_exact(p: float, codes: np.ndarray, values: np.ndarray, lo: np.ndarray,
+                         hi: np.ndarray) -> np.ndarray | None:
+    """Exact L_p norm, ``p`` 1 or 2, of each frame's frequency vector
+    (``codes``: integer labels of the items; ``values``: non-negative
+    integral weights; ``lo``, ``hi``: each answered row's frame, as
+    positions in them), what the native plan computes
+    (:meth:`udaf.LpNorm.native_per_row`); None for another ``p``,
+    fractional values, or totals whose ``sum f^2`` could pass int64 (the
+    sketch answers those).
+
+    Row ``j`` enters the frames at the first row ``i`` with ``hi_i > j``
+    and leaves at the first with ``lo_i > j``; within an item, in that
+    order, a running sum gives ``f`` after each change, and each change of
+    ``|f|^p`` is summed over the rows: ``sum |f|^p`` of every frame, in
+    int64 (whose nearest double is the native plan's).
+
+    >>> lo, hi = frame_bounds(np.array([1, 2, 2, 5, 9]), window=4)
+    >>> frame_lp_norms_exact(2.0, np.array([7, 7, 8, 7, 7]), np.array([3, 1, 2, 4, 1]), lo, hi).tolist()
+    [3.0, 4.47213595499958, 4.47213595499958, 5.385164807134504, 1.0]
+    """
+    if p not in (1.0, 2.0):
+        return None
+    v = np.asarray(values, dtype=np.float64)
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    m = lo.size
+    if not (np.all(np.isfinite(v)) and np.all(v >= 0) and np.all(v == np.floor(v))) or \
+            float(v.sum()) ** p >= 2.0 ** 62:
+        return None
+    v = v.astype(np.int64)
+    rows = np.arange(v.size, dtype=np.int64)
+    # each entry's change at the first answered row whose frame holds it (+v)
+    # and the first whose frame has passed it (-v; m: none)
+    step = np.concatenate([np.searchsorted(hi, rows, side="right"), np.searchsorted(lo, rows, side="right")])
+    delta = np.concatenate([v, -v])
+    code = np.concatenate([np.asarray(codes), np.asarray(codes)])
+    order = np.lexsort((step, code))
+    code, step, delta = code[order], step[order], delta[order]
+    f = np.cumsum(delta)
+    first = np.r_[True, code[1:] != code[:-1]]
+    starts = np.flatnonzero(first)
+    f -= np.repeat(np.r_[0, f[starts[1:] - 1]], np.diff(np.r_[starts, f.size]))  # each item's own running sum
+    before = f - delta
+    change = (f - before) if p == 1.0 else (f * f - before * before)
+    total = np.zeros(m + 1, dtype=np.int64)  # each row's sum of the changes at it (exact int64)
+    np.add.at(total, step, change)
+    out = np.cumsum(total)[:m].astype(np.float64)
+    return out if p == 1.0 else np.sqrt(out)
 
 
 def frame_lp_norms(p: float, rows: int, seed: int, indices, values, lo: np.ndarray, hi: np.ndarray,

@@ -20,7 +20,7 @@ from ehist.hashing import hash64
 from lp_norms import SlidingLpNorm, median_abs_stable, rows_for
 
 from .exact import in_window, per_key_lp_norms
-from .frames import frame_lp_norms
+from .frames import frame_lp_norms, frame_lp_norms_exact
 from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
 from .capabilities import NativeAnswer, NativePerRow
 from .spec import Answers, Data, Spec, key_now
@@ -242,9 +242,15 @@ class LpNorm(Spec):
         return events, total
 
     def frames(self, lo, hi, data, window):
+        """Exact for p = 1 or 2 and integral values, as the native plan
+        (:func:`~udaf.frames.frame_lp_norms_exact`), so both strategies of
+        :func:`udaf.sliding_over` agree; else each frame's p-stable sketch."""
         pos = np.flatnonzero(data.present)
         sub_lo, sub_hi = np.searchsorted(pos, lo), np.searchsorted(pos, hi)
         values = data.arrays.get("value", np.ones(pos.size))
+        exact = frame_lp_norms_exact(self.p, pd.factorize(data.arrays["item"])[0], values, sub_lo, sub_hi)
+        if exact is not None:
+            return exact
         return frame_lp_norms(self.p, rows_for(self.p, self.eps, self.delta), self.seed, data.arrays["item"],
                               values, sub_lo, sub_hi)
 
