@@ -450,16 +450,9 @@ def _search_segments(values, lo, hi, needles):
     rows, n = needles.shape
     out = np.empty((rows, n), dtype=np.int64)
     for c in range(n):
+        segment = values[lo[c]:hi[c]]
         for r in range(rows):
-            v = needles[r, c]
-            a, b = lo[c], hi[c]
-            while a < b:
-                mid = (a + b) >> 1
-                if values[mid] < v:
-                    a = mid + 1
-                else:
-                    b = mid
-            out[r, c] = a
+            out[r, c] = lo[c] + _bisect_left(segment, needles[r, c])
     return out
 
 
@@ -965,6 +958,8 @@ def _kernel(name: str = "compress"):
         elif name == "gather":
             _COMPILED[name] = jit(_gather)
         elif name == "search":
+            if _bisect_left is None:
+                _bisect_left = jit(_first_at_least)
             _COMPILED[name] = jit(_search_segments)
         elif name == "headers":
             _COMPILED[name] = jit(_keyed_headers)
