@@ -38,7 +38,7 @@ from .compress import MARGIN
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
            "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms", "bucket_bounds",
            "decode_histograms", "crc_matches", "encode_varints", "gather",
-           "search_segments"]
+           "search_segments", "first_at_least"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -1138,6 +1138,10 @@ def _first_at_least(a, v):
         else:
             hi = mid
     return lo
+
+
+#: :func:`_first_at_least` for compiled code of other packages to jit.
+first_at_least = _first_at_least
 
 
 def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):

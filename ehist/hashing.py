@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["hash64", "mix64", "check_seed", "as_hashes"]
+__all__ = ["hash64", "mix64", "check_seed", "as_hashes", "int_hash_key", "GOLDEN"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: The golden-ratio constant of the mixing steps (:func:`int_hash_key`).
+GOLDEN = _GOLDEN
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _TAG_INT = 0x1A2B3C4D5E6F7081
@@ -89,6 +91,18 @@ def _key(seed: int, tag: int) -> np.uint64:
     with np.errstate(over="ignore"):
         k = mix64(k + _GOLDEN)
     return np.uint64(k[0])
+
+
+def int_hash_key(seed: int) -> np.uint64:
+    """The key integers are hashed with: ``hash64(x, seed) ==
+    mix64((x ^ int_hash_key(seed)) + GOLDEN)`` for uint64 ``x`` (an int64
+    by its bit pattern), for compiled code that hashes integers itself.
+
+    >>> x = np.array([0, 7, 2**63], dtype=np.uint64)
+    >>> bool((hash64(x, 5) == mix64((x ^ int_hash_key(5)) + GOLDEN)).all())
+    True
+    """
+    return _key(check_seed(seed), _TAG_INT)
 
 
 def _hash_ints(x: np.ndarray, seed: int) -> np.ndarray:

@@ -39,6 +39,7 @@ import zlib
 
 import numpy as np
 
+from ehist import compiled
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.keyed_counters import KeyedCounters
@@ -68,6 +69,19 @@ def _sealed_list(buf: np.ndarray, offsets: np.ndarray) -> list:
     for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
         body = joined[a:b]
         out.append(body + pack(crc32(body)))
+    return out
+
+
+def _listed(groups: int, cg, cand, est, lower, upper) -> list:
+    """Each group's heavy hitters, largest estimate first (ties: smaller
+    item first), as :class:`~frequencies.heavy_hitters.HeavyHitter` lists."""
+    from .heavy_hitters import HeavyHitter
+
+    order = np.lexsort((cand, -est, cg))
+    out = [[] for _ in range(groups)]
+    for g, x, e, a, b in zip(cg[order].tolist(), cand[order].tolist(), est[order].tolist(),
+                             lower[order].tolist(), upper[order].tolist()):
+        out[g].append(HeavyHitter(x, e, a, b))
     return out
 
 
@@ -547,7 +561,7 @@ class HeavyHittersColumn:
         from ehist.hashing import hash64
 
         from .count_min import counter_ids
-        from .heavy_hitters import HeavyHitter, _check_phi
+        from .heavy_hitters import _check_phi
 
         _check_phi(phi)
         n, depth = len(self), self.depth
@@ -593,8 +607,17 @@ class HeavyHittersColumn:
         slack = np.array([math.ceil(eps * int(t)) for t in total_upper.ravel().tolist()],
                          dtype=np.int64).reshape(groups, depth)
         threshold = np.maximum(float(phi) * total_lower[:, -1].astype(np.float64), 1.0)
-        # the walk: every group's candidates at once
         lengths = levels_of(self.bits, self.level_bits)
+        if compiled.active():  # one group at a time in compiled code (frequencies.compiled)
+            from ehist.hashing import int_hash_key
+
+            from .compiled import walk
+
+            cg, cand, est, lower, upper = walk(key, sum_lo, sum_up, np.searchsorted(
+                key, np.arange(groups * depth + 1, dtype=np.int64) * size), slack, threshold, lengths,
+                int_hash_key(seed), _cm._ROW_KEYS[:rows], width, size)
+            return _listed(groups, cg, cand, est, lower, upper)
+        # the walk: every group's candidates at once
         fanout = np.arange(1 << lengths[0], dtype=np.uint64)
         bounds = np.searchsorted(key, np.arange(groups * depth + 1, dtype=np.int64) * size)  # each (group, level)
         cand = np.tile(fanout, groups)
@@ -616,12 +639,7 @@ class HeavyHittersColumn:
                 step = lengths[j + 1] - lengths[j]
                 cand = ((cand[:, None] << np.uint64(step)) | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
                 cg = np.repeat(cg, 1 << step)
-        order = np.lexsort((cand, -est, cg))
-        out = [[] for _ in range(groups)]
-        for g, x, e, a, b in zip(cg[order].tolist(), cand[order].tolist(), est[order].tolist(),
-                                 lower[order].tolist(), upper[order].tolist()):
-            out[g].append(HeavyHitter(x, e, a, b))
-        return out
+        return _listed(groups, cg, cand, est, lower, upper)
 
     def _heavy_hitters_one_by_one(self, phi, starts, now, window) -> list:
         ends = np.append(starts[1:], len(self)).tolist()

@@ -279,6 +279,15 @@ def test_compiled_loops_refuse_bad_input():
         future_maxima([0, 4], z, z, z + 128, [0], 10, [False])
     with pytest.raises(ValueError, match="one value per group"):
         future_maxima([0, 4], z, z, z, [0, 1], 10, [False])
+    from frequencies.compiled import walk
+
+    g1 = (np.zeros((1, 2), dtype=np.int64), np.ones(1), np.array([4, 8]), np.uint64(1), np.zeros(2, dtype=np.uint64))
+    with pytest.raises(ValueError, match="bounds must run within the 4 keys"):
+        walk(z, z, z, [0, 2, 5], *g1, 3, 6)
+    with pytest.raises(ValueError, match="size must be width times the rows"):
+        walk(z, z, z, [0, 2, 4], *g1, 3, 5)
+    with pytest.raises(ValueError, match="at most 16 bits a level"):
+        walk(z, z, z, [0, 2, 4], g1[0], g1[1], np.array([4, 30]), *g1[3:], 3, 6)
     from distinct.compiled import window_rank_counts
 
     one = ([False], [True], [5], [10])
