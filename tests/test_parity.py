@@ -23,7 +23,10 @@ events, each check in one Spark job for all families at once:
   key, byte for byte, and its answers the spec's union of those partials
   (:meth:`~udaf.spec.Spec.union`) or, with ``sketches=True``, the answers
   of the merged sketches; ``shuffle`` answers as ``native`` does where a
-  family has a native plan; ``auto`` answers as the strategy it picks.
+  family has a native plan; ``auto`` answers as the strategy it picks;
+* ``sliding_over``'s strategies agree row by row;
+* the streaming state answers as the core synopsis fed the same
+  micro-batches.
 """
 
 from __future__ import annotations
@@ -229,3 +232,51 @@ def test_sliding_over_strategies_agree_for_every_family(events, spark):
                 assert _equal(r[name], by_native[row][name]), (name, row)
         assert any(all(_equal(auto[row][name], other[row][name]) for row in auto)
                    for other in ((shuffled, by_native) if name in native else (shuffled,))), (name, "auto")
+
+
+def test_streaming_state_agrees_with_the_core_for_every_family(events, tmp_path):
+    """For every registered family: the streaming state, fed the events in
+    three time-ordered micro-batches, answers each key as the family
+    answers the core synopsis updated with the same batches, as of the
+    key's newest time (``as_of``)."""
+    import pyarrow as pa
+
+    from udaf.spec import read_spec
+    from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+
+    pdf, sdf = events
+    spark = sdf.sparkSession
+    examples = specs()
+    ordered = pdf.sort_values("ts", kind="stable")
+    batches = [ordered.iloc[rows] for rows in np.array_split(np.arange(len(ordered)), 3)]
+    (tmp_path / "in").mkdir()
+    for i, rows in enumerate(batches):
+        rows.to_parquet(tmp_path / "in" / f"{i}.parquet")
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(provider, None)
+    spark.conf.set(provider, ROCKSDB_PROVIDER)
+    got = []
+    try:
+        stream = spark.readStream.schema(sdf.schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+        q = sliding_window_state(stream, "k", "ts", **examples).writeStream.outputMode("update") \
+            .foreachBatch(lambda df, batch: got.extend((batch, r.asDict()) for r in df.collect())) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+        q.awaitTermination(300)
+        q.stop()
+        assert q.exception() is None
+    finally:
+        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+    assert sorted({b for b, _ in got}) == [0, 1, 2]
+    for name, spec in examples.items():
+        cls = type(spec)
+        for batch, row in got:
+            sketch = spec.make(WINDOW)
+            for rows in batches[:batch + 1]:
+                rows = rows[rows.k == row["k"]]
+                kept = rows[np.logical_and.reduce([np.ones(len(rows), dtype=bool)] +
+                                                  [rows[c].notna().to_numpy() for c in spec.inputs().values()])]
+                data = read_spec(spec, pa.table({c: pa.array(kept[c], type=pa.int64()) for c in ("item", "value")}))
+                sketch = spec.update(sketch, kept.ts.to_numpy(), data)
+            want = cls.answer_value(spec.answer(sketch, row["as_of"], None)[0] if sketch.newest is not None
+                                    else cls.answer_array([None]).to_pylist()[0])
+            assert _equal(row[name], want), (name, batch, row["k"])
