@@ -92,12 +92,13 @@ class SlidingFM(_HashedItems):
 
     Examples
     --------
-    >>> import numpy as np
+    Items 0 to 4999 over and over: the last 1000 are distinct.
+
     >>> fm = SlidingFM(window=1000, num_bitmaps=256, seed=1)
     >>> ts = np.arange(20_000)
     >>> fm.update(ts, ts % 5000)                      # doctest: +ELLIPSIS
     SlidingFM(window=1000, num_bitmaps=256, seed=1, newest=19999)
-    >>> abs(fm.estimate() - 1000) < 0.2 * 1000        # the last 1000 items are distinct
+    >>> abs(fm.estimate() - 1000) < 0.2 * 1000
     True
 
     References
@@ -220,9 +221,8 @@ class SlidingFM(_HashedItems):
             offset  size  field
                  0     6  preamble (magic b"EH", family 4, version 2, flags:
                           bit 0 has_newest, bit 1 tick)
-                 6     8  window (int64)
-                14     4  num_bitmaps (uint32)
-                18     8  seed (uint64)
+                 6    20  window (int64), num_bitmaps (uint32), seed
+                          (uint64)
                 26     8  newest (int64)                  [if has_newest]
                  .     *  varint tick >= 2: the gcd of the set bits' ages
                           (newest - ts)                    [if tick]
@@ -256,7 +256,6 @@ class SlidingFM(_HashedItems):
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingFM":
-        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingFM"
         r, flags, out = LAYOUT.open(
             data, cls,

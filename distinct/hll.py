@@ -297,7 +297,6 @@ class SlidingHyperLogLog(_HashedItems):
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingHyperLogLog":
-        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingHyperLogLog"
         r, flags, out = L.LAYOUT.open(data, cls)
         p = out._p

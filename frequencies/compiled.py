@@ -85,11 +85,9 @@ def _walk(key, sum_lo, sum_up, bounds, slack, threshold, lengths, hash_key, row_
     groups, depth = slack.shape
     rows = row_keys.size
     cap = 1024
-    out_g = np.empty(cap, dtype=np.int64)
-    out_x = np.empty(cap, dtype=np.uint64)
-    out_e = np.empty(cap, dtype=np.float64)
-    out_lo = np.empty(cap, dtype=np.int64)
-    out_up = np.empty(cap, dtype=np.int64)
+    found = np.empty((cap, 3), dtype=np.int64)  # each heavy hitter's group, lower and upper bound
+    items = np.empty(cap, dtype=np.uint64)
+    estimates = np.empty(cap, dtype=np.float64)
     count = 0
     golden = np.uint64(GOLDEN)
     w = np.uint64(width)
@@ -141,24 +139,18 @@ def _walk(key, sum_lo, sum_up, bounds, slack, threshold, lengths, hash_key, row_
             else:
                 while count + kept.size > cap:
                     cap *= 2
-                    out_g = _grown(out_g, cap)
-                    out_x = _grown(out_x, cap)
-                    out_e = _grown(out_e, cap)
-                    out_lo = _grown(out_lo, cap)
-                    out_up = _grown(out_up, cap)
+                    found, items, estimates = _grown(found, cap), _grown(items, cap), _grown(estimates, cap)
                 for i in range(kept.size):
-                    out_g[count] = g
-                    out_x[count] = cand[kept[i]]
-                    out_e[count] = est[kept[i]]
-                    out_lo[count] = low[kept[i]]
-                    out_up[count] = up[kept[i]]
+                    found[count, 0], found[count, 1], found[count, 2] = g, low[kept[i]], up[kept[i]]
+                    items[count], estimates[count] = cand[kept[i]], est[kept[i]]
                     count += 1
-    return out_g[:count], out_x[:count], out_e[:count], out_lo[:count], out_up[:count]
+    return found[:count, 0].copy(), items[:count], estimates[:count], found[:count, 1].copy(), found[:count, 2].copy()
 
 
 def _grown(a, cap):
-    out = np.empty(cap, dtype=a.dtype)
-    out[:a.size] = a
+    """``a`` with room for ``cap`` rows, its rows kept."""
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    out[:a.shape[0]] = a
     return out
 
 

@@ -339,13 +339,10 @@ class SlidingLpNorm(Synopsis):
         return self._sk[inside].sum(axis=0)
 
     def estimate(self, now: int | None = None, window: int | None = None) -> float:
-        """Estimated L_p norm of the window ``(now - window, now]``.
-
-        Raises
-        ------
-        ValueError
-            ``now`` earlier than :attr:`newest`, window outside ``[1, N]``.
-        """
+        """Estimated L_p norm of the window ``(now - window, now]``: the
+        median of the window's sketch values over the stable law's.
+        ValueError for a ``now`` before :attr:`newest` or a window outside
+        ``[1, N]``."""
         y = self.sketch(now, window)
         return float(np.median(np.abs(y))) / self._median
 
@@ -455,7 +452,6 @@ class SlidingLpNorm(Synopsis):
 
     @classmethod
     def from_bytes(cls, data) -> "SlidingLpNorm":
-        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
         name = "SlidingLpNorm"
         r, flags, out = LAYOUT.open(data, cls)
         rows = out._rows

@@ -196,20 +196,15 @@ class StableSketch(Synopsis):
     def to_bytes(self) -> bytes:
         """Versioned bytes (family id 2): preamble, p (float64), rows
         (uint32), seed (uint64), rows x float64, CRC-32."""
-        w = LAYOUT.writer(0, self._p, self._rows, self._seed)
-        w.raw(self._y.astype("<f8").tobytes())
-        return w.finish()
+        return LAYOUT.writer(0, self._p, self._rows, self._seed).raw(self._y.astype("<f8").tobytes()).finish()
 
     @classmethod
     def from_bytes(cls, data) -> "StableSketch":
-        """Decode :meth:`to_bytes`; raises CorruptSketchError on bad bytes."""
-        name = "StableSketch"
         r, _flags, out = LAYOUT.open(data, cls)
-        rows = out._rows
-        out._y = np.frombuffer(r.raw(8 * rows, f"{rows} row values"), dtype="<f8").astype(np.float64)
+        out._y = np.frombuffer(r.raw(8 * out._rows, f"{out._rows} row values"), dtype="<f8").astype(np.float64)
         r.expect_end()
         if not np.all(np.isfinite(out._y)):
-            raise CorruptSketchError(f"{name}: expected finite row values")
+            raise CorruptSketchError(f"{cls.__name__}: expected finite row values")
         return out
 
 

@@ -180,11 +180,11 @@ class SlidingQuantiles(KeyedHistograms):
             Mismatched lengths, non-finite values, a window count beyond
             int64; the sketch is unchanged.
         LateDataError
-            A timestamp older than :attr:`newest`.
+            A timestamp older than :attr:`newest` (nothing is inserted).
         """
         ts = coerce_timestamps(timestamps)
         x = _coerce_values(values, ts.shape[0])
-        if ts.size == 0:
+        if not ts.size:
             return self
         ts, (x,), newest = batch_in_window(ts, (x,), self._newest, self._window)
         checked_total(None, ts.size, settled_total(self._col, self._keys.size))

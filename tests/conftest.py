@@ -74,3 +74,29 @@ def ansi_mode(spark, enabled: bool):
         yield
     finally:
         spark.conf.unset("spark.sql.ansi.enabled")
+
+
+def through_state(spark, schema, frames: list, tmp_path, state) -> list:
+    """Run ``state(stream)`` (a :func:`udaf.streaming.sliding_window_state`
+    query) on RocksDB over ``frames`` (pandas), one file and one
+    micro-batch each, in order; returns ``[(batch id, row as a dict)]``."""
+    from udaf.streaming import ROCKSDB_PROVIDER
+
+    (tmp_path / "in").mkdir()
+    for i, rows in enumerate(frames):
+        rows.to_parquet(tmp_path / "in" / f"{i}.parquet")
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(provider, None)
+    spark.conf.set(provider, ROCKSDB_PROVIDER)
+    got = []
+    try:
+        stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+        q = state(stream).writeStream.outputMode("update") \
+            .foreachBatch(lambda df, batch: got.extend((batch, r.asDict()) for r in df.collect())) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+        q.awaitTermination(300)
+        q.stop()
+        assert q.exception() is None
+    finally:
+        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+    return got

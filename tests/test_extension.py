@@ -41,7 +41,7 @@ from ehist.serialization import Layout, check_newest, register_family, times_bef
 from ehist.synopsis import Synopsis
 from ehist.validation import check_window, coerce_timestamps, coerce_values, resolve_query, sort_batch
 
-from .conftest import examples
+from .conftest import examples, through_state
 
 # ------------------------------------------------------------------ layout
 register_family("SlidingMax", 200)
@@ -413,28 +413,14 @@ def test_sliding_over_answers_every_row(events):
 
 
 def test_streaming_state_answers_every_key(events, tmp_path):
-    from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+    from udaf.streaming import sliding_window_state
 
     pdf, sdf = events
-    spark = sdf.sparkSession
-    provider = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(provider, None)
-    spark.conf.set(provider, ROCKSDB_PROVIDER)
-    got = []
-    try:
-        ordered = pdf.sort_values("ts")
-        (tmp_path / "in").mkdir()
-        for i, rows in enumerate(np.array_split(np.arange(len(ordered)), 3)):  # in time order, file by file
-            ordered.iloc[rows].to_parquet(tmp_path / "in" / f"{i}.parquet")
-        stream = spark.readStream.schema(sdf.schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
-        q = sliding_window_state(stream, "k", "ts", m=Largest("v", window=400)).writeStream.outputMode("update") \
-            .foreachBatch(lambda df, _: got.extend(r.asDict() for r in df.collect())) \
-            .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
-        q.awaitTermination(300)
-        q.stop()
-        assert q.exception() is None
-    finally:
-        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+    ordered = pdf.sort_values("ts")
+    frames = [ordered.iloc[rows] for rows in np.array_split(np.arange(len(ordered)), 3)]  # in time order
+    got = [r for _, r in through_state(sdf.sparkSession, sdf.schema, frames, tmp_path,
+                                       lambda stream: sliding_window_state(stream, "k", "ts",
+                                                                           m=Largest("v", window=400)))]
     assert {r["k"] for r in got} == set(pdf.k)
     for r in got:  # each key's answer as of its newest time in each micro-batch
         g = pdf[(pdf.k == r["k"]) & pdf.v.notna()]

@@ -39,6 +39,8 @@ import pytest
 pytest.importorskip("pyspark")
 pd = pytest.importorskip("pandas")
 
+from .conftest import through_state  # noqa: E402 - after the skips
+
 WINDOW = 2_000
 
 
@@ -242,30 +244,14 @@ def test_streaming_state_agrees_with_the_core_for_every_family(events, tmp_path)
     import pyarrow as pa
 
     from udaf.spec import read_spec
-    from udaf.streaming import ROCKSDB_PROVIDER, sliding_window_state
+    from udaf.streaming import sliding_window_state
 
     pdf, sdf = events
-    spark = sdf.sparkSession
     examples = specs()
     ordered = pdf.sort_values("ts", kind="stable")
     batches = [ordered.iloc[rows] for rows in np.array_split(np.arange(len(ordered)), 3)]
-    (tmp_path / "in").mkdir()
-    for i, rows in enumerate(batches):
-        rows.to_parquet(tmp_path / "in" / f"{i}.parquet")
-    provider = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(provider, None)
-    spark.conf.set(provider, ROCKSDB_PROVIDER)
-    got = []
-    try:
-        stream = spark.readStream.schema(sdf.schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
-        q = sliding_window_state(stream, "k", "ts", **examples).writeStream.outputMode("update") \
-            .foreachBatch(lambda df, batch: got.extend((batch, r.asDict()) for r in df.collect())) \
-            .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
-        q.awaitTermination(300)
-        q.stop()
-        assert q.exception() is None
-    finally:
-        spark.conf.unset(provider) if before is None else spark.conf.set(provider, before)
+    got = through_state(sdf.sparkSession, sdf.schema, batches, tmp_path,
+                        lambda stream: sliding_window_state(stream, "k", "ts", **examples))
     assert sorted({b for b, _ in got}) == [0, 1, 2]
     for name, spec in examples.items():
         cls = type(spec)
