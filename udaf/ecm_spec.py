@@ -164,7 +164,6 @@ class Frequencies(_Weighted):
     column_type = CountMinColumn
     bounded = True
     accepts = {"column": ITEM, "value": INTEGRAL}
-    params = ("eps", "delta", "eh_eps", "seed")
     estimators = {"frequency": Estimator((("item", True),), "double",
                                          "Scalar: the estimated frequency of an item (a column or literal) over "
                                          "the window as of now, DoubleType."),
@@ -359,7 +358,6 @@ class HeavyHitters(_Weighted):
     column_type = HeavyHittersColumn
     has_frames = False  # a list per key, no per-row form
     accepts = {"column": INTEGRAL, "value": INTEGRAL}
-    params = ("phi", "bits", "eps", "delta", "eh_eps", "seed", "level_bits")
     answer_type = _HITTERS
     _word = "item"
     estimators = {

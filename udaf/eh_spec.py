@@ -36,7 +36,6 @@ class _Histogram(Spec):
     family = "eh"
     sketch_type = ExponentialHistogram
     bounded = True
-    params = ("eps",)
 
     def _values(self, data: Data):
         return data.arrays.get("value")

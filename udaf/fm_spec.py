@@ -40,7 +40,6 @@ class DistinctFM(HashedItems):
     family = "sliding_fm"
     sketch_type = SlidingFM
     one_step = "sliding_fm_distinct"
-    params = ("num_bitmaps", "seed")
 
     @classmethod
     def answers(cls, blobs, nows, window):

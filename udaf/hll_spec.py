@@ -41,7 +41,6 @@ class Distinct(HashedItems):
     family = "sliding_hll"
     sketch_type = SlidingHyperLogLog
     one_step = "sliding_distinct"
-    params = ("precision", "seed")
 
     def partials(self, t, starts, data, window, now=None):
         present = data.present

@@ -56,7 +56,6 @@ class LpNorm(Spec):
     words_per_row = 2
     accepts = {"column": ITEM, "value": NUMERIC}
     arg_names = {"column": "index"}
-    params = ("p", "eps", "delta", "seed")
 
     def read(self, columns, n, key_of=None):
         present, indices = items(columns["column"], self.column, self.who)

@@ -76,7 +76,6 @@ class Quantile(Spec):
     words_per_row = 1
     accepts = {"column": NUMERIC}
     arg_names = {"column": "value"}
-    params = ("q", "eps", "accuracy")
     estimators = {
         "quantile": Estimator((("q", False),), "double",
                               "Scalar: the q-quantile of the window's values as of now, DoubleType."),

@@ -79,6 +79,18 @@ class Data:
         return Data(np.ones(len(rows), dtype=bool), {k: v[rows] for k, v in self.arrays.items()})
 
 
+class _FieldsOtherThanInputs:
+    """:attr:`Spec.params` unless a spec lists them: its dataclass fields
+    that are neither an input role nor ``window``."""
+
+    def __get__(self, obj, cls):
+        try:
+            declared = fields(cls)
+        except TypeError:  # not a dataclass (the base)
+            return ()
+        return tuple(f.name for f in declared if f.name not in cls.accepts and f.name != "window")
+
+
 class Spec(Family):
     """Base of the specs: the query role of a family, on its byte-level
     role (:class:`~udaf.family.Family`: the sketch type, merges, answers of
@@ -93,9 +105,10 @@ class Spec(Family):
     frame_type: ClassVar[str] = "bigint"
     #: Input role -> accepted Spark types (simpleString), checked on the driver.
     accepts: ClassVar[dict] = {}
-    #: Parameters other than the inputs and ``window`` (sketch parameters).
-    #: Subclasses list them in the order SQL takes them.
-    params: ClassVar[tuple] = ()
+    #: Parameters other than the inputs and ``window`` (sketch parameters),
+    #: in the order SQL takes them: by default the dataclass fields that
+    #: are neither an input role nor ``window``, in declaration order.
+    params: ClassVar[tuple] = _FieldsOtherThanInputs()
     #: Input field -> its argument name in the column functions and SQL
     #: (``Sum.column`` is ``value``: ``sliding_sum(ts, value, window)``).
     arg_names: ClassVar[dict] = {}
