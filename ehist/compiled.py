@@ -418,10 +418,10 @@ def _gather(src, starts, ends):
         total += ends[i] - starts[i]
     out = np.empty(total, dtype=src.dtype)
     at = 0
-    for i in range(starts.size):
-        n = ends[i] - starts[i]
-        out[at:at + n] = src[starts[i]:ends[i]]
-        at += n
+    for i in range(starts.size):  # element by element: many spans are a few elements (no view per span)
+        for j in range(starts[i], ends[i]):
+            out[at] = src[j]
+            at += 1
     return out
 
 
