@@ -237,6 +237,8 @@ def test_watermark_sets_the_allowed_lateness(sspark, tmp_path):
     assert last["sum_lower"] <= 60 <= last["sum_upper"]
 
 
+@pytest.mark.slow  # ~20 s: a second run of the update-mode query in append mode (python -m pytest --slow);
+# CI's 10 minutes had about a minute to spare
 def test_append_mode_gives_the_update_rows(sspark, tmp_path):
     """Every output row is final, so Append and Update emit the same rows,
     in processing-time mode and in event-time mode (a watermark)."""
