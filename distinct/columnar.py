@@ -383,13 +383,12 @@ def union_estimates_of_bytes(blobs, group_starts, now=None, window: int | None =
     if not ok.all():
         return None
     f = L.head_fields(buf, starts)
-    windows, precision, seed, newest = (f[c].astype(np.int64) for c in ("window", "precision", "seed", "newest"))
+    windows, precision, newest = (f[c].astype(np.int64) for c in ("window", "precision", "newest"))
     if (windows != windows[0]).any() or (precision != precision[0]).any() or (f["seed"] != f["seed"][0]).any():
         return None
     p = int(precision[0])
     if windows[0] < 1 or not 4 <= p <= 18 or (newest == INT64_MIN).any():
         return None
-    del seed
     group_of_start = _check_starts(group_starts, len(blobs))
     groups = group_of_start.size
     sizes = np.diff(np.append(group_of_start, len(blobs)))
