@@ -163,7 +163,8 @@ class SlidingMax(Synopsis):
 # -------------------------------------------------------------------- spec
 from udaf.exact import in_window  # noqa: E402 - the core above needs no pyspark
 from udaf.inputs import INTEGRAL  # noqa: E402
-from udaf.spec import Data, Spec, key_now, read_integers  # noqa: E402
+from udaf.data import StateWords, Word  # noqa: E402
+from udaf.spec import Spec, key_now, read_integers  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,6 @@ class Largest(Spec):
     family = "sliding_max"
     sketch_type = SlidingMax
     one_step = "sliding_max"
-    words_per_row = 1
     accepts = {"column": INTEGRAL}
     arg_names = {"column": "value"}
 
@@ -203,14 +203,8 @@ class Largest(Spec):
         pos = np.flatnonzero(data.present)
         return range_max(data.arrays["value"], np.searchsorted(pos, lo), np.searchsorted(pos, hi))
 
-    def words(self, data):
-        out = np.full((data.present.size, 1), -1, dtype=np.int64)  # -1: no value
-        out[data.present, 0] = data.arrays["value"]
-        return out
-
-    def from_words(self, words):
-        present = words[:, 0] >= 0
-        return Data(present, {"value": words[present, 0]})
+    def state_words(self):
+        return StateWords((Word("value", "int64", absent=-1),))  # -1: no value
 
 
 def range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ CORE = ["ehist", "lp_norms", "distinct", "frequencies", "quantiles"]
 PACKAGES = CORE + ["udaf"]
 
 FLOORS = {
-    0: {"_convert", "inputs", "_arrow", "exact", "frames", "sql_text", "unwrap", "capabilities"},
+    0: {"_convert", "inputs", "_arrow", "exact", "frames", "sql_text", "unwrap", "capabilities", "data"},
     1: {"family", "spec"},
     2: {"hashed_items"},  # and every *_spec module
     3: {"keys", "native", "two_phase", "union", "exact_answers", "per_row", "streaming"},

@@ -115,15 +115,16 @@ def test_every_family_is_in_the_word_layout_test():
 
 
 @pytest.mark.parametrize("spec", WORD_SPECS, ids=lambda s: type(s).__name__)
-def test_words_per_row_is_what_words_writes(spec):
-    """The state schema is laid out from ``words_per_row`` before any row
-    is read: it must be the width of ``words``, and the words must give
-    back the rows' presence and inputs."""
+def test_state_words_give_back_presence_and_inputs(spec):
+    """The state schema is laid out from ``state_words().width`` before
+    any row is read: it must be the width of the encoded words, and the
+    words must give back the rows' presence and inputs."""
     arrays = {"i": pa.array([1, None, 3, 4], pa.int64()), "v": pa.array([5, 6, None, 0], pa.int64())}
     data = spec.read({role: arrays[c] for role, c in spec.inputs().items()}, 4)
-    words = spec.words(data)
-    assert words.shape == (4, spec.words_per_row) and words.dtype == np.int64
-    back = spec.from_words(words)
+    state_words = spec.state_words()
+    words = state_words.encode(data)
+    assert words.shape == (4, state_words.width) and words.dtype == np.int64
+    back = state_words.decode(words)
     assert back.present.tolist() == data.present.tolist()
     for name, values in back.arrays.items():
         mine = data.arrays.get(name)

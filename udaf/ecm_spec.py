@@ -37,7 +37,8 @@ from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, integers, items
 from .capabilities import NativeAnswer, NativePerRow
-from .spec import Answers, Data, Estimator, Spec, key_now
+from .data import Data, StateWords, Word
+from .spec import Answers, Estimator, Spec, key_now
 from .sql_text import checked_sum, frame_sum, nonnegative, raise_bad_value
 
 __all__ = ["Frequencies", "HeavyHitters"]
@@ -48,7 +49,6 @@ class _Weighted(Spec):
     (non-negative integers, default 1 per row)."""
 
     arg_names = {"column": "item"}
-    words_per_row = 2
 
     @classmethod
     def merge_groups(cls, blobs, starts):
@@ -98,24 +98,13 @@ class _Weighted(Spec):
         return data.arrays.get("value")
 
     #: What a waiting event keeps of its item (``hash``: its hash64;
-    #: ``item``: the id itself), the name :meth:`from_words` gives it.
+    #: ``item``: the id itself), the name its state word reads back as.
     _word: ClassVar[str] = "hash"
 
-    def _item_word(self, data) -> np.ndarray:
-        return self._hashes(data) if self._word == "hash" else data.arrays["item"]
-
-    def words(self, data):
-        out = np.zeros((data.present.size, 2), dtype=np.int64)
-        out[:, 1] = -1  # value -1: row not present
-        out[data.present, 0] = self._item_word(data).view(np.int64)
-        values = self._values(data)
-        out[data.present, 1] = 1 if values is None else values
-        return out
-
-    def from_words(self, words):
-        present = words[:, 1] >= 0
-        return Data(present, {self._word: words[present, 0].view(np.uint64),
-                              **({} if self.value is None else {"value": words[present, 1]})})
+    def state_words(self):
+        # without a value column each row counts 1 (written, not read back)
+        return StateWords((Word(self._word, "uint64", of=self._hashes if self._word == "hash" else None),
+                           Word("value", "int64", absent=-1, constant=1 if self.value is None else None)))
 
     def partials(self, t, starts, data, window, now=None):
         """One sketch per key, with the window total's bounds as of

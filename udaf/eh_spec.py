@@ -24,7 +24,8 @@ from .exact import as_key_sum_overflow, in_window, may_pass_int64, per_key_sums,
 from .frames import frame_counts, frame_sums
 from .inputs import INTEGRAL
 from .capabilities import NativeAnswer, NativePerRow
-from .spec import Answers, Data, Spec, key_now, read_integers
+from .data import Data, StateWords, Word
+from .spec import Answers, Spec, key_now, read_integers
 from .sql_text import ROWS_PER_TIME, checked_sum, frame_sum, nonnegative, sum_per_time
 
 __all__ = ["Count", "Sum"]
@@ -135,20 +136,6 @@ class _Histogram(Spec):
         values[present] = 1 if self._values(data) is None else self._values(data)
         return per_key_sums(values, inside, run, keys)
 
-    def words(self, data):
-        values = self._values(data)
-        if values is None:
-            return np.zeros((data.present.size, 0), dtype=np.int64)
-        out = np.full((data.present.size, 1), -1, dtype=np.int64)  # -1: no value (null)
-        out[data.present, 0] = values
-        return out
-
-    def from_words(self, words):
-        if words.shape[1] == 0:
-            return Data(np.ones(words.shape[0], dtype=bool))
-        present = words[:, 0] >= 0
-        return Data(present, {"value": words[present, 0]})
-
 
 @dataclass(frozen=True)
 class Count(_Histogram):
@@ -194,9 +181,11 @@ class Sum(_Histogram):
     window: object
     eps: float = 0.01
     one_step = "sliding_sum"
-    words_per_row = 1
     accepts = {"column": INTEGRAL}
     arg_names = {"column": "value"}
+
+    def state_words(self):
+        return StateWords((Word("value", "int64", absent=-1),))  # values are never negative
 
     def read(self, columns, n, key_of=None):
         return read_integers(self, columns, key_of)

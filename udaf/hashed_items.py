@@ -15,7 +15,8 @@ from .exact import in_window, per_key_distinct
 from .frames import frame_distinct
 from .inputs import ITEM, items
 from .capabilities import NativeAnswer
-from .spec import Data, Spec, key_now
+from .data import Data, StateWords, Word
+from .spec import Spec, key_now
 
 __all__ = ["HashedItems"]
 
@@ -26,7 +27,6 @@ class HashedItems(Spec):
 
     accepts = {"column": ITEM}
     arg_names = {"column": "item"}
-    words_per_row = 1
 
     def read(self, columns, n, key_of=None):
         present, kept = items(columns["column"], self.column, self.who)
@@ -63,12 +63,6 @@ class HashedItems(Spec):
         # register (a null time stays null, to be reported with its key)
         return (self.column,), {"__ts": "CASE WHEN count(__ts) < count(1) THEN NULL ELSE max(__ts) END"}, self
 
-    def words(self, data):
-        out = np.zeros((data.present.size, 1), dtype=np.uint64)  # 0: no item (hash64 never gives it, p 2**-64)
-        out[data.present, 0] = self._hashes(data)
-        return out.view(np.int64)
-
-    def from_words(self, words):
-        h = words[:, 0].view(np.uint64)
-        present = h != 0
-        return Data(present, {"hash": h[present]})
+    def state_words(self):
+        # 0: no item (hash64 never gives it, p 2**-64)
+        return StateWords((Word("hash", "uint64", absent=0, of=self._hashes),))

@@ -23,7 +23,8 @@ from .exact import in_window, per_key_lp_norms
 from .frames import frame_lp_norms, frame_lp_norms_exact
 from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
 from .capabilities import NativeAnswer, NativePerRow
-from .spec import Answers, Data, Spec, key_now
+from .data import Data, StateWords, Word
+from .spec import Answers, Spec, key_now
 from .sql_text import ROWS_PER_TIME, checked_sum, overflow_error, quote, raise_bad_value, sum_per_time
 
 __all__ = ["LpNorm"]
@@ -53,7 +54,6 @@ class LpNorm(Spec):
     sketch_type = SlidingLpNorm
     one_step = "sliding_lp_norm"
     frame_type = "double"
-    words_per_row = 2
     accepts = {"column": ITEM, "value": NUMERIC}
     arg_names = {"column": "index"}
 
@@ -269,17 +269,10 @@ class LpNorm(Spec):
         # the same aggregate as Sum's (negative values keep their message)
         return ("__ts", self.column), {self.value: sum_per_time(self.value, key_text)}, self
 
-    def words(self, data):
-        out = np.zeros((data.present.size, 2), dtype=np.int64)
-        out[:, 1] = np.float64(-1.0).view(np.int64)  # value -1: row not present
-        out[data.present, 0] = self._hashes(data).view(np.int64)
-        out[data.present, 1] = data.arrays.get("value", np.ones(int(data.present.sum()))).view(np.int64)
-        return out
-
-    def from_words(self, words):
-        values = words[:, 1].view(np.float64)
-        present = values >= 0
-        return Data(present, {"hash": words[present, 0].view(np.uint64), "value": values[present]})
+    def state_words(self):
+        # without a value column each row weighs 1.0 (written, not read back)
+        return StateWords((Word("hash", "uint64", of=self._hashes),
+                           Word("value", "float64", absent=-1.0, constant=1.0 if self.value is None else None)))
 
     def min_rows_per_partial(self) -> int:
         """Rows per key and partition from which a partial (a dense

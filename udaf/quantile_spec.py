@@ -38,7 +38,8 @@ from quantiles.columnar import QuantileColumn
 from .exact import as_key_sum_overflow, in_window
 from .inputs import NUMERIC, reals
 from .capabilities import NativeAnswer
-from .spec import Answers, Data, Estimator, Spec, key_now
+from .data import Data, StateWords, Word
+from .spec import Answers, Estimator, Spec, key_now
 from .sql_text import raise_bad_value
 
 __all__ = ["Quantile"]
@@ -73,7 +74,6 @@ class Quantile(Spec):
     sketch_type = SlidingQuantiles
     one_step = "sliding_quantile"
     frame_type = "double"
-    words_per_row = 1
     accepts = {"column": NUMERIC}
     arg_names = {"column": "value"}
     estimators = {
@@ -260,15 +260,8 @@ class Quantile(Spec):
         return pd.arrays.FloatingArray(out, mask=empty)
 
     # ---------------------------------------------------------- streaming
-    def words(self, data):
-        out = np.full((data.present.size, 1), np.float64(np.nan).view(np.int64), dtype=np.int64)
-        out[data.present, 0] = data.arrays["value"].view(np.int64)  # NaN: row not present
-        return out
-
-    def from_words(self, words):
-        values = words[:, 0].view(np.float64)
-        present = ~np.isnan(values)
-        return Data(present, {"value": values[present]})
+    def state_words(self):
+        return StateWords((Word("value", "float64", absent=float("nan")),))  # values are never NaN
 
     # --------------------------------------------------- sketch functions
     @staticmethod

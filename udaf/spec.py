@@ -18,8 +18,8 @@ driver checks         :meth:`Spec.inputs`, :attr:`Spec.accepts` (Spark types
                       a :class:`~udaf.capabilities.NativePerRow` or none),
                       or :meth:`frames` (every row's frame at once;
                       :attr:`has_frames`)
-streaming state       :meth:`make`, :meth:`update`, :meth:`words` /
-                      :meth:`from_words` (events waiting in the state)
+streaming state       :meth:`make`, :meth:`update`, :meth:`state_words`
+                      (how events wait in the state)
 column functions      :meth:`update` (``<family>_sketch_agg``),
 and SQL               :meth:`merge` (``<family>_union_agg``),
                       :meth:`answers` (``<family>_sketch_estimate`` /
@@ -41,7 +41,7 @@ with a :class:`Spec` subclass (and its tests); the class registers itself
 (:data:`~udaf.family.FAMILIES`), and every entry point, the SQL
 registration included, serves it.
 
-Data between the Arrow columns and the synopses is a :class:`Data`: the
+Data between the Arrow columns and the synopses is a :class:`~udaf.data.Data`: the
 rows where every input of the spec is present (nulls skipped) and the
 input arrays, already checked by :mod:`udaf.inputs`.
 """
@@ -50,33 +50,20 @@ from __future__ import annotations
 
 import functools
 import inspect
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from typing import ClassVar
 
 import numpy as np
 
 from ._convert import Window
 from .capabilities import NativeAnswer, NativePerRow
+from .data import Data, StateWords, Word
 # the byte-level role, and its names as this module always exported them
 from .family import (FAMILIES, Answers, Estimator, Family, extension_modules, load_families, sketch_family,
                      spec_for_bytes)
 
-__all__ = ["Spec", "Family", "Data", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules",
+__all__ = ["Spec", "Family", "Data", "StateWords", "Word", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules",
            "spec_for_bytes", "sketch_family", "read_spec", "read_integers", "key_now"]
-
-
-@dataclass
-class Data:
-    """A batch's inputs for one spec: ``present`` marks the rows whose
-    inputs are all non-null (the rows the synopsis summarizes); each array
-    in ``arrays`` has one entry per present row."""
-
-    present: np.ndarray
-    arrays: dict = field(default_factory=dict)
-
-    def take(self, rows: np.ndarray) -> "Data":
-        """The data of some present rows (positions among the present)."""
-        return Data(np.ones(len(rows), dtype=bool), {k: v[rows] for k, v in self.arrays.items()})
 
 
 class _FieldsOtherThanInputs:
@@ -112,9 +99,6 @@ class Spec(Family):
     #: Input field -> its argument name in the column functions and SQL
     #: (``Sum.column`` is ``value``: ``sliding_sum(ts, value, window)``).
     arg_names: ClassVar[dict] = {}
-    #: Columns of :meth:`words` (8-byte words per row waiting in streaming
-    #: state): the state schema is laid out from it before any row is read.
-    words_per_row: ClassVar[int] = 0
     #: Whether the spec answers each row over its frame (:meth:`frames`,
     #: :func:`udaf.sliding_over`); heavy hitters' lists have no per-row form.
     has_frames: ClassVar[bool] = True
@@ -147,7 +131,7 @@ class Spec(Family):
 
     # ------------------------------------------------------------ reading
     def read(self, columns: dict, n: int, key_of=None) -> Data:
-        """The spec's :class:`Data` from ``n`` rows of Arrow arrays by role
+        """The spec's :class:`~udaf.data.Data` from ``n`` rows of Arrow arrays by role
         (checked by :mod:`udaf.inputs`; ``key_of(row)`` names a bad row's
         key)."""
         raise NotImplementedError
@@ -262,15 +246,12 @@ class Spec(Family):
         return None
 
     # ---------------------------------------------------------- streaming
-    def words(self, data: Data) -> np.ndarray:
-        """The inputs of every row as 8-byte words (rows x k int64), so
-        events can wait in streaming state; absent inputs encoded so that
-        :meth:`from_words` marks the row not present."""
-        return np.zeros((data.present.size, 0), dtype=np.int64)
-
-    def from_words(self, words: np.ndarray) -> Data:
-        """The inverse of :meth:`words`."""
-        return Data(np.ones(words.shape[0], dtype=bool))
+    def state_words(self) -> StateWords:
+        """The 8-byte words each row waits as in streaming state, one
+        :class:`~udaf.data.Word` per input array (none by default: rows
+        without inputs). The state schema is laid out from its width before
+        any row is read."""
+        return StateWords()
 
     # ----------------------------------------------------------- metadata
     @classmethod
@@ -289,14 +270,14 @@ def _sketch_args(cls) -> tuple:
 
 
 def read_spec(spec, table, key_of=None) -> Data:
-    """A spec's :class:`Data` from an Arrow table's columns (one chunk
+    """A spec's :class:`~udaf.data.Data` from an Arrow table's columns (one chunk
     each, or none)."""
     return spec.read({role: table.column(c).chunk(0) if table.column(c).num_chunks else table.column(c)
                       for role, c in spec.inputs().items()}, table.num_rows, key_of)
 
 
 def read_integers(spec, columns: dict, key_of=None) -> Data:
-    """The :class:`Data` of a spec reading one non-negative integral
+    """The :class:`~udaf.data.Data` of a spec reading one non-negative integral
     column (role ``column``) as ``value`` (``Sum``; nulls skipped, a
     negative value an error naming it and its key)."""
     from .inputs import integers

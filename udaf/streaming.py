@@ -88,6 +88,7 @@ from ehist.errors import EhistError, LateDataError
 
 from ._arrow import run_starts
 from ._convert import Window, interval_text, key_names
+from .data import StateWords
 from .eh_spec import Count, Sum
 from .hll_spec import Distinct
 from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type
@@ -315,13 +316,14 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
 
 
 def _slots(specs: dict, legacy: bool) -> list:
-    """The state's synopsis slots: (state field, output name, spec, word
-    columns).  The deprecated call shape keeps release 0.1's layout
-    (fields count, sum, distinct; two word columns in pending events)."""
+    """The state's synopsis slots: (state field, output name, spec, the
+    words its events wait as: :class:`~udaf.data.StateWords`).  The
+    deprecated call shape keeps release 0.1's layout (fields count, sum,
+    distinct; two word columns in pending events)."""
     if not legacy:
-        return [(name, name, spec, spec.words_per_row) for name, spec in specs.items()]
-    return [("count", "count", specs["count"], 0), ("sum", "sum", specs.get("sum"), 1),
-            ("distinct", "distinct", specs.get("distinct"), 1)]
+        return [(name, name, spec, spec.state_words()) for name, spec in specs.items()]
+    return [(name, name, specs.get(name), StateWords.unused(width) if specs.get(name) is None
+             else specs[name].state_words()) for name, width in (("count", 0), ("sum", 1), ("distinct", 1))]
 
 
 def _state_schema(slots) -> T.StructType:
@@ -353,7 +355,7 @@ class _SlidingProcessor(StatefulProcessor):
     def __init__(self, keys, slots, windows, with_bounds, event_mode, ttl_ms, late):
         self.keys, self.slots, self.windows, self.with_bounds = keys, slots, windows, with_bounds
         self.event_mode, self.ttl_ms, self.late = event_mode, ttl_ms, late
-        self.width = sum(w for _, _, _, w in slots)
+        self.width = sum(words.width for _, _, _, words in slots)
         self.widest = max(windows.values())
         self.row_api = False
 
@@ -397,9 +399,9 @@ class _SlidingProcessor(StatefulProcessor):
     def _split(self, words):
         """Each slot's word columns."""
         out, at = [], 0
-        for _, _, _, w in self.slots:
-            out.append(words[:, at:at + w])
-            at += w
+        for _, _, _, state_words in self.slots:
+            out.append(words[:, at:at + state_words.width])
+            at += state_words.width
         return out
 
     def handleInputRows(self, key, rows, timerValues):
@@ -428,9 +430,9 @@ class _SlidingProcessor(StatefulProcessor):
             horizon = int(all_t[-1]) if all_t.size else None
         n_fold = 0 if horizon is None else int(np.searchsorted(all_t, horizon, side="right"))
         if n_fold:
-            for sketch, (_, _, spec, _), w in zip(sketches, self.slots, self._split(all_w[:n_fold])):
+            for sketch, (_, _, spec, state_words), w in zip(sketches, self.slots, self._split(all_w[:n_fold])):
                 if spec is not None:
-                    data = spec.from_words(w)
+                    data = state_words.decode(w)
                     spec.update(sketch, all_t[:n_fold][data.present], data)
         wait_t, wait_w = all_t[n_fold:], all_w[n_fold:]
         self.state.update(tuple(None if s is None else s.to_bytes() for s in sketches) +
@@ -466,7 +468,8 @@ class _SlidingProcessor(StatefulProcessor):
                     cells[f].append(chunk[f])
         t = np.frombuffer(b"".join(cells["ehist_ts"]), dtype=np.int64)
         columns = []
-        for i, (_, _, _, w) in enumerate(self.slots):
+        for i, (_, _, _, state_words) in enumerate(self.slots):
+            w = state_words.width
             if w == 0:
                 continue
             # each pack holds its run's words column-major: split per pack
@@ -479,11 +482,11 @@ class _SlidingProcessor(StatefulProcessor):
         row = dict(zip(self.keys, key))
         row["as_of_us"] = now
         waiting = self._split(wait_w)
-        for sketch, (_, name, spec, _), w in zip(sketches, self.slots, waiting):
+        for sketch, (_, name, spec, state_words), w in zip(sketches, self.slots, waiting):
             if spec is None:
                 continue
             inside = wait_t > now - self.windows[name]
-            data = spec.from_words(w[inside])
+            data = state_words.decode(w[inside])
             if data.present.any():  # the waiting events, exact, on a copy
                 sketch = spec.update(sketch.copy(), wait_t[inside][data.present], data)
             if sketch.newest is None and spec.answer_type == "double":
@@ -554,13 +557,11 @@ class _Packer:
         ends = np.append(starts[1:], n)
         out = {k: table[k].take(pa.array(starts)) for k in self.keys}
         out["ehist_ts"] = _binary(ts[:, None], starts, n)
-        for i, (_, _, spec, width) in enumerate(self.slots):
-            if spec is None:  # release 0.1's layout: an unused slot's word column of zeros
-                words = np.zeros((n, width), dtype=np.int64)
-            elif width == 0:
-                words = np.zeros((n, 0), dtype=np.int64)
+        for i, (_, _, spec, state_words) in enumerate(self.slots):
+            if spec is None or state_words.width == 0:  # release 0.1's layout: an unused slot's zeros
+                words = np.zeros((n, state_words.width), dtype=np.int64)
             else:
-                words = spec.words(read_spec(spec, table, key_of))
+                words = state_words.encode(read_spec(spec, table, key_of))
             out[f"ehist_w{i}"] = _binary(words, starts, n)
         if self.with_event_time:
             out["ehist_event_time"] = pa.array(ts[ends - 1], type=pa.timestamp("us", tz="UTC"))
