@@ -98,8 +98,9 @@ def session():
         builder = (builder.master("local[*]").config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false"))
+    # Arrow moves the generated pandas trace into Spark in one pass (without it: a Python object per value)
     spark = builder.config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "8") \
-        .getOrCreate()
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

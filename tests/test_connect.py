@@ -53,21 +53,29 @@ def results(spark, tmp_path_factory, request):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_REMOTE", "SPARK_CONNECT"))}
     full = request.config.getoption("--slow")  # the default run keeps one path through every entry point
     url = connect_server(spark)
-    done = subprocess.run([sys.executable, "-m", "tests.connect_job", str(out), f"--url={url}",
-                           *(["--full"] if full else [])], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
-    assert done.returncode == 0, done.stderr[-4000:]
-    remote = json.loads(out.read_text())
-    # the classic run with the client's shuffle partitions; the settings the
-    # job changes are put back after it
-    keys = ("spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions")
-    before = {key: spark.conf.get(key, None) for key in keys}
-    spark.conf.set("spark.sql.shuffle.partitions", str(connect_job.SHUFFLE_PARTITIONS))
+    # the client runs while the classic session runs the same job: the
+    # Connect server's session is its own (its settings apart), and much
+    # of either run is waiting (RPCs, Python workers), not the two cores
+    client = subprocess.Popen([sys.executable, "-m", "tests.connect_job", str(out), f"--url={url}",
+                               *(["--full"] if full else [])], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
     try:
-        local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"), full)))
+        # the classic run with the client's shuffle partitions; the settings
+        # the job changes are put back after it
+        keys = ("spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions")
+        before = {key: spark.conf.get(key, None) for key in keys}
+        spark.conf.set("spark.sql.shuffle.partitions", str(connect_job.SHUFFLE_PARTITIONS))
+        try:
+            local = json.loads(json.dumps(connect_job.run(spark, str(work / "classic"), full)))
+        finally:
+            for key, value in before.items():
+                spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+        _, stderr = client.communicate(timeout=600)
     finally:
-        for key, value in before.items():
-            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+        if client.poll() is None:
+            client.kill()
+    assert client.returncode == 0, stderr[-4000:]
+    remote = json.loads(out.read_text())
     return remote, local
 
 

@@ -1,5 +1,7 @@
-"""The examples run as a new user runs them (a fresh process each), on
-small inputs; their own asserts check the guarantees on what they print."""
+"""The examples run as a new user runs them (a fresh process each; the
+network monitor's job also on the test session, as the default run's
+check), on small inputs; their own asserts check the guarantees on what
+they print."""
 
 from __future__ import annotations
 
@@ -29,26 +31,59 @@ def test_core_sliding_counts():
     assert "commits" in out
 
 
-@pytest.mark.spark
-def test_network_monitor_prints_what_the_readme_shows(tmp_path):
-    """The README's main command, run as printed: its output is the
-    README's sample output, line for line (the run's seconds aside); the
-    job asserts its bounds on every source itself."""
-    pytest.importorskip("pyspark")
-    pytest.importorskip("matplotlib")
-    png = tmp_path / "plot.png"
-    out = run("network_monitor.py", "--out", str(png))
+def readme_output() -> str:
     readme = (ROOT / "README.md").read_text()
-    shown = readme.split("python examples/network_monitor.py\n```\n\n```\n", 1)[1].split("\n```", 1)[0]
+    return readme.split("python examples/network_monitor.py\n```\n\n```\n", 1)[1].split("\n```", 1)[0]
 
+
+def check_network_monitor(out: str, png: Path) -> None:
+    """The README's sample output, line for line (the run's seconds aside)."""
     def steady(text):
         return [re.sub(r"[\d.]+ s\)$", "N s)", line) for line in text.splitlines()
                 if not line.startswith("plot written")]
 
-    assert steady(out) == steady(shown)
+    assert steady(out) == steady(readme_output())
     # the generator's fixed address map puts the scanner at 10.1.225.99: it leads
     assert "10.1.225.99      995 estimated" in out
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.spark
+def test_network_monitor_prints_what_the_readme_shows(spark, tmp_path, monkeypatch, capsys):
+    """The README's main command's job (``main()`` with its defaults) on
+    the test session, configured as the example configures its own: its
+    output is the README's sample output; the job asserts its bounds on
+    every source itself.  (A fresh process, JVM included, costs 30-50 s
+    more: the slow test below runs the command as printed.)"""
+    pytest.importorskip("matplotlib")
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import network_monitor
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    own = {"spark.sql.shuffle.partitions": "8", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    before = {key: spark.conf.get(key, None) for key in own}
+    for key, value in own.items():
+        spark.conf.set(key, value)
+    monkeypatch.setattr(network_monitor, "session", lambda: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)  # the shared session outlives the job
+    png = tmp_path / "plot.png"
+    try:
+        network_monitor.main(["--out", str(png)])
+    finally:
+        for key, value in before.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+    check_network_monitor(capsys.readouterr().out, png)
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # a fresh JVM and the whole job: 30-50 s
+def test_network_monitor_command_as_printed(tmp_path):
+    """The README's main command, run as printed, in a fresh process."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plot.png"
+    check_network_monitor(run("network_monitor.py", "--out", str(png)), png)
 
 
 @pytest.mark.spark

@@ -158,6 +158,7 @@ def test_stream_matches_exact_and_batch(sspark, tmp_path):
         assert abs(batch[k].d / r["distinct"] - 1) <= 5 * 1.04 / 64
 
 
+@pytest.mark.slow  # 12-18 s; the default run restarts from a checkpoint in the event-time expiry test below
 def test_restart_from_checkpoint_equals_uninterrupted(sspark, tmp_path):
     data = batches(seed=2)
     for rows in data:
