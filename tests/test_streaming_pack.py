@@ -132,3 +132,37 @@ def test_state_words_give_back_presence_and_inputs(spec):
             mine = hash64(arrays["i"].to_numpy(zero_copy_only=False)[data.present], spec.seed)
         if mine is not None:
             assert np.asarray(values).tolist() == np.asarray(mine).tolist(), name
+
+
+def test_the_protocol_before_state_words_still_works_and_warns():
+    """A spec written to the older protocol (``words`` / ``from_words`` /
+    ``words_per_row``) is told at class creation and its own methods lay
+    out its state; the old names on a spec of today give its state words."""
+    from dataclasses import dataclass
+
+    from udaf.data import Data
+
+    with pytest.warns(DeprecationWarning, match="declare state_words"):
+        @dataclass(frozen=True)
+        class _OldSum(Sum):
+            words_per_row = 2
+
+            def words(self, data):
+                out = np.full((data.present.size, 2), -7, dtype=np.int64)
+                out[data.present, 1] = data.arrays["value"]
+                return out
+
+            def from_words(self, words):
+                present = words[:, 0] == -7
+                return Data(present, {"value": words[present, 1]})
+
+    data = Data(np.array([True, True]), {"value": np.array([3, 4])})
+    state_words = _OldSum("v", 10).state_words()
+    assert state_words.width == 2 and state_words.encode(data)[:, 0].tolist() == [-7, -7]
+    assert state_words.decode(state_words.encode(data)).arrays["value"].tolist() == [3, 4]
+    today = Sum("v", 10)
+    assert today.words_per_row == 1
+    with pytest.warns(DeprecationWarning, match="state_words"):
+        words = today.words(data)
+    with pytest.warns(DeprecationWarning, match="state_words"):
+        assert today.from_words(words).arrays["value"].tolist() == [3, 4]

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from dataclasses import fields
 from typing import ClassVar
 
@@ -102,6 +103,13 @@ class Spec(Family):
     #: Whether the spec answers each row over its frame (:meth:`frames`,
     #: :func:`udaf.sliding_over`); heavy hitters' lists have no per-row form.
     has_frames: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "words" in vars(cls) or "from_words" in vars(cls):  # the protocol before state_words
+            warnings.warn(f"{cls.__name__} defines words/from_words/words_per_row, which are deprecated: declare "
+                          "state_words() instead (udaf.data.Word per input array)", DeprecationWarning, stacklevel=2)
+            cls.state_words = lambda self: _MethodWords(self)
 
     def __post_init__(self):
         Window(self.window)
@@ -253,12 +261,46 @@ class Spec(Family):
         any row is read."""
         return StateWords()
 
+    def words(self, data: Data) -> np.ndarray:
+        """Deprecated: ``state_words().encode(data)``."""
+        warnings.warn("Spec.words is deprecated: use state_words().encode", DeprecationWarning, stacklevel=2)
+        return self.state_words().encode(data)
+
+    def from_words(self, words: np.ndarray) -> Data:
+        """Deprecated: ``state_words().decode(words)``."""
+        warnings.warn("Spec.from_words is deprecated: use state_words().decode", DeprecationWarning, stacklevel=2)
+        return self.state_words().decode(words)
+
+    @property
+    def words_per_row(self) -> int:
+        """Deprecated: ``state_words().width``."""
+        return self.state_words().width
+
     # ----------------------------------------------------------- metadata
     @classmethod
     def sql_signature(cls) -> list:
         """SQL arguments of ``<family>_sketch_agg`` after the time column:
         input roles, ``window``, then :attr:`params`."""
         return list(cls.accepts) + ["window"] + list(cls.params)
+
+
+class _MethodWords:
+    """The state words of a spec written to the protocol before
+    :meth:`Spec.state_words`: its own ``words``, ``from_words`` and
+    ``words_per_row``."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    @property
+    def width(self) -> int:
+        return self.spec.words_per_row
+
+    def encode(self, data):
+        return type(self.spec).words(self.spec, data)
+
+    def decode(self, words):
+        return type(self.spec).from_words(self.spec, words)
 
 
 @functools.cache
