@@ -60,7 +60,9 @@ NOW = START + dt.timedelta(days=1, seconds=43)  # after every event, mid-minute
 HOUR = dt.timedelta(hours=1)
 
 spark = spark_fixture("ehist-bench-scale", **{"spark.sql.shuffle.partitions": "8", "spark.driver.memory": "6g",
-                                              "spark.ui.showConsoleProgress": "false"})
+                                              "spark.ui.showConsoleProgress": "false",
+                                              # the generated events go in through Arrow (not timed)
+                                              "spark.sql.execution.arrow.pyspark.enabled": "true"})
 
 
 @pytest.fixture(scope="module", params=DATA_SETS, ids=[d[0] for d in DATA_SETS])
