@@ -4,7 +4,8 @@ Run:  python -m pytest benchmarks/bench_scale.py -s
       (EHIST_BENCH_SCALE: data sets as name:keys:events per key and site,
       default "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5
       alternating rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0
-      leaves out the sums' union, minutes at 100k keys)
+      leaves out the sums' union, minutes at 100k keys;
+      EHIST_BENCH_SCALE_WINDOWS, default "1 hour,1 day": the windows asked)
 
 The setting of issue 40: network sources seen at 4 sites, tens of events
 per source and site in a day.  What a data engineer keeps per site is a
@@ -24,6 +25,12 @@ ehist path as a ratio to the native one in the same round:
   source's ``collect_list`` of sketches;
 * *answer one site's table*: the estimates per row, against the rollup's
   query on that site.
+
+Each question is asked of the last hour and of the last day (the whole
+trace).  The rollup is a table of time slots: a short window reads few of
+its rows (Parquet skips the older slots' row groups) and a long one reads
+them all; a sketch table has one row per source and site whatever the
+window, so its cost is the same for both.
 
 Three kinds of answers: counts and distinct counts; the p99 of the flows'
 bytes (``Quantile`` against Spark's own ``kll_sketch_agg_bigint`` per
@@ -55,6 +62,7 @@ DATA_SETS = [(name, int(keys), int(per)) for name, keys, per in
 ROUNDS = int(os.environ.get("EHIST_BENCH_SCALE_ROUNDS", "5"))
 SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
 SITES = 4
+WINDOWS = os.environ.get("EHIST_BENCH_SCALE_WINDOWS", "1 hour,1 day").split(",")
 START = dt.datetime(2026, 1, 1)
 NOW = START + dt.timedelta(days=1, seconds=43)  # after every event, mid-minute
 HOUR = dt.timedelta(hours=1)
@@ -103,19 +111,21 @@ def _noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def _paths(roll, sketches, columns: list) -> dict:
-    """(question -> {path -> action}); ``native`` first in each."""
+def _paths(roll, sketches, columns: list, window: str) -> dict:
+    """(question -> {path -> action}) of the last ``window``; ``native``
+    first in each."""
+    import pandas as pd
     from pyspark.sql import functions as F
 
     from udaf import functions as U
     from udaf import union_table
 
-    now, start = F.lit(NOW), F.lit(NOW - HOUR)
+    now, start = F.lit(NOW), F.lit(NOW - pd.Timedelta(window).to_pytimedelta())
 
     def answers(df):
         est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
                "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a)}
-        return df.select("src", *[est[c](c, now, "1 hour").alias(c) for c in columns])
+        return df.select("src", *[est[c](c, now, window).alias(c) for c in columns])
 
     def native(rows):
         aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
@@ -171,8 +181,8 @@ def test_scale(tables):
     name, keys, per, events, roll, sketches = tables
     _check(events, sketches, keys)
     kinds = [("count + distinct", ["n", "d"]), ("p99", ["q"])] + ([("sums", ["b"])] if SUMS else [])
-    for kind, columns in kinds:
-        for question, paths in _paths(roll, sketches, columns).items():
+    for window, (kind, columns) in ((w, k) for w in WINDOWS for k in kinds):
+        for question, paths in _paths(roll, sketches, columns, window).items():
             rounds = ROUNDS if not (columns == ["b"] and question.startswith("unite")) else 1
             seconds = {p: [] for p in paths}
             for round_ in range(1 + rounds):  # one warm-up round, not counted
@@ -184,11 +194,12 @@ def test_scale(tables):
             ours = next(p for p in paths if p != "native")
             ratios = [x / y for x, y in zip(seconds[ours], seconds["native"])]
             row = {"data": name, "keys": keys, "per_key_and_site": per, "kind": kind, "question": question,
+                   "window": window,
                    "path": ours, "rounds": rounds, "native_median": statistics.median(seconds["native"]),
                    "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
                    "ratio_interval": list(median_interval(ratios))}
-            RESULTS[f"scale | {name} | {kind} | {question}"] = row
-            print(f"\n  {name} {keys:,} keys, {kind}: {question}: native {row['native_median']:.2f} s, {ours} "
+            RESULTS[f"scale | {name} | {window} | {kind} | {question}"] = row
+            print(f"\n  {name} {keys:,} keys, last {window}, {kind}: {question}: native {row['native_median']:.2f} s, {ours} "
                   f"{row['ehist_median']:.2f} s (medians of {rounds}); ratio {row['ratio_median']:.2f}", flush=True)
     note_load(f"scale {name}")
 

@@ -346,7 +346,7 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
     parts = sdf.groupBy("k", (F.col("ts") % 3).alias("site")).agg(
         U.eh_sketch_agg("ts", 20_000, 0.02, "bytes").alias("b"), U.sliding_hll_sketch_agg("ts", "dst", 20_000)
         .alias("d"), U.sliding_lp_sketch_agg("ts", "dst", 20_000, value="bytes").alias("lp"),
-        U.sliding_quantile_sketch_agg("ts", "bytes", 20_000).alias("q"))
+        U.sliding_quantile_sketch_agg("ts", "bytes", 20_000).alias("q")).cache()  # read five times below
     parts.createOrReplaceTempView("parts")
     now, w = 60_000, 15_000
     merged = {r.k: r for r in parts.groupBy("k").agg(
