@@ -165,6 +165,39 @@ def test_below_the_drivers_no_pyspark_at_import():
                 assert not (at_top and target.startswith("pyspark")), f"{name}:{line} imports {target}"
 
 
+HEAVY = ("pyspark", "pyarrow", "pandas")
+
+
+def heavy(name: str, graph: dict, seen=frozenset()) -> bool:
+    """Whether importing module ``name`` imports pyspark, pyarrow or
+    pandas: itself at its top, or through a project module it imports at
+    its top."""
+    path = modules()[name]
+    for target, at_top, _ in imports(path, name.split(".")[0]):
+        if at_top and target.split(".")[0] in HEAVY:
+            return True
+    return any(at_top and dep not in seen and heavy(dep, graph, seen | {name})
+               for dep, (at_top, _) in graph[name].items())
+
+
+def test_udaf_imports_inside_functions_only_keep_spark_lazy():
+    """An import inside a function is there to keep pyspark, pyarrow or
+    pandas from being imported with the module (a light module importing a
+    heavy one when it is called), not to break a cycle: a project module
+    that is light, or imported by a module as heavy, is imported at the
+    top. ``udaf/__init__`` is the exception: ``import udaf`` imports none
+    of the family modules until a name is asked for."""
+    graph = edges()
+    wrong = []
+    for name, deps in graph.items():
+        if not name.startswith("udaf.") or name == "udaf":
+            continue
+        for dep, (at_top, line) in deps.items():
+            if not at_top and not (heavy(dep, graph) and not heavy(name, graph)):
+                wrong.append(f"{name}:{line} imports {dep} inside a function")
+    assert wrong == []
+
+
 def test_the_checks_catch_what_they_should():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]

@@ -7,6 +7,8 @@ import numpy as np
 
 from ehist.blobs import Blobs
 
+from .inputs import times
+
 __all__ = ["run_starts", "same_row", "complete_runs", "blobs_of", "list_blobs_of"]
 
 
@@ -89,7 +91,6 @@ def _runs(table, keys, column: str | None, time_field: str):
     starts = run_starts([table.column(k).chunk(0) for k in keys], table.num_rows)
     if column is None:
         return table, None, starts
-    from .inputs import times
 
     def key_of(row):
         return tuple(table.column(k)[int(row)].as_py() for k in keys)

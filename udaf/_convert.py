@@ -17,6 +17,8 @@ import re
 
 import numpy as np
 
+from ehist.errors import QueryTimeError
+
 __all__ = ["parse_interval", "interval_text", "time_text", "window_text", "in_user_terms", "Window", "key_names"]
 
 _UNITS_US = {
@@ -142,7 +144,6 @@ class in_user_terms:  # noqa: N801 - a context manager, used as a statement
         return self
 
     def __exit__(self, kind, error, trace):
-        from ehist.errors import QueryTimeError
 
         if isinstance(error, QueryTimeError) and self.unit in ("us", "day"):
             raise QueryTimeError(error.described(time_text(self.unit), window_text(self.unit)), error.now,

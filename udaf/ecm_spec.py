@@ -35,7 +35,7 @@ from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
-from .inputs import INTEGRAL, ITEM, bad_value, integers, items
+from .inputs import INTEGRAL, ITEM, bad_value, check_arrow_type, integers, items
 from .capabilities import NativeAnswer, NativePerRow
 from .data import Data, StateWords, Word
 from .spec import Answers, Estimator, Spec, key_now
@@ -300,7 +300,6 @@ class Frequencies(_Weighted):
         import pyarrow as pa
 
         sketches = cls.decoded(blobs)
-        from .inputs import bad_value, check_arrow_type
 
         other = arrays["other"]
         check_arrow_type("other", other, ("binary",), "ecm_sketch_inner_product needs a binary sketch column, that is")

@@ -31,6 +31,7 @@ from ehist.segments import gather
 from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
 
 from .exact import as_key_sum_overflow
+from .inputs import bad_value
 
 __all__ = ["Family", "Answers", "Estimator", "FAMILIES", "ENTRY_POINTS", "load_families", "extension_modules",
            "spec_for_bytes", "sketch_family"]
@@ -300,7 +301,6 @@ def sketch_family(blobs: list, column: str, caller: str, modules=()) -> type | N
     when every one is null); bytes of no sketch, or sketches of two
     families, are an error naming the column.  ``modules``: family modules
     to import first (:func:`extension_modules` of the driver)."""
-    from .inputs import bad_value
 
     load_families(modules)  # a fresh Python worker has imported no family module yet
     blobs = Blobs.of(blobs)

@@ -74,8 +74,10 @@ from ehist.serialization import FAMILIES as FAMILY_IDS
 
 from ._arrow import blobs_of, list_blobs_of
 from ._convert import Window, in_user_terms
-from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
 from .family import FAMILIES, load_families, spec_for_bytes
+from .inputs import arrow_type_name, bad_value, check_arrow_type, parameter, times, wrong_type
+from .two_phase import now_in_unit
+from .union import merged
 
 _FUNCTIONS: dict = {}  # name -> _Function
 
@@ -326,7 +328,6 @@ def _now_literal(now, unit: str) -> int:
     """A ``now`` literal (datetime, date or int) in a time unit."""
     import datetime as dt
 
-    from .two_phase import now_in_unit
 
     if isinstance(now, dt.datetime) and now.tzinfo is None and unit == "us":
         now = now.replace(tzinfo=dt.timezone.utc)  # Arrow hands timestamps over in UTC
@@ -382,7 +383,6 @@ def _sketch_groups(arrays, names, fn: str, classes):
 def _merged_rows(blobs, starts) -> list:
     """One sketch per row (bytes, None for a row without any): each row's
     union, by its family's merge."""
-    from .union import merged
 
     return merged(spec_for_bytes(blobs[0]), blobs, starts) if blobs else [None] * starts.size
 

@@ -31,8 +31,9 @@ from pyspark.sql import types as T
 from ._arrow import complete_runs
 from ._convert import key_names
 from .frames import frame_bounds_runs
-from .spec import read_spec
 from .keys import partition_count, run_columns
+from .native import has_native_frames, native_frames
+from .spec import read_spec
 from .two_phase import check_specs
 
 __all__ = ["sliding_over"]
@@ -121,7 +122,6 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
     _, windows, _ = check_specs(df, keys, order_by, specs, "sliding_over", appends=True)
     if strategy not in ("auto", "native", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native' or 'shuffle', got {strategy!r}")
-    from .native import has_native_frames, native_frames
 
     if strategy == "native" and not has_native_frames(specs, df):
         missing = [f"{n} ({s.who})" for n, s in specs.items() if not has_native_frames({n: s}, df)]

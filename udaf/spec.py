@@ -62,6 +62,7 @@ from .data import Data, StateWords, Word
 # the byte-level role, and its names as this module always exported them
 from .family import (FAMILIES, Answers, Estimator, Family, extension_modules, load_families, sketch_family,
                      spec_for_bytes)
+from .inputs import integers
 
 __all__ = ["Spec", "Family", "Data", "StateWords", "Word", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules",
            "spec_for_bytes", "sketch_family", "read_spec", "read_integers", "key_now"]
@@ -322,7 +323,6 @@ def read_integers(spec, columns: dict, key_of=None) -> Data:
     """The :class:`~udaf.data.Data` of a spec reading one non-negative integral
     column (role ``column``) as ``value`` (``Sum``; nulls skipped, a
     negative value an error naming it and its key)."""
-    from .inputs import integers
 
     present, values = integers(columns["column"], spec.column, spec.who, key_of)
     return Data(present, {"value": values[present]})

@@ -91,7 +91,8 @@ from ._convert import Window, interval_text, key_names
 from .data import StateWords
 from .eh_spec import Count, Sum
 from .hll_spec import Distinct
-from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type
+from .inputs import EVENT_TIME, TIME_NEEDS, check_spark_type, times
+from .spec import Spec, read_spec
 from .two_phase import check_specs, micros_to_ntz, time_expression
 
 __all__ = ["sliding_window_state", "check_configuration", "local_session", "ROCKSDB_PROVIDER"]
@@ -211,7 +212,6 @@ def sliding_window_state(df: DataFrame, key, event_time: str, window=None, *, wa
         Unknown columns, wrong types, bad parameters (on the driver).
     """
     keys = key_names(key, "sliding_window_state", "key")
-    from .spec import Spec
 
     # output columns may carry the deprecated keywords' names (distinct=Distinct(...))
     named = {"eps": eps, "value": value, "distinct": distinct, "precision": precision, "seed": seed}
@@ -536,8 +536,6 @@ class _Packer:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from .inputs import times
-        from .spec import read_spec
 
         n = table.num_rows
         try:

@@ -33,13 +33,16 @@ from pyspark.sql import types as T
 
 from ._convert import Window, key_names
 from .eh_spec import Count, Sum
+from .exact_answers import ExactAnswers
 from .fm_spec import DistinctFM
 from .hll_spec import Distinct
-from .inputs import TIME, TIME_NEEDS, check_spark_type
-from .lp_spec import LpNorm
-from .native import key_text
+from .inputs import TIME, TIME_NEEDS, check_spark_type, times
 from .keys import partition_count, run_columns
+from .lp_spec import LpNorm
+from .native import has_native, key_text, native_answers
 from .spec import Spec, load_families, read_spec
+from .sql_text import quote
+from .union import UnionAnswers
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial",
            "reduce_rows", "REDUCE_TWO_PHASE", "REDUCE_SKETCH_TABLE"]
@@ -88,7 +91,6 @@ def time_range(df: DataFrame, ts: str, unit: str, lo: int | None, hi: int):
     source (Parquet row groups outside it are not read); rows with a null
     time pass, to be reported.  One SQL expression: built from Column
     calls it cost about 5 ms more of plan building (a JVM call each)."""
-    from .sql_text import quote
 
     ntz = unit == "us" and isinstance(df.schema[ts].dataType, T.TimestampNTZType)
     literal = ("timestampadd(MICROSECOND, {}L, TIMESTAMP_NTZ '1970-01-01 00:00:00')" if ntz else  # micros_to_ntz
@@ -229,7 +231,6 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     if strategy not in ("auto", "native", "two_phase", "shuffle"):
         raise ValueError(f"strategy must be 'auto', 'native', 'two_phase' or 'shuffle', got {strategy!r}")
     check_reduce(reduce)
-    from .native import has_native, native_answers
 
     if sketches:
         if strategy in ("native", "shuffle"):
@@ -274,8 +275,6 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         if sketches:
             fields.append(T.StructField(f"{name}_sketch", T.BinaryType()))
     parts = partition_count(df)
-    from .exact_answers import ExactAnswers
-    from .union import UnionAnswers
 
     if strategy == "shuffle":
         # every row of a key meets in one place: exact answers, all keys of
@@ -410,7 +409,6 @@ class PartialSketches:
         starts)`` as :func:`udaf._arrow.complete_runs` gives them."""
         import pyarrow as pa
 
-        from .inputs import times
 
         table = pa.Table.from_batches(batches).combine_chunks()
         codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()

@@ -19,6 +19,7 @@ import numpy as np
 from ehist.blobs import Blobs
 
 from ._arrow import blobs_of, complete_runs
+from ._convert import key_names
 from .family import extension_modules, sketch_family
 
 __all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
@@ -141,7 +142,6 @@ def union_table(df, by, *columns):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from ._convert import key_names
     from .keys import partition_count, run_columns
 
     keys = key_names(by, "union_table", "by")
