@@ -56,9 +56,13 @@ def results(spark, tmp_path_factory, request):
     # the client runs while the classic session runs the same job: the
     # Connect server's session is its own (its settings apart), and much
     # of either run is waiting (RPCs, Python workers), not the two cores
-    client = subprocess.Popen([sys.executable, "-m", "tests.connect_job", str(out), f"--url={url}",
-                               *(["--full"] if full else [])], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
+    # its output goes to a file: a pipe nobody reads until the classic run
+    # ends would stop the client once Spark's log filled the pipe's buffer
+    log = work / "client.log"
+    with open(log, "w") as sink:
+        client = subprocess.Popen([sys.executable, "-m", "tests.connect_job", str(out), f"--url={url}",
+                                   *(["--full"] if full else [])], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
+                                  env=dict(env, SPARK_LOCAL_IP="127.0.0.1"))
     try:
         # the classic run with the client's shuffle partitions; the settings
         # the job changes are put back after it
@@ -70,11 +74,11 @@ def results(spark, tmp_path_factory, request):
         finally:
             for key, value in before.items():
                 spark.conf.unset(key) if value is None else spark.conf.set(key, value)
-        _, stderr = client.communicate(timeout=600)
+        client.wait(timeout=600)
     finally:
         if client.poll() is None:
             client.kill()
-    assert client.returncode == 0, stderr[-4000:]
+    assert client.returncode == 0, log.read_text()[-4000:]
     remote = json.loads(out.read_text())
     return remote, local
 
