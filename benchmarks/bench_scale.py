@@ -199,7 +199,8 @@ def test_scale(tables):
                    "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
                    "ratio_interval": list(median_interval(ratios))}
             RESULTS[f"scale | {name} | {window} | {kind} | {question}"] = row
-            print(f"\n  {name} {keys:,} keys, last {window}, {kind}: {question}: native {row['native_median']:.2f} s, {ours} "
-                  f"{row['ehist_median']:.2f} s (medians of {rounds}); ratio {row['ratio_median']:.2f}", flush=True)
+            print(f"\n  {name} {keys:,} keys, last {window}, {kind}: {question}: native "
+                  f"{row['native_median']:.2f} s, {ours} {row['ehist_median']:.2f} s (medians of {rounds}); "
+                  f"ratio {row['ratio_median']:.2f}", flush=True)
     note_load(f"scale {name}")
 

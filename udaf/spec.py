@@ -64,8 +64,8 @@ from .family import (FAMILIES, Answers, Estimator, Family, extension_modules, lo
                      spec_for_bytes)
 from .inputs import integers
 
-__all__ = ["Spec", "Family", "Data", "StateWords", "Word", "Answers", "Estimator", "FAMILIES", "load_families", "extension_modules",
-           "spec_for_bytes", "sketch_family", "read_spec", "read_integers", "key_now"]
+__all__ = ["Spec", "Family", "Data", "StateWords", "Word", "Answers", "Estimator", "FAMILIES", "load_families",
+           "extension_modules", "spec_for_bytes", "sketch_family", "read_spec", "read_integers", "key_now"]
 
 
 class _FieldsOtherThanInputs:
