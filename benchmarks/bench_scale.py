@@ -1,11 +1,15 @@
 """Sketch tables at many keys: unite four sites and answer, against Spark's rollups.
 
 Run:  python -m pytest benchmarks/bench_scale.py -s
-      (EHIST_BENCH_SCALE: data sets as name:keys:events per key and site,
-      default "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5
-      alternating rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0
-      leaves out the sums' union, minutes at 100k keys;
-      EHIST_BENCH_SCALE_WINDOWS, default "1 hour,1 day": the windows asked)
+      (EHIST_BENCH_SCALE: data sets as name:keys:events per key and
+      site[:zipf exponent of the destinations, default uniform], default
+      "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5 alternating
+      rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0 leaves out
+      the sums' union, minutes at 100k keys; EHIST_BENCH_SCALE_WINDOWS,
+      default "1 hour,1 day": the windows asked; EHIST_BENCH_SCALE_KINDS,
+      default "count + distinct,p99,sums": the answers asked, "heavy
+      hitters" too where keys are dense, e.g.
+      EHIST_BENCH_SCALE="dense:2000:5000:1.3")
 
 The setting of issue 40: network sources seen at 4 sites, tens of events
 per source and site in a day.  What a data engineer keeps per site is a
@@ -32,9 +36,21 @@ its rows (Parquet skips the older slots' row groups) and a long one reads
 them all; a sketch table has one row per source and site whatever the
 window, so its cost is the same for both.
 
-Three kinds of answers: counts and distinct counts; the p99 of the flows'
+Four kinds of answers: counts and distinct counts; the p99 of the flows'
 bytes (``Quantile`` against Spark's own ``kll_sketch_agg_bigint`` per
-minute, united with ``kll_merge_agg_bigint``); sums.
+minute, united with ``kll_merge_agg_bigint``); sums; the heavy
+destinations of each source (``HeavyHitters`` at phi 0.05 against Spark's
+``approx_top_k_accumulate`` per minute, combined with
+``approx_top_k_combine`` and read with ``approx_top_k_estimate`` of the
+top 1 / phi), asked only where it is named (its sketches are large on
+sparse keys: 14 KB for a key's 25 events).
+
+Sparse keys (tens of events per source and site in a day, as most network
+sources are) are the rollup's ground: a minute's row per event, where a
+sketch keeps buckets for every size class.  Dense keys (thousands of
+events per source and site, destinations drawn from a Zipf law so that
+some are heavy) are the sketches': the rollup keeps a row per minute
+whatever happens in it.
 
 Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
 holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
@@ -57,12 +73,17 @@ from benchmarks.conftest import RESULTS, median_interval, note_load, spark_fixtu
 
 pytest.importorskip("pyspark")
 
-DATA_SETS = [(name, int(keys), int(per)) for name, keys, per in
+DATA_SETS = [(name, int(keys), int(per), float(skew[0]) if skew else 0.0) for name, keys, per, *skew in
              (item.split(":") for item in os.environ.get("EHIST_BENCH_SCALE", "sparse:100000:25").split(","))]
 ROUNDS = int(os.environ.get("EHIST_BENCH_SCALE_ROUNDS", "5"))
 SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
 SITES = 4
 WINDOWS = os.environ.get("EHIST_BENCH_SCALE_WINDOWS", "1 hour,1 day").split(",")
+KINDS = {"count + distinct": ["n", "d"], "p99": ["q"], "sums": ["b"], "heavy hitters": ["h"]}
+ASKED = [k.strip() for k in os.environ.get("EHIST_BENCH_SCALE_KINDS", "count + distinct,p99,sums").split(",")]
+HEAVY = "heavy hitters" in ASKED
+PHI = 0.05  # heavy destinations: at least 5% of a source's flows in the window
+TOP = round(1 / PHI)  # approx_top_k's k: at most 1 / phi items reach phi
 START = dt.datetime(2026, 1, 1)
 NOW = START + dt.timedelta(days=1, seconds=43)  # after every event, mid-minute
 HOUR = dt.timedelta(hours=1)
@@ -79,32 +100,37 @@ def tables(spark, request, tmp_path_factory):
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from udaf import Count, Distinct, Quantile, Sum, sketch_table
+    from udaf import Count, Distinct, HeavyHitters, Quantile, Sum, sketch_table
 
-    name, keys, per = request.param
+    name, keys, per, skew = request.param
     base = tmp_path_factory.mktemp(f"scale-{name}")
     rng = np.random.default_rng(40)
     for site in range(SITES):
         n = keys * per
         pdf = pd.DataFrame({"src": rng.integers(0, keys, n),
                             "ts": pd.Timestamp(START) + pd.to_timedelta(rng.integers(0, 86_400 * 10**6, n), unit="us"),
-                            "bytes": rng.integers(40, 1500, n), "dst": rng.integers(0, 5000, n)})
+                            "bytes": rng.integers(40, 1500, n),
+                            "dst": rng.zipf(skew, n) % 5000 if skew else rng.integers(0, 5000, n)})
         spark.createDataFrame(pdf).write.parquet(str(base / "events" / f"site={site}"))
     events = spark.read.parquet(str(base / "events"))
     t = time.perf_counter()
+    top = [F.expr("approx_top_k_accumulate(dst, 10000)").alias("t")] if HEAVY else []
     events.groupBy("site", "src", F.date_trunc("minute", "ts").alias("slot")).agg(
         F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h"),
-        F.kll_sketch_agg_bigint("bytes").alias("k")).write.parquet(str(base / "rollup"))
+        F.kll_sketch_agg_bigint("bytes").alias("k"), *top).write.parquet(str(base / "rollup"))
     native_build = time.perf_counter() - t
     t = time.perf_counter()
+    heavy = {"h": HeavyHitters("dst", "1 day", phi=PHI, bits=32)} if HEAVY else {}
     sketch_table(events, ["site", "src"], "ts", n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01),
-                 d=Distinct("dst", "1 day"), q=Quantile("bytes", "1 day", q=0.99)).write.parquet(str(base / "sketches"))
+                 d=Distinct("dst", "1 day"), q=Quantile("bytes", "1 day", q=0.99), **heavy).write.parquet(
+        str(base / "sketches"))
     ehist_build = time.perf_counter() - t
     size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet")) for t in ("rollup", "sketches")}
-    RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES,
+    RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES, "skew": skew,
+                                        "heavy": HEAVY,
                                         "native_seconds": native_build, "ehist_seconds": ehist_build,
                                         "rollup_bytes": size["rollup"], "sketch_bytes": size["sketches"]}
-    return name, keys, per, events, spark.read.parquet(str(base / "rollup")), spark.read.parquet(str(base / "sketches"))
+    return name, keys, per, skew, events, spark.read.parquet(str(base / "rollup")), spark.read.parquet(str(base / "sketches"))
 
 
 def _noop(df) -> None:
@@ -124,13 +150,15 @@ def _paths(roll, sketches, columns: list, window: str) -> dict:
 
     def answers(df):
         est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
-               "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a)}
+               "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a),
+               "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, F.lit(PHI), *a)}
         return df.select("src", *[est[c](c, now, window).alias(c) for c in columns])
 
     def native(rows):
         aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
                 "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d"),
-                "q": F.kll_sketch_get_quantile_bigint(F.kll_merge_agg_bigint("k"), F.lit(0.99)).alias("q")}
+                "q": F.kll_sketch_get_quantile_bigint(F.kll_merge_agg_bigint("k"), F.lit(0.99)).alias("q"),
+                "h": F.expr(f"approx_top_k_estimate(approx_top_k_combine(t, 10000), {TOP})").alias("h")}
         return rows.where(F.col("slot") > start).groupBy("src").agg(*[aggs[c] for c in columns])
 
     site = F.col("site") == 0
@@ -153,7 +181,9 @@ def _paths(roll, sketches, columns: list, window: str) -> dict:
 
 def _check(events, sketches, keys: int) -> None:
     """The answers bracket the exact ones on a sample of sources (bounds of
-    the counts and sums, the distinct counts within 5 standard errors)."""
+    the counts and sums, the distinct counts within 5 standard errors, the
+    p99 a value of the window within the bins' accuracy; no heavy
+    destination missed)."""
     from pyspark.sql import functions as F
 
     from udaf import functions as U
@@ -161,13 +191,16 @@ def _check(events, sketches, keys: int) -> None:
 
     sample = [int(k) for k in np.random.default_rng(1).choice(keys, 50, replace=False)]
     now = F.lit(NOW)
+    heavy = [U.sliding_hh_sketch_heavy_hitters("h", F.lit(PHI), now, "1 hour").alias("h")] if HEAVY else []
     got = union_table(sketches.where(F.col("src").isin(sample)), "src").select(
         "src", U.eh_sketch_bounds("n", now, "1 hour").alias("n"), U.eh_sketch_bounds("b", now, "1 hour").alias("b"),
         U.sliding_hll_sketch_estimate("d", now, "1 hour").alias("d"),
-        U.sliding_quantile_sketch_quantile("q", 0.99, now, "1 hour").alias("q")).collect()
-    exact = {r.src: r for r in events.where(F.col("src").isin(sample) & (F.col("ts") > F.lit(NOW - HOUR))).groupBy(
-        "src").agg(F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d"),
-                   F.min("bytes").alias("low"), F.max("bytes").alias("high")).collect()}
+        U.sliding_quantile_sketch_quantile("q", 0.99, now, "1 hour").alias("q"), *heavy).collect()
+    recent = events.where(F.col("src").isin(sample) & (F.col("ts") > F.lit(NOW - HOUR)))
+    exact = {r.src: r for r in recent.groupBy("src").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d"),
+        F.min("bytes").alias("low"), F.max("bytes").alias("high")).collect()}
+    per_dst = recent.groupBy("src", "dst").count().collect() if HEAVY else []
     for r in got:
         e = exact.get(r.src)
         if e is None:
@@ -175,15 +208,19 @@ def _check(events, sketches, keys: int) -> None:
         assert r.n.lower <= e.n <= r.n.upper and r.b.lower <= e.b <= r.b.upper
         assert abs(r.d - e.d) <= max(2.0, 5 * 1.04 / 64 * e.d)
         assert e.low * 0.99 <= r.q <= e.high * 1.01  # a value of the window, within the bins' accuracy
+        if HEAVY:
+            want = {x.dst for x in per_dst if x.src == r.src and x["count"] >= PHI * e.n}
+            assert want <= {h.item for h in r.h}
 
 
 def test_scale(tables):
-    name, keys, per, events, roll, sketches = tables
+    name, keys, per, skew, events, roll, sketches = tables
     _check(events, sketches, keys)
-    kinds = [("count + distinct", ["n", "d"]), ("p99", ["q"])] + ([("sums", ["b"])] if SUMS else [])
+    kinds = [(k, KINDS[k]) for k in ASKED if SUMS or k != "sums"]
     for window, (kind, columns) in ((w, k) for w in WINDOWS for k in kinds):
         for question, paths in _paths(roll, sketches, columns, window).items():
-            rounds = ROUNDS if not (columns == ["b"] and question.startswith("unite")) else 1
+            # the unions of the largest sketches run once (minutes at many keys)
+            rounds = ROUNDS if not (columns in (["b"], ["h"]) and question.startswith("unite")) else 1
             seconds = {p: [] for p in paths}
             for round_ in range(1 + rounds):  # one warm-up round, not counted
                 for p in (list(paths) if round_ % 2 == 0 else list(paths)[::-1]):
@@ -193,7 +230,8 @@ def test_scale(tables):
                         seconds[p].append(time.perf_counter() - t)
             ours = next(p for p in paths if p != "native")
             ratios = [x / y for x, y in zip(seconds[ours], seconds["native"])]
-            row = {"data": name, "keys": keys, "per_key_and_site": per, "kind": kind, "question": question,
+            row = {"data": name, "keys": keys, "per_key_and_site": per, "skew": skew, "kind": kind,
+                   "question": question,
                    "window": window,
                    "path": ours, "rounds": rounds, "native_median": statistics.median(seconds["native"]),
                    "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
