@@ -1261,6 +1261,15 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_
             col.lengths)
 
 
+#: Blobs of this many bytes or more have their checksum checked by zlib, one
+#: call each, the others in one compiled pass: zlib's CRC-32 runs at ~2 GB/s
+#: here against the compiled table loop's ~0.7 GB/s, and a call costs about
+#: a microsecond (measured: 300 L_p sketches of 420 KB, 0.064 s against
+#: 0.15-0.2 s; 400 heavy-hitter sketches of 118 KB, 0.013-0.021 s against
+#: 0.035-0.038 s).
+ZLIB_CRC_FROM = 4096
+
+
 def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int, min_length: int, v2_flags: int,
            base_flags: int = 1) -> np.ndarray:
     """:func:`sealed_heads` of blobs at ``buf[starts[i]:starts[i] +
@@ -1272,12 +1281,14 @@ def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int
     ok[ok] = ((head[:, MAGIC_AT] == MAGIC[0]) & (head[:, MAGIC_AT + 1] == MAGIC[1]) & (head[:, FAMILY_AT] == family)
               & (version_2 | (version == 1)) & (head[:, FLAGS_AT + 1] == 0)
               & ((flags & ~np.uint8(v2_flags)) == base_flags) & (version_2 | (flags == base_flags)))
-    if compiled.active():
-        ok[ok] = compiled.crc_matches(buf, starts[ok], lengths[ok])
-        return ok
+    rest = np.flatnonzero(ok)
+    if compiled.active():  # small blobs in one compiled pass; large ones by zlib, 2-3x faster per byte
+        small = rest[lengths[rest] < ZLIB_CRC_FROM]
+        ok[small] = compiled.crc_matches(buf, starts[small], lengths[small])
+        rest = rest[lengths[rest] >= ZLIB_CRC_FROM]
     mv = memoryview(buf)
     crc32 = zlib.crc32
-    for i in np.flatnonzero(ok).tolist():
+    for i in rest.tolist():
         a, n = int(starts[i]), int(lengths[i])
         if crc32(mv[a:a + n - 4]) != int.from_bytes(mv[a + n - 4:a + n], "little"):
             ok[i] = False

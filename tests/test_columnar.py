@@ -22,6 +22,7 @@ from ehist import columnar
 from ehist.blobs import Blobs
 from ehist.columnar import HistogramColumn, _decode_fast, bounds_from_bytes, exact_forms, histogram_bytes
 from ehist.errors import QueryTimeError
+from ehist.serialization import FAMILIES
 from tests.conftest import examples
 from tests.engines import ENGINES, engine
 from tests.exact import exact_sums
@@ -326,6 +327,40 @@ def test_blobs_read_as_the_list_they_hold(items, picks, offset, size):
         for i, k in enumerate(keys):
             expect.setdefault(k, []).append(i)
         assert [g.tolist() for g in b.groups(offset, size)] == list(expect.values())
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_sealed_checks_every_checksum_small_and_large(name):
+    """``sealed`` (every columnar decoder's first step) accepts a blob only
+    with its checksum, whether the compiled pass (small blobs) or zlib
+    (from ``ZLIB_CRC_FROM`` bytes) checks it."""
+    from ehist.columnar import ZLIB_CRC_FROM, sealed
+
+    good = [ExponentialHistogram(10**7, eps).update(np.arange(n)).to_bytes() for n, eps in ((30, 0.01), (10**6, 0.001))]
+    assert min(map(len, good)) < ZLIB_CRC_FROM <= max(map(len, good))
+    bad = [b[:-1] + bytes([b[-1] ^ 1]) for b in good]
+    blobs = Blobs.of([x for pair in zip(good, bad) for x in pair])
+    with engine(name):
+        ok = sealed(blobs.buf, blobs.starts, blobs.lengths, FAMILIES["ExponentialHistogram"], 10, 0xFE)
+    assert ok.tolist() == [True, False] * 2
+
+
+def test_a_few_blobs_of_a_large_buffer_copy_only_their_bytes():
+    """Iterating a slice or a pick of a batch (the per-key paths do, key by
+    key) copies the picked sketches' bytes, not the whole buffer: that copy
+    per key made those paths quadratic in the batch."""
+    import tracemalloc
+
+    items = [bytes([i % 251]) * 100_000 for i in range(40)]
+    b = Blobs.of(items)
+    tracemalloc.start()
+    try:
+        got = b[3:5].tolist() + list(b.take([39, 0]))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert got == [items[3], items[4], items[39], items[0]]
+    assert peak < 1_000_000  # four sketches of 100 KB, not the 4 MB buffer (twice)
 
 
 def test_blobs_refuse_what_is_not_bytes():
