@@ -239,6 +239,15 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
                                       for g in groups]
             got = cls.estimate_heavy_hitters(blobs, {"phi": 0.3}, None, None).to_pylist()
             assert got == [[dict(h) for h in spec._listed(s.heavy_hitters(0.3))] for g in groups for s in g]
+            # arrays of sketches (rows 0 and 3 without any): each row's union answered without merging
+            rows = np.r_[0, starts[:2], starts[2:3], starts[2:]]
+            got = cls.estimate_heavy_hitters_of_unions(blobs, rows, {"phi": 0.2}, np.full(rows.size, 5000),
+                                                       500).to_pylist()
+            lists = [[dict(h) for h in spec._listed(SlidingHeavyHitters.union_heavy_hitters(g, 0.2, 5000, 500))]
+                     for g in groups]
+            assert got == [None] + lists[:2] + [None] + lists[2:]
+            assert cls.estimate_heavy_hitters_of_unions([], np.zeros(2, dtype=np.int64), {"phi": 0.2}, None,
+                                                        None).to_pylist() == [None, None]
         if family is SlidingQuantiles:
             keyed = spec.key_answers(blobs, nows, 500)
             assert np.array_equal(keyed.estimate, [s.quantile(0.9, 5000, 500) for g in groups for s in g],

@@ -339,9 +339,10 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
     the merge's estimate to the last bit, histograms the sums of the
     parts' bounds (never wider than the merged histogram's, within eps of
     the exact answer), quantile sketches the quantile of the summed bin
-    bounds (as aggregate answers from partials), every other family the
-    merge's answer; from Python
-    and from SQL alike, a null or empty array answering null."""
+    bounds (as aggregate answers from partials), heavy hitters the walk on
+    the summed counter bounds (tests/test_columnar_families.py), every other
+    family the merge's answer; from Python and from SQL alike, a null or
+    empty array answering null."""
     pdf, sdf = flows
     parts = sdf.groupBy("k", (F.col("ts") % 3).alias("site")).agg(
         U.eh_sketch_agg("ts", 20_000, 0.02, "bytes").alias("b"), U.sliding_hll_sketch_agg("ts", "dst", 20_000)

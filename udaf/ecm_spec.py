@@ -489,6 +489,32 @@ class HeavyHitters(_Weighted):
         return cls.answer_array(_hitter_lists(blobs, arrays["phi"], nows, window))
 
     @classmethod
+    def estimate_heavy_hitters_of_unions(cls, blobs, starts, arrays, nows, window):
+        """``sliding_hh_sketch_heavy_hitters`` of arrays of sketches (a
+        ``collect_list`` of stored sketches): each row's list from its
+        sketches' summed counter bounds, without merging them
+        (:meth:`SlidingHeavyHitters.union_heavy_hitters`: the merge's
+        guarantees, no id at ``phi`` missed, without re-compressing every
+        counter's histogram), every row's walk at once; null for a row
+        without a sketch.  None for sketches of different parameters (the
+        merge then refuses them)."""
+        blobs = Blobs.of(blobs)
+        starts = np.asarray(starts, dtype=np.int64)
+        sizes = np.diff(np.append(starts, len(blobs)))
+        out = [None] * starts.size
+        if len(blobs) == 0:
+            return cls.answer_array(out)
+        column = HeavyHittersColumn.from_bytes(blobs)
+        if column is None:
+            return None
+        rows = np.flatnonzero(sizes > 0)
+        lists = column.heavy_hitters(arrays["phi"], starts[rows], None if nows is None else
+                                     np.asarray(nows, dtype=np.int64)[rows], window)
+        for i, hitters in zip(rows.tolist(), lists):
+            out[i] = HeavyHitters._listed(hitters)
+        return cls.answer_array(out)
+
+    @classmethod
     def estimate_frequency(cls, blobs, arrays, nows, window):
         """``sliding_hh_sketch_frequency``: one id per row."""
         import pyarrow as pa
