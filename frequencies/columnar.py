@@ -377,6 +377,112 @@ def _row_units(c: KeyedCounters, width: int) -> np.ndarray:
     return np.bincount(owner[row0], weights=np.ldexp(1.0, c.col.exps[row0].astype(np.int64)), minlength=len(c))
 
 
+def _group_times(group_of, groups: int, has, newest, now) -> np.ndarray:
+    """Each group's query time: ``now`` (one time, or one per group), or
+    the newest of its sketches that have one."""
+    if now is not None:
+        return np.broadcast_to(np.asarray(now, dtype=np.int64), (groups,))
+    out = np.full(groups, INT64_MIN, dtype=np.int64)
+    np.maximum.at(out, group_of[has], newest[has])
+    return out
+
+
+def _level_spans(buf, starts, lengths, depth: int):
+    """Where each heavy-hitter sketch's levels lie (an ECM-sketch each):
+    ``(readable mask, starts, lengths)``, sketch ``i``'s level ``j`` at
+    ``i * depth + j`` (a sketch whose level table does not read: its own
+    decoder names what is wrong).  The table: varint L (one byte: at most
+    64 levels), then L varint lengths, then the levels."""
+    count = starts.size
+    ends = starts + lengths - _CRC.size
+    pos = starts + _HH_HEAD.size
+    good = buf[pos] == depth
+    pos = pos + 1
+    read = region_varints(buf, pos, ends)
+    sizes = np.zeros((count, depth), dtype=np.int64)
+    every = np.arange(count)
+    for j in range(depth):
+        value, stop, bad = read(np.full(count, j), every)
+        good &= ~bad & (value < np.uint64(1 << 40))
+        sizes[:, j] = np.where(good, value, 0).astype(np.int64)
+    pos = np.where(good, stop + 1, pos)  # after the last length: the levels
+    good &= (sizes.sum(axis=1) == ends - pos) & (sizes >= 1).all(axis=1)
+    return good, (pos[:, None] + np.cumsum(sizes, axis=1) - sizes).ravel(), sizes.ravel()
+
+
+def _walk(phi: float, bits: int, level_bits: int, params: tuple, width: int, size: int, depth: int, groups: int,
+          group_of, owner, keys, lo, up) -> list | None:
+    """Every group's walk down the levels from its sketches' counter bounds
+    summed (``owner``: each counter's level sketch, sketch ``i``'s level
+    ``j`` at ``i * depth + j``; ``group_of``: each sketch's group): the
+    candidates of all groups in one array per level, each counter's bounds
+    looked up among the groups' summed counters.  None when a row's sums
+    come near int64 (the sketches' own queries decide, and raise past it)."""
+    from ehist.hashing import hash64
+
+    from .count_min import counter_ids
+
+    rows = size // width
+    # every group's summed counters, by one key: (group, level, counter)
+    g_level = group_of[owner // depth] * depth + owner % depth
+    key = g_level * size + keys
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+    # each (group, level)'s rows (the key runs of one row, in order): their sums, exactly
+    row_of = (key // size) * rows + (key % size) // width
+    row_first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]]) if key.size else first
+    if key.size and float(np.add.reduceat(up[order].astype(np.float64), row_first).max()) >= 2.0 ** 61:
+        return None
+    row_lo = np.zeros(groups * depth * rows, dtype=np.int64)
+    row_up = np.zeros(groups * depth * rows, dtype=np.int64)
+    if key.size:
+        row_lo[row_of[row_first]] = np.add.reduceat(lo[order], row_first)
+        row_up[row_of[row_first]] = np.add.reduceat(up[order], row_first)
+    total_lower = row_lo.reshape(groups, depth, rows).max(axis=2)
+    total_upper = row_up.reshape(groups, depth, rows).min(axis=2)
+    sum_lo = np.add.reduceat(lo[order], first) if key.size else lo[:0]
+    sum_up = np.add.reduceat(up[order], first) if key.size else up[:0]
+    key = key[first]
+    eps, seed = float(params[1]), int(params[4])
+    slack = np.array([math.ceil(eps * int(t)) for t in total_upper.ravel().tolist()],
+                     dtype=np.int64).reshape(groups, depth)
+    threshold = np.maximum(float(phi) * total_lower[:, -1].astype(np.float64), 1.0)
+    lengths = levels_of(bits, level_bits)
+    if compiled.active():  # one group at a time in compiled code (frequencies.compiled)
+        from ehist.hashing import int_hash_key
+
+        from .compiled import walk
+
+        cg, cand, est, lower, upper = walk(key, sum_lo, sum_up, np.searchsorted(
+            key, np.arange(groups * depth + 1, dtype=np.int64) * size), slack, threshold, lengths,
+            int_hash_key(seed), _cm._ROW_KEYS[:rows], width, size)
+        return _listed(groups, cg, cand, est, lower, upper)
+    # the walk: every group's candidates at once
+    fanout = np.arange(1 << lengths[0], dtype=np.uint64)
+    bounds = np.searchsorted(key, np.arange(groups * depth + 1, dtype=np.int64) * size)  # each (group, level)
+    cand = np.tile(fanout, groups)
+    cg = np.repeat(np.arange(groups, dtype=np.int64), fanout.size)
+    for j in range(depth):
+        ids = counter_ids(hash64(cand, seed), width, rows)  # (rows, candidates)
+        want = (cg * depth + j)[None, :] * size + ids
+        segment = cg * depth + j
+        pos = np.minimum(search_segments(key, bounds[segment], bounds[segment + 1], want), max(key.size - 1, 0))
+        hit = key[pos] == want if key.size else np.zeros(want.shape, dtype=bool)
+        c_lo = np.where(hit, sum_lo[pos] if key.size else 0, 0)
+        c_up = np.where(hit, sum_up[pos] if key.size else 0, 0)
+        est = (c_lo * 0.5 + c_up * 0.5).min(axis=0)
+        lower = np.maximum(c_lo.min(axis=0) - slack[cg, j], 0)
+        upper = c_up.min(axis=0)
+        keep = upper >= threshold[cg]
+        cand, cg, est, lower, upper = cand[keep], cg[keep], est[keep], lower[keep], upper[keep]
+        if j + 1 < depth:
+            step = lengths[j + 1] - lengths[j]
+            cand = ((cand[:, None] << np.uint64(step)) | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
+            cg = np.repeat(cg, 1 << step)
+    return _listed(groups, cg, cand, est, lower, upper)
+
+
 class HeavyHittersColumn:
     """Many :class:`~frequencies.SlidingHeavyHitters` sketches of one
     parameter set: ``bits``, ``level_bits`` and their levels as one
@@ -481,25 +587,10 @@ class HeavyHittersColumn:
             ok[idx[~alike]] = False
             idx = idx[alike]
         if idx.size:
-            # varint L (one byte: at most 64 levels), then L varint lengths, then the levels
-            ends = starts[idx] + lengths[idx] - _CRC.size
-            pos = starts[idx] + _HH_HEAD.size
-            good = buf[pos] == depth
-            pos = pos + 1
-            read = region_varints(buf, pos, ends)
-            sizes = np.zeros((idx.size, depth), dtype=np.int64)
-            every = np.arange(idx.size)
-            for j in range(depth):
-                value, stop, bad = read(np.full(idx.size, j), every)
-                good &= ~bad & (value < np.uint64(1 << 40))
-                sizes[:, j] = np.where(good, value, 0).astype(np.int64)
-            pos = np.where(good, stop + 1, pos)  # after the last length: the levels
-            good &= sizes.sum(axis=1) == ends - pos
-            good &= (sizes >= 1).all(axis=1)
+            good, level_starts, level_lengths = _level_spans(buf, starts[idx], lengths[idx], depth)
             ok[idx[~good]] = False
             idx = idx[good]
-            level_starts = (pos[good][:, None] + np.cumsum(sizes[good], axis=1) - sizes[good]).ravel()
-            level_lengths = sizes[good].ravel()
+            level_starts, level_lengths = (a.reshape(-1, depth)[good].ravel() for a in (level_starts, level_lengths))
         slow = np.flatnonzero(~ok)
         fast = None
         if idx.size:
@@ -558,9 +649,6 @@ class HeavyHittersColumn:
         time, one per group, or None (each group's newest).  Raises what
         the sketches' own queries raise (a ``now`` before a part's newest,
         a bad window or ``phi``)."""
-        from ehist.hashing import hash64
-
-        from .count_min import counter_ids
         from .heavy_hitters import _check_phi
 
         _check_phi(phi)
@@ -569,77 +657,87 @@ class HeavyHittersColumn:
         groups = starts.size
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
         c = self.levels.counters
-        sketch_has = c.has_newest.reshape(n, depth)[:, 0]
-        sketch_newest = c.newest.reshape(n, depth)[:, 0]
-        if now is None:
-            group_now = np.full(groups, INT64_MIN, dtype=np.int64)
-            np.maximum.at(group_now, group_of[sketch_has], sketch_newest[sketch_has])
-        else:
-            group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), (groups,))
+        group_now = _group_times(group_of, groups, c.has_newest.reshape(n, depth)[:, 0],
+                                 c.newest.reshape(n, depth)[:, 0], now)
         level_sketch = np.repeat(np.arange(n, dtype=np.int64), depth)
         at = np.where(c.has_newest, group_now[group_of[level_sketch]], c.newest)
         lo, up = self.levels._counter_bounds(at, window)
-        # every group's summed counters, by one key: (group, level, counter)
-        size, width = self.levels._size, self.levels._width
-        rows = size // width
-        owner = c.owner
-        g_level = group_of[level_sketch[owner]] * depth + owner % depth
-        key = g_level * size + c.keys
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
-        # each (group, level)'s rows (the key runs of one row, in order): their sums, exactly
-        row_of = (key // size) * rows + (key % size) // width
-        row_first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]]) if key.size else first
-        if key.size and float(np.add.reduceat(up[order].astype(np.float64), row_first).max()) >= 2.0 ** 61:
-            return self._heavy_hitters_one_by_one(phi, starts, now, window)  # sums near int64: raise as they do
-        row_lo = np.zeros(groups * depth * rows, dtype=np.int64)
-        row_up = np.zeros(groups * depth * rows, dtype=np.int64)
-        if key.size:
-            row_lo[row_of[row_first]] = np.add.reduceat(lo[order], row_first)
-            row_up[row_of[row_first]] = np.add.reduceat(up[order], row_first)
-        total_lower = row_lo.reshape(groups, depth, rows).max(axis=2)
-        total_upper = row_up.reshape(groups, depth, rows).min(axis=2)
-        sum_lo = np.add.reduceat(lo[order], first) if key.size else lo[:0]
-        sum_up = np.add.reduceat(up[order], first) if key.size else up[:0]
-        key = key[first]
-        eps, seed = float(self.levels.params[1]), int(self.levels.params[4])
-        slack = np.array([math.ceil(eps * int(t)) for t in total_upper.ravel().tolist()],
-                         dtype=np.int64).reshape(groups, depth)
-        threshold = np.maximum(float(phi) * total_lower[:, -1].astype(np.float64), 1.0)
-        lengths = levels_of(self.bits, self.level_bits)
-        if compiled.active():  # one group at a time in compiled code (frequencies.compiled)
-            from ehist.hashing import int_hash_key
+        got = _walk(phi, self.bits, self.level_bits, self.levels.params, self.levels._width, self.levels._size, depth,
+                    groups, group_of, c.owner, c.keys, lo, up)
+        return self._heavy_hitters_one_by_one(phi, starts, now, window) if got is None else got
 
-            from .compiled import walk
+    @classmethod
+    def heavy_hitters_of_bytes(cls, blobs, phi: float, group_starts=None, now=None,
+                               window: int | None = None) -> list | None:
+        """``from_bytes(blobs).heavy_hitters(phi, group_starts, now,
+        window)``, every counter bounded as it is decoded, in one compiled
+        pass (:meth:`~ehist.keyed_counters.KeyedCounters.read_bounds`: no
+        counter's histogram built, where decoding them took nine tenths of
+        answering).  The same lists.  None where the column must decide
+        instead (no numba, parameters or levels that differ, a sketch never
+        updated, a blob the vectorized checks refuse, a query late or too
+        wide, totals near int64: it raises what is wrong)."""
+        from .heavy_hitters import _check_phi
 
-            cg, cand, est, lower, upper = walk(key, sum_lo, sum_up, np.searchsorted(
-                key, np.arange(groups * depth + 1, dtype=np.int64) * size), slack, threshold, lengths,
-                int_hash_key(seed), _cm._ROW_KEYS[:rows], width, size)
-            return _listed(groups, cg, cand, est, lower, upper)
-        # the walk: every group's candidates at once
-        fanout = np.arange(1 << lengths[0], dtype=np.uint64)
-        bounds = np.searchsorted(key, np.arange(groups * depth + 1, dtype=np.int64) * size)  # each (group, level)
-        cand = np.tile(fanout, groups)
-        cg = np.repeat(np.arange(groups, dtype=np.int64), fanout.size)
-        for j in range(depth):
-            ids = counter_ids(hash64(cand, seed), width, rows)  # (rows, candidates)
-            want = (cg * depth + j)[None, :] * size + ids
-            segment = cg * depth + j
-            pos = np.minimum(search_segments(key, bounds[segment], bounds[segment + 1], want), max(key.size - 1, 0))
-            hit = key[pos] == want if key.size else np.zeros(want.shape, dtype=bool)
-            c_lo = np.where(hit, sum_lo[pos] if key.size else 0, 0)
-            c_up = np.where(hit, sum_up[pos] if key.size else 0, 0)
-            est = (c_lo * 0.5 + c_up * 0.5).min(axis=0)
-            lower = np.maximum(c_lo.min(axis=0) - slack[cg, j], 0)
-            upper = c_up.min(axis=0)
-            keep = upper >= threshold[cg]
-            cand, cg, est, lower, upper = cand[keep], cg[keep], est[keep], lower[keep], upper[keep]
-            if j + 1 < depth:
-                step = lengths[j + 1] - lengths[j]
-                cand = ((cand[:, None] << np.uint64(step)) | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
-                cg = np.repeat(cg, 1 << step)
-        return _listed(groups, cg, cand, est, lower, upper)
+        _check_phi(phi)
+        if not (compiled.active() and len(blobs)):
+            return None
+        ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingHeavyHitters"], _HH_HEAD.size + 1 + _CRC.size,
+                                                0, base_flags=0)
+        if not ok.all():
+            return None
+        bits, level_bits = buf[starts + 6].astype(np.int64), buf[starts + 7].astype(np.int64)
+        if not ((bits == bits[0]).all() and (level_bits == level_bits[0]).all()):
+            return None
+        try:
+            lengths_of = levels_of(int(bits[0]), int(level_bits[0]))
+        except ValueError:
+            return None
+        n, depth = starts.size, len(lengths_of)
+        good, level_starts, level_lengths = _level_spans(buf, starts, lengths, depth)
+        if not good.all():
+            return None
+        ecm_ok = sealed(buf, level_starts, level_lengths, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + 4, 0)
+        if not (ecm_ok.all() and (buf[level_starts + 3] == _cm.LAYOUT.version).all()):
+            return None
+        fields = np.ndarray(level_starts.size, dtype=_ECM_FIELDS, buffer=buf[(
+            level_starts[:, None] + _ECM_PARAMS_AT + np.arange(_ECM_FIELDS.itemsize))].tobytes())
+        first = fields[0]
+        params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
+                  int(first["seed"]))
+        newest = fields["newest"].astype(np.int64)
+        if not all((fields[f] == first[f]).all() for f in ("window", "eps", "delta", "eh_eps", "seed")) or \
+                (newest == INT64_MIN).any() or not (newest.reshape(n, depth) == newest.reshape(n, depth)[:, :1]).all():
+            return None
+        try:
+            probe = SlidingCountMin(*params)
+        except ValueError:
+            return None
+        full = params[0]
+        if window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                                   or not 1 <= int(window) <= full):
+            return None
+        starts_g = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
+        groups = starts_g.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
+        sketch_newest = newest.reshape(n, depth)[:, 0]
+        at = _group_times(group_of, groups, np.ones(n, dtype=bool), sketch_newest, now)[group_of]
+        if (at < sketch_newest).any():
+            return None
+        w = full if window is None else int(window)
+        cutoffs = np.repeat(np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w), depth)
+        read, offsets, keys, lo, up, units = KeyedCounters.read_bounds(
+            buf, level_starts + _ECM_HEAD.size, level_starts + level_lengths - _CRC.size, probe.counters, full,
+            probe.eh_eps, newest, cutoffs)
+        if not read.all():
+            return None
+        owner = np.repeat(np.arange(n * depth, dtype=np.int64), np.diff(offsets))
+        row0 = np.bincount(owner[keys < probe.width], weights=units[keys < probe.width].astype(np.float64),
+                           minlength=n * depth)
+        if (row0 >= 2.0 ** 62).any():  # a total near int64: from_bytes decides it exactly
+            return None
+        return _walk(phi, int(bits[0]), int(level_bits[0]), params, probe.width, probe.counters, depth, groups,
+                     group_of, owner, keys, lo, up)
 
     def _heavy_hitters_one_by_one(self, phi, starts, now, window) -> list:
         ends = np.append(starts[1:], len(self)).tolist()

@@ -103,14 +103,26 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
             expect = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(*got)] == [tuple(map(int, e)) for e in expect]
         if family is SlidingHeavyHitters:  # the walks down the levels, all at once: the same lists
-            for phi in (0.05, 0.5, 1.0):
-                assert column.heavy_hitters(phi) == [s.heavy_hitters(phi) for s in flat]
-                assert column.heavy_hitters(phi, starts) == [
-                    SlidingHeavyHitters.union_heavy_hitters(g, phi) for g in groups]
             later = max(s.newest or 0 for s in flat) + 3
             w = flat[0].window // 2 + 1
-            assert column.heavy_hitters(0.1, starts, later, w) == [
-                SlidingHeavyHitters.union_heavy_hitters(g, 0.1, later, w) for g in groups]
+            for phi in (0.05, 0.5, 1.0):
+                expect = [s.heavy_hitters(phi) for s in flat]
+                assert column.heavy_hitters(phi) == expect
+                fused = HeavyHittersColumn.heavy_hitters_of_bytes(Blobs.of(blobs), phi)  # bounded as decoded
+                assert fused is not None or not takes_one_pass(name, flat)
+                assert fused is None or fused == expect
+                expect = [SlidingHeavyHitters.union_heavy_hitters(g, phi) for g in groups]
+                assert column.heavy_hitters(phi, starts) == expect
+                fused = HeavyHittersColumn.heavy_hitters_of_bytes(Blobs.of(blobs), phi, starts)
+                assert fused is not None or not takes_one_pass(name, flat)
+                assert fused is None or fused == expect
+            expect = [SlidingHeavyHitters.union_heavy_hitters(g, 0.1, later, w) for g in groups]
+            assert column.heavy_hitters(0.1, starts, later, w) == expect
+            fused = HeavyHittersColumn.heavy_hitters_of_bytes(Blobs.of(blobs), 0.1, starts, later, w)
+            assert fused is None or fused == expect
+            stamps = [s.newest for s in flat if s.newest is not None]
+            if stamps:  # a time before a sketch's newest: the column raises it, the one pass declines
+                assert HeavyHittersColumn.heavy_hitters_of_bytes(Blobs.of(blobs), 0.1, None, max(stamps) - 1) is None
         if family is SlidingQuantiles:
             for q in (0.0, 0.5, 0.99):
                 assert np.array_equal(column.quantiles(q), [s.quantile(q) for s in flat], equal_nan=True)
@@ -176,8 +188,11 @@ def test_mutated_bytes_decode_or_raise_as_from_bytes(name, family, data, kind, s
     with engine(name):
         column = COLUMNS[family].from_bytes(blobs)
         fused = QuantileColumn.quantiles_of_bytes(blobs, 0.5) if family is SlidingQuantiles else None
+        hitters = HeavyHittersColumn.heavy_hitters_of_bytes(blobs, 0.3) if family is SlidingHeavyHitters else None
     if fused is not None:  # the one-pass answers take only what decodes, and answer as the sketches do
         assert np.array_equal(fused, [s.quantile(0.5) for s in expect], equal_nan=True)
+    if hitters is not None:
+        assert hitters == [s.heavy_hitters(0.3) for s in expect]
     if column is None:  # the mutation changed a parameter: the sketches differ
         assert len({s._params() if family is not SlidingHeavyHitters else (s.bits, s.level_bits) + s._params()
                      for s in expect}) > 1

@@ -454,11 +454,16 @@ class HeavyHitters(_Weighted):
         guarantees without merging thousands of histograms), every key's
         walk at once (:meth:`~frequencies.columnar.HeavyHittersColumn.heavy_hitters`)."""
         present = [i for i, b in enumerate(blobs) if b is not None]
-        column = HeavyHittersColumn.from_bytes([bytes(blobs[i]) for i in present]) if present else None
         group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
-        if column is not None and np.unique(group).size == starts.size:
-            lists = column.heavy_hitters(self.phi, np.searchsorted(group, np.arange(starts.size)), at)
-            return Answers([self._listed(h) for h in lists])
+        if present and np.unique(group).size == starts.size:
+            raw = Blobs.of(blobs).take(np.array(present))
+            firsts = np.searchsorted(group, np.arange(starts.size))
+            lists = HeavyHittersColumn.heavy_hitters_of_bytes(raw, self.phi, firsts, at)
+            if lists is None:
+                column = HeavyHittersColumn.from_bytes(raw)
+                lists = None if column is None else column.heavy_hitters(self.phi, firsts, at)
+            if lists is not None:
+                return Answers([self._listed(h) for h in lists])
         ends = np.append(starts[1:], len(blobs)).tolist()
         out = []
         for a, b in zip(starts.tolist(), ends):
@@ -504,12 +509,14 @@ class HeavyHitters(_Weighted):
         out = [None] * starts.size
         if len(blobs) == 0:
             return cls.answer_array(out)
-        column = HeavyHittersColumn.from_bytes(blobs)
-        if column is None:
-            return None
         rows = np.flatnonzero(sizes > 0)
-        lists = column.heavy_hitters(arrays["phi"], starts[rows], None if nows is None else
-                                     np.asarray(nows, dtype=np.int64)[rows], window)
+        at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
+        lists = HeavyHittersColumn.heavy_hitters_of_bytes(blobs, arrays["phi"], starts[rows], at, window)
+        if lists is None:  # the column decides (and raises what is wrong)
+            column = HeavyHittersColumn.from_bytes(blobs)
+            if column is None:
+                return None
+            lists = column.heavy_hitters(arrays["phi"], starts[rows], at, window)
         for i, hitters in zip(rows.tolist(), lists):
             out[i] = HeavyHitters._listed(hitters)
         return cls.answer_array(out)
@@ -540,10 +547,14 @@ def _hitter_lists(blobs, phi, nows, window) -> list:
     blobs = Blobs.of(blobs)
     present = np.flatnonzero(blobs.present)
     out = [None] * len(blobs)
-    column = HeavyHittersColumn.from_bytes(blobs.take(present)) if present.size else None
-    if column is not None:
-        at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-        for i, hitters in zip(present.tolist(), column.heavy_hitters(phi, None, at, window)):
+    at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
+    lists = HeavyHittersColumn.heavy_hitters_of_bytes(blobs.take(present), phi, None, at, window) \
+        if present.size else None
+    if lists is None:
+        column = HeavyHittersColumn.from_bytes(blobs.take(present)) if present.size else None
+        lists = None if column is None else column.heavy_hitters(phi, None, at, window)
+    if lists is not None:
+        for i, hitters in zip(present.tolist(), lists):
             out[i] = HeavyHitters._listed(hitters)
         return out
     for i in present.tolist():
