@@ -467,6 +467,12 @@ def _bins(buf, starts, ends, probe):
     counter region starts: ``(bad mask, bin counts, key offsets, keys,
     region starts)``; bad ones are left to ``from_bytes``."""
     count = starts.size
+    if compiled.active():  # one compiled pass per sketch, the same checks (quantiles.compiled)
+        from .compiled import bin_keys
+
+        bad, m, k_off, keys, region = bin_keys(buf, starts, ends, _q.MAX_BINS)
+        bad[np.repeat(np.arange(count), m)[~probe.mapping.valid(keys)]] = True
+        return bad, m, k_off, keys, region
     varint = region_varints(buf, starts, ends)
 
     every = np.arange(count)

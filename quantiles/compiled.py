@@ -1,0 +1,94 @@
+"""Compiled reading of quantile sketches' bin keys (numba, optional).
+
+Every answer of stored :class:`~quantiles.SlidingQuantiles` sketches first
+reads each sketch's bin keys: a count, the first key zigzag-encoded, then
+the gaps between keys, all varints.  In numpy that is a pass over every
+stop byte of the batch and a dozen passes over every bin (0.46 s of the
+1.4 s that answering 100k stored sketches takes, measured); when
+:func:`ehist.compiled.active`, :func:`bin_keys` reads them in one compiled
+pass per sketch, with the same checks, to the same keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ehist import compiled
+
+__all__ = ["bin_keys"]
+
+
+def bin_keys(buf, starts, ends, max_bins: int):
+    """Each sketch's bin keys from ``buf[starts[i]:ends[i]]`` (the bytes
+    after its head): ``(bad mask, bin counts, key offsets, keys, region
+    starts)`` as ``quantiles.columnar._bins`` reads them before the
+    mapping's check of the keys.  A sketch is bad when its count is not a
+    varint, is 0 or more than ``max_bins`` or than its bytes can hold, a
+    gap is not a varint inside its bytes, or its keys may come near
+    int64's edge; a bad sketch's count is 0 when the count itself is
+    what is wrong (its keys and region are then not read).
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> buf = np.array([3, 4, 0, 2, 9, 9, 9], dtype=np.uint8)   # 3 bins: zigzag 4 -> 2, gaps 0 and 2
+    >>> bad, m, k_off, keys, region = bin_keys(buf, [0], [7], 100)
+    >>> bad.tolist(), m.tolist(), keys.tolist(), region.tolist()
+    ([False], [3], [2, 3, 6], [4])
+    """
+    buf, starts, ends = compiled.spans(buf, starts, ends)
+    return _kernel()(buf, starts, ends, np.int64(max_bins))
+
+
+def _bin_keys(buf, starts, ends, max_bins):
+    count = starts.size
+    m = np.zeros(count, dtype=np.int64)
+    bad = np.zeros(count, dtype=np.bool_)
+    after = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        v, p, ok = _varint(buf, starts[i], ends[i])
+        most = min(max_bins, (ends[i] - p) // 2)  # the bytes after the count: two per bin at least
+        if not ok or v == np.uint64(0) or v > np.uint64(most):
+            bad[i] = True
+            continue
+        m[i] = np.int64(v)
+        after[i] = p
+    k_off = np.zeros(count + 1, dtype=np.int64)
+    for i in range(count):
+        k_off[i + 1] = k_off[i] + m[i]
+    keys = np.zeros(k_off[count], dtype=np.int64)
+    region = ends.copy()
+    cap = np.uint64(1 << 62)
+    for i in range(count):
+        if m[i] == 0:
+            continue
+        p = after[i]
+        base = np.int64(0)
+        run = np.int64(0)
+        span = 0.0
+        for j in range(m[i]):
+            g, p, ok = _varint(buf, p, ends[i])
+            if not ok:
+                bad[i] = True
+                break
+            if j == 0:
+                base = np.int64(g >> np.uint64(1)) ^ -np.int64(g & np.uint64(1))
+            else:
+                span += float(g)
+                run += np.int64(min(g, cap)) + 1
+            keys[k_off[i] + j] = base + run
+        if not bad[i]:
+            region[i] = p
+            if float(base) + (span + float(m[i] - 1)) > 2.0 ** 62:  # near int64's edge: from_bytes decides
+                bad[i] = True
+    return bad, m, k_off, keys, region
+
+
+_COMPILED = None
+_varint = None  # the compiled ehist.compiled.read_varint
+
+
+def _kernel():
+    global _COMPILED, _varint
+    if _COMPILED is None:
+        _varint = compiled.jit(compiled.read_varint)
+        _COMPILED = compiled.jit(_bin_keys)
+    return _COMPILED
