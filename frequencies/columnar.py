@@ -668,6 +668,27 @@ class HeavyHittersColumn:
         return self._heavy_hitters_one_by_one(phi, starts, now, window) if got is None else got
 
     @classmethod
+    def heavy_hitters_of(cls, blobs, phi: float, group_starts=None, now=None,
+                         window: int | None = None) -> list | None:
+        """Stored sketches' (bytes) :meth:`heavy_hitters`: by
+        :meth:`heavy_hitters_of_bytes` where it answers, else by the
+        decoded column (which raises what is wrong); None for sketches of
+        different parameters (their merge refuses them).
+
+        >>> from frequencies import SlidingHeavyHitters
+        >>> parts = [SlidingHeavyHitters(100, bits=8).update([1, 2], [7, 7]),
+        ...          SlidingHeavyHitters(100, bits=8).update([2, 3], [7, 9])]
+        >>> lists = HeavyHittersColumn.heavy_hitters_of([p.to_bytes() for p in parts], 0.5, [0])
+        >>> [[h.item for h in hs] for hs in lists]
+        [[7]]
+        """
+        lists = cls.heavy_hitters_of_bytes(blobs, phi, group_starts, now, window)
+        if lists is None:
+            column = cls.from_bytes(blobs)
+            lists = None if column is None else column.heavy_hitters(phi, group_starts, now, window)
+        return lists
+
+    @classmethod
     def heavy_hitters_of_bytes(cls, blobs, phi: float, group_starts=None, now=None,
                                window: int | None = None) -> list | None:
         """``from_bytes(blobs).heavy_hitters(phi, group_starts, now,

@@ -458,10 +458,7 @@ class HeavyHitters(_Weighted):
         if present and np.unique(group).size == starts.size:
             raw = Blobs.of(blobs).take(np.array(present))
             firsts = np.searchsorted(group, np.arange(starts.size))
-            lists = HeavyHittersColumn.heavy_hitters_of_bytes(raw, self.phi, firsts, at)
-            if lists is None:
-                column = HeavyHittersColumn.from_bytes(raw)
-                lists = None if column is None else column.heavy_hitters(self.phi, firsts, at)
+            lists = HeavyHittersColumn.heavy_hitters_of(raw, self.phi, firsts, at)
             if lists is not None:
                 return Answers([self._listed(h) for h in lists])
         ends = np.append(starts[1:], len(blobs)).tolist()
@@ -511,12 +508,9 @@ class HeavyHitters(_Weighted):
             return cls.answer_array(out)
         rows = np.flatnonzero(sizes > 0)
         at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
-        lists = HeavyHittersColumn.heavy_hitters_of_bytes(blobs, arrays["phi"], starts[rows], at, window)
-        if lists is None:  # the column decides (and raises what is wrong)
-            column = HeavyHittersColumn.from_bytes(blobs)
-            if column is None:
-                return None
-            lists = column.heavy_hitters(arrays["phi"], starts[rows], at, window)
+        lists = HeavyHittersColumn.heavy_hitters_of(blobs, arrays["phi"], starts[rows], at, window)
+        if lists is None:
+            return None
         for i, hitters in zip(rows.tolist(), lists):
             out[i] = HeavyHitters._listed(hitters)
         return cls.answer_array(out)
@@ -548,11 +542,7 @@ def _hitter_lists(blobs, phi, nows, window) -> list:
     present = np.flatnonzero(blobs.present)
     out = [None] * len(blobs)
     at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-    lists = HeavyHittersColumn.heavy_hitters_of_bytes(blobs.take(present), phi, None, at, window) \
-        if present.size else None
-    if lists is None:
-        column = HeavyHittersColumn.from_bytes(blobs.take(present)) if present.size else None
-        lists = None if column is None else column.heavy_hitters(phi, None, at, window)
+    lists = HeavyHittersColumn.heavy_hitters_of(blobs.take(present), phi, None, at, window) if present.size else None
     if lists is not None:
         for i, hitters in zip(present.tolist(), lists):
             out[i] = HeavyHitters._listed(hitters)
