@@ -168,7 +168,7 @@ from udaf.spec import Spec, key_now, read_integers  # noqa: E402
 
 
 @dataclass(frozen=True)
-class Largest(Spec):
+class Largest(Spec, family="sliding_max", sketch=SlidingMax, one_step="sliding_max"):
     """Largest value of a non-negative integral column over the window
     (exact; nulls skipped, 0 for a window without a value).
 
@@ -178,9 +178,6 @@ class Largest(Spec):
 
     column: str
     window: object
-    family = "sliding_max"
-    sketch_type = SlidingMax
-    one_step = "sliding_max"
     accepts = {"column": INTEGRAL}
     arg_names = {"column": "value"}
 

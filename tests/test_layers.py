@@ -205,3 +205,60 @@ def test_the_checks_catch_what_they_should():
     assert floor("eh_spec") == 2 and floor("two_phase") == 3
     with pytest.raises(AssertionError, match="has no floor"):
         floor("new_module")
+
+
+#: What a family declares about itself, as class keywords (udaf.family.Family, udaf.spec.Spec): the
+#: class attribute each sets.
+DECLARATIONS = {"family": "family", "sketch": "sketch_type", "one_step": "one_step", "frame_type": "frame_type"}
+
+
+def test_a_family_spec_declares_itself_in_its_class_statement():
+    """The package's specs name their family, synopsis and one-step function
+    as class keywords, so a spec's body holds its parameters (and the
+    registration lines of two specs are not a block repeated between them)."""
+    wrong = []
+    for name, path in modules().items():
+        if not name.endswith("_spec"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                wrong += [f"{name}.{node.name}:{s.lineno} sets {t.id}" for s in node.body if isinstance(s, ast.Assign)
+                          for t in s.targets if isinstance(t, ast.Name) and t.id in DECLARATIONS.values()]
+    assert wrong == []
+
+
+def test_the_class_keywords_and_the_class_attributes_declare_alike():
+    """The keywords set the attributes the drivers read; a family written
+    with the attributes (the form before the keywords) registers the same."""
+    from dataclasses import dataclass
+
+    from ehist import ExponentialHistogram
+    from udaf import Count
+    from udaf import family as registry
+    from udaf.eh_spec import _Histogram
+
+    assert (Count.family, Count.sketch_type, Count.one_step, Count.frame_type) == (
+        "eh", ExponentialHistogram, "sliding_count", "bigint")
+    saved = {k: list(v) for k, v in registry.FAMILIES.items()}, dict(registry._BY_SKETCH)
+    try:
+        @dataclass(frozen=True)
+        class Counted(_Histogram):
+            window: object
+            family = "eh_attributes"
+            one_step = "sliding_counted"
+            frame_type = "double"
+
+        @dataclass(frozen=True)
+        class Keyed(_Histogram, family="eh_keywords", one_step="sliding_keyed", frame_type="double"):
+            window: object
+
+        for cls, family, one_step in ((Counted, "eh_attributes", "sliding_counted"),
+                                      (Keyed, "eh_keywords", "sliding_keyed")):
+            assert registry.FAMILIES[family] == [cls]
+            assert (cls.family, cls.sketch_type, cls.one_step, cls.frame_type) == (
+                family, ExponentialHistogram, one_step, "double")
+    finally:
+        registry.FAMILIES.clear()
+        registry.FAMILIES.update(saved[0])
+        registry._BY_SKETCH.clear()
+        registry._BY_SKETCH.update(saved[1])

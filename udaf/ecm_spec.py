@@ -133,7 +133,7 @@ class _Weighted(Spec):
 
 
 @dataclass(frozen=True)
-class Frequencies(_Weighted):
+class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
     """Sliding frequencies of a column's items (the ECM-sketch): the sum of
     ``value`` (default 1 per row) per item over the window.
 
@@ -148,8 +148,6 @@ class Frequencies(_Weighted):
     eh_eps: float | None = None
     seed: int = 0
     value: str | None = None
-    family = "ecm"
-    sketch_type = SlidingCountMin
     column_type = CountMinColumn
     bounded = True
     accepts = {"column": ITEM, "value": INTEGRAL}
@@ -319,7 +317,7 @@ _HITTERS = "array<struct<item:bigint,estimate:double,lower:bigint,upper:bigint>>
 
 
 @dataclass(frozen=True)
-class HeavyHitters(_Weighted):
+class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
     """Sliding heavy hitters of an integral column: the ids whose value sum
     (default: row count) reaches ``phi`` of the window's total, never
     missing one (frequencies.SlidingHeavyHitters).  Ids are bigints; with
@@ -341,8 +339,6 @@ class HeavyHitters(_Weighted):
     seed: int = 0
     level_bits: int = 4
     value: str | None = None
-    family = "sliding_hh"
-    sketch_type = SlidingHeavyHitters
     column_type = HeavyHittersColumn
     has_frames = False  # a list per key, no per-row form
     accepts = {"column": INTEGRAL, "value": INTEGRAL}

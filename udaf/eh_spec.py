@@ -31,11 +31,9 @@ from .sql_text import ROWS_PER_TIME, checked_sum, frame_sum, nonnegative, sum_pe
 __all__ = ["Count", "Sum"]
 
 
-class _Histogram(Spec):
+class _Histogram(Spec, family="eh", sketch=ExponentialHistogram):
     """What Count and Sum share: an exponential histogram per key."""
 
-    family = "eh"
-    sketch_type = ExponentialHistogram
     bounded = True
 
     def _values(self, data: Data):
@@ -138,7 +136,7 @@ class _Histogram(Spec):
 
 
 @dataclass(frozen=True)
-class Count(_Histogram):
+class Count(_Histogram, one_step="sliding_count"):
     """Sliding count of rows (exponential histogram, within ``eps``).
 
     >>> Count(window="1 hour")
@@ -147,7 +145,6 @@ class Count(_Histogram):
 
     window: object
     eps: float = 0.01
-    one_step = "sliding_count"
 
     def read(self, columns, n, key_of=None):
         return Data(np.ones(n, dtype=bool))
@@ -169,7 +166,7 @@ class Count(_Histogram):
 
 
 @dataclass(frozen=True)
-class Sum(_Histogram):
+class Sum(_Histogram, one_step="sliding_sum"):
     """Sliding sum of a non-negative integral column (within ``eps``);
     null values are skipped, a negative one is an error naming it.
 
@@ -180,7 +177,6 @@ class Sum(_Histogram):
     column: str
     window: object
     eps: float = 0.01
-    one_step = "sliding_sum"
     accepts = {"column": INTEGRAL}
     arg_names = {"column": "value"}
 

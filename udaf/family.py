@@ -70,7 +70,13 @@ class Answers:
 
 class Family:
     """Base of the families' byte-level role (every method a classmethod
-    of stored bytes).  A family class sets the class attributes below."""
+    of stored bytes).  A family class declares who it is in its class
+    statement, apart from its parameters: ``family`` (its SQL prefix) and
+    ``sketch`` (the synopsis class) as class keywords, as in
+    ``class Distinct(HashedItems, family="sliding_hll",
+    sketch=SlidingHyperLogLog)``; or, as before, the class attributes
+    ``family`` and ``sketch_type`` below.  The other attributes below have
+    defaults."""
 
     #: Family name, the prefix of its SQL names (``eh_sketch_agg``...).
     family: ClassVar[str] = ""
@@ -87,8 +93,12 @@ class Family:
     #: the rows' stored bytes (None for null; :meth:`decoded` gives objects).
     estimators: ClassVar[dict] = {}
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, family: str | None = None, sketch: type | None = None, **kwargs):
         super().__init_subclass__(**kwargs)
+        if family is not None:
+            cls.family = family
+        if sketch is not None:
+            cls.sketch_type = sketch
         if cls.family and not cls.__name__.startswith("_"):
             FAMILIES.setdefault(cls.family, []).append(cls)
             _BY_SKETCH.setdefault(cls.sketch_type.__name__, cls)

@@ -26,7 +26,7 @@ __all__ = ["DistinctFM"]
 
 
 @dataclass(frozen=True)
-class DistinctFM(HashedItems):
+class DistinctFM(HashedItems, family="sliding_fm", sketch=SlidingFM, one_step="sliding_fm_distinct"):
     """Sliding distinct count of a column with Flajolet-Martin bitmaps.
 
     >>> DistinctFM("dst", window=3600, num_bitmaps=256)
@@ -37,9 +37,6 @@ class DistinctFM(HashedItems):
     window: object
     num_bitmaps: int = 64
     seed: int = 0
-    family = "sliding_fm"
-    sketch_type = SlidingFM
-    one_step = "sliding_fm_distinct"
 
     @classmethod
     def answers(cls, blobs, nows, window):

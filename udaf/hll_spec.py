@@ -27,7 +27,7 @@ __all__ = ["Distinct"]
 
 
 @dataclass(frozen=True)
-class Distinct(HashedItems):
+class Distinct(HashedItems, family="sliding_hll", sketch=SlidingHyperLogLog, one_step="sliding_distinct"):
     """Sliding distinct count of a column (sliding HyperLogLog).
 
     >>> Distinct("dst", window="1 hour", precision=10)
@@ -38,9 +38,6 @@ class Distinct(HashedItems):
     window: object
     precision: int = 12
     seed: int = 0
-    family = "sliding_hll"
-    sketch_type = SlidingHyperLogLog
-    one_step = "sliding_distinct"
 
     def partials(self, t, starts, data, window, now=None):
         present = data.present

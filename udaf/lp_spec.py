@@ -35,7 +35,8 @@ _ROW_BYTES = 48
 
 
 @dataclass(frozen=True)
-class LpNorm(Spec):
+class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_lp_norm",
+             frame_type="double"):
     """Sliding L_p norm of the vector ``column -> sum(value)`` (value
     default 1; null indexes or values skip the row).
 
@@ -50,10 +51,6 @@ class LpNorm(Spec):
     eps: float = 0.05
     delta: float = 0.05
     seed: int = 0
-    family = "sliding_lp"
-    sketch_type = SlidingLpNorm
-    one_step = "sliding_lp_norm"
-    frame_type = "double"
     accepts = {"column": ITEM, "value": NUMERIC}
     arg_names = {"column": "index"}
 

@@ -57,7 +57,8 @@ def _position(q: float, n: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Quantile(Spec):
+class Quantile(Spec, family="sliding_quantile", sketch=SlidingQuantiles,
+               one_step="sliding_quantile", frame_type="double"):
     """Sliding ``q``-quantile of a numeric column (nulls skipped; NaN and
     infinities refused).
 
@@ -70,10 +71,6 @@ class Quantile(Spec):
     q: float = 0.5
     eps: float = 0.02
     accuracy: float = 0.01
-    family = "sliding_quantile"
-    sketch_type = SlidingQuantiles
-    one_step = "sliding_quantile"
-    frame_type = "double"
     accepts = {"column": NUMERIC}
     arg_names = {"column": "value"}
     estimators = {

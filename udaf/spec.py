@@ -84,9 +84,12 @@ class Spec(Family):
     """Base of the specs: the query role of a family, on its byte-level
     role (:class:`~udaf.family.Family`: the sketch type, merges, answers of
     stored bytes).  A subclass is a frozen dataclass with a ``window``
-    field and sets the class attributes below and :class:`Family`'s; the
-    defaults of the methods are what a family needs when it has nothing
-    faster."""
+    field; it names its family, synopsis and one-step function as class
+    keywords (``class Sum(Spec, family="eh", sketch=ExponentialHistogram,
+    one_step="sliding_sum")``; ``frame_type`` too), so its body holds its
+    parameters, and sets the other class attributes below where their
+    defaults do not fit; the defaults of the methods are what a family
+    needs when it has nothing faster."""
 
     #: Name of the one-step aggregate column function (``sliding_count``).
     one_step: ClassVar[str] = ""
@@ -105,7 +108,13 @@ class Spec(Family):
     #: :func:`udaf.sliding_over`); heavy hitters' lists have no per-row form.
     has_frames: ClassVar[bool] = True
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, one_step: str | None = None, frame_type: str | None = None, **kwargs):
+        # the class keywords of the query role beside the family's (Family.__init_subclass__):
+        # class Sum(_Histogram, one_step="sliding_sum")
+        if one_step is not None:
+            cls.one_step = one_step
+        if frame_type is not None:
+            cls.frame_type = frame_type
         super().__init_subclass__(**kwargs)
         if "words" in vars(cls) or "from_words" in vars(cls):  # the protocol before state_words
             warnings.warn(f"{cls.__name__} defines words/from_words/words_per_row, which are deprecated: declare "
