@@ -61,12 +61,12 @@ from ehist.validation import (
     coerce_timestamps,
     resolve_query,
 )
-from ehist.columnar import _check_starts, _segment_gcds, payload_varints, sealed_blobs, sealed_heads
+from ehist.columnar import check_starts, segment_gcds, payload_varints, sealed_blobs, sealed_heads
 from ehist.errors import require_same
 from ehist.hashing import check_seed
 from ehist.serialization import MAGIC, varint_stream
 from ehist.blobs import Blobs
-from ehist.segments import gather
+from ehist.segments import gather, order_by
 
 from . import hll_layout as L
 from .compiled import decode_entries, window_rank_counts
@@ -127,14 +127,14 @@ def sliding_hll_bytes(timestamps, starts, hashes, *, window: int, precision: int
         h = h.astype(np.int64).view(_U64)
     if h.shape != ts.shape:
         raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {h.size})")
-    starts = _check_starts(starts, ts.size)
+    starts = check_starts(starts, ts.size)
     runs = starts.size
     if runs == 0:
         return []
     lengths = np.diff(np.append(starts, ts.size))
     run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
     if ts.size > 1 and not bool(np.all((ts[1:] >= ts[:-1]) | (run[1:] != run[:-1]))):
-        order = np.lexsort((ts, run))  # stable within a run, as update sorts its batch
+        order = order_by(run, ts)  # stable within a run, as update sorts its batch
         ts, h = ts[order], h[order]
     if ts.size and int(ts.min()) == INT64_MIN:
         raise ValueError("timestamps must be > -2**63 (the smallest int64 is reserved)")
@@ -176,7 +176,7 @@ def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: 
     ``newest`` and ``has`` (a newest timestamp) per run."""
     runs = newest.size
     counts = np.bincount(run, minlength=runs)
-    tick = _segment_gcds(age, run, runs)
+    tick = segment_gcds(age, run, runs)
     ticked = tick >= _U64(2)
     tick[~ticked] = _U64(1)
     scaled = ticked[run]
@@ -284,7 +284,7 @@ def union_estimates(sketches, group_starts, now=None, window: int | None = None)
     """
     col = sketches if isinstance(sketches, SketchColumn) else SketchColumn.from_sketches(sketches)
     n = len(col)
-    starts = _check_starts(group_starts, n)
+    starts = check_starts(group_starts, n)
     groups = starts.size
     if groups == 0:
         return np.zeros(0)
@@ -389,7 +389,7 @@ def union_estimates_of_bytes(blobs, group_starts, now=None, window: int | None =
     p = int(precision[0])
     if windows[0] < 1 or not 4 <= p <= 18 or (newest == INT64_MIN).any():
         return None
-    group_of_start = _check_starts(group_starts, len(blobs))
+    group_of_start = check_starts(group_starts, len(blobs))
     groups = group_of_start.size
     sizes = np.diff(np.append(group_of_start, len(blobs)))
     group_newest = np.full(groups, INT64_MIN, dtype=np.int64)
@@ -623,7 +623,7 @@ def _decode_fast(blobs: list):
     window = fields["window"].astype(np.int64)
     # version 2: the tick is the ages' gcd exactly when that is 2 or more,
     # and every age stays below the window in ticks
-    g = _segment_gcds(ages, owner, idx.size)
+    g = segment_gcds(ages, owner, idx.size)
     bad |= version_2 & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
     top = np.zeros(idx.size, dtype=_U64)
     if owner.size:

@@ -52,7 +52,7 @@ import numpy as np
 from . import compiled
 from . import eh_layout as L
 from .blobs import Blobs
-from .segments import gather
+from .segments import gather, order_by
 from .validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
 from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
@@ -169,7 +169,7 @@ class HistogramColumn:
         ts = coerce_timestamps(timestamps)
         v = coerce_values(values, ts.shape[0])
         n = ts.size
-        starts = _check_starts(starts, n)
+        starts = check_starts(starts, n)
         runs = starts.size
         ends = np.append(starts[1:], n).astype(np.int64)
         lengths = ends - starts
@@ -177,7 +177,7 @@ class HistogramColumn:
         if n > 1:
             step_back = ts[1:] < ts[:-1]
             if step_back.any() and (run_of[1:] == run_of[:-1])[step_back].any():
-                order = np.lexsort((ts, run_of))  # stable within equal timestamps
+                order = order_by(run_of, ts)  # stable within equal timestamps
                 ts = ts[order]
                 if v is not None:
                     v = v[order]
@@ -270,7 +270,7 @@ class HistogramColumn:
         A group whose upper bound passes int64 raises
         :class:`~ehist.errors.SumOverflowError`, as its merge would.
         """
-        starts = _check_starts(group_starts, len(self))
+        starts = check_starts(group_starts, len(self))
         per_hist, owner = _group_times(starts, self.newest, self.has_newest, now)
         lower, upper = self._bucket_bounds(self._cutoffs(per_hist, window))
         return _group_sums(lower, upper, owner, starts)
@@ -334,7 +334,7 @@ class HistogramColumn:
         ordered = has & ~self.merged
         last = self.offsets[1:][ordered] - 1
         last_gap = self.hi[last].view(_U64) - self.lo[last].view(_U64)
-        tick = np.gcd(_segment_gcds(delta, k_owner, hists), _segment_gcds(gap, owner[merged_at], hists))
+        tick = np.gcd(segment_gcds(delta, k_owner, hists), segment_gcds(gap, owner[merged_at], hists))
         tick[ordered] = np.gcd(tick[ordered], last_gap)
         ticked = tick >= _U64(2)
         tick[~ticked] = _U64(1)
@@ -511,7 +511,7 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None
     """
     blobs = Blobs.of(blobs)
     if groups is not None:
-        groups = _check_starts(groups, len(blobs))
+        groups = check_starts(groups, len(blobs))
     if compiled.active() and len(blobs) and blobs.present.all():
         ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size,
                                                 L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)
@@ -559,7 +559,7 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     """
     ts = coerce_timestamps(timestamps)
     v = None if values is None else np.asarray(values)
-    starts = _check_starts(starts, ts.size)
+    starts = check_starts(starts, ts.size)
     if compiled.active():  # every run built, chosen and encoded in one compiled pass
         got = _compiled_bytes(ts, starts, values, window, eps, now, exact)
         if got is not None:
@@ -849,7 +849,15 @@ def _popcount(x: np.ndarray) -> np.ndarray:
     return ((x * _U64(0x0101010101010101)) >> _U64(56)).astype(np.int64)
 
 
-def _check_starts(starts, n: int) -> np.ndarray:
+def check_starts(starts, n: int) -> np.ndarray:
+    """``starts`` (where each run of ``n`` rows begins) as int64, checked:
+    one-dimensional integers from 0, non-decreasing, up to ``n``
+    (ValueError naming what is wrong).  Every columnar builder's check of
+    its runs, the family packages' too.
+
+    >>> check_starts([0, 2, 2], 5).tolist()
+    [0, 2, 2]
+    """
     s = np.asarray(starts)
     if s.ndim != 1 or (s.size and s.dtype.kind not in "iu"):
         raise ValueError(f"starts must be a one-dimensional array of integers, got {s!r}")
@@ -1355,8 +1363,10 @@ def _check_canonical(exps, offsets, owner, n_i, l, merged, bad) -> None:
         bad[owner[same[owner]][differ]] = True
 
 
-def _segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
-    """gcd of the ``x`` of each owner (0 for none); ``owner`` sorted."""
+def segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
+    """gcd of the ``x`` of each owner (0 for none); ``owner`` sorted (a
+    column's tick: the gcd of each sketch's time deltas, the family
+    packages' codecs too)."""
     out = np.zeros(size, dtype=_U64)
     if x.size:
         first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
@@ -1369,7 +1379,7 @@ def _unscale(deltas, widths, tick, owner, kept, checked, bad):
     whose tick is not the gcd of what they store (``checked``, version 2: a
     tick flag exactly when that gcd is 2 or more) or whose products pass
     2**64."""
-    g = np.gcd(_segment_gcds(deltas[kept], owner[kept], tick.size), _segment_gcds(widths, owner, tick.size))
+    g = np.gcd(segment_gcds(deltas[kept], owner[kept], tick.size), segment_gcds(widths, owner, tick.size))
     bad |= checked & np.where(tick > _U64(1), g != _U64(1), g >= _U64(2))
     limit = (np.iinfo(np.uint64).max // tick)[owner]
     bad[owner[(deltas > limit) | (widths > limit)]] = True

@@ -138,7 +138,7 @@ class CountMinColumn:
 
         from .count_min import counter_ids
 
-        from ehist.columnar import _check_starts
+        from ehist.columnar import check_starts
         from ehist.hashing import as_hashes
         from ehist.validation import coerce_times
 
@@ -149,7 +149,7 @@ class CountMinColumn:
         if h.shape != ts.shape or (v is not None and v.shape != ts.shape):
             raise ValueError(f"timestamps, hashes and values have different lengths ({ts.size}, {h.size} and "
                              f"{ts.size if v is None else v.size})")
-        starts = _check_starts(starts, ts.size)
+        starts = check_starts(starts, ts.size)
         runs = starts.size
         lengths = np.diff(np.append(starts, ts.size))
         run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
@@ -525,7 +525,7 @@ class HeavyHittersColumn:
         totals near int64 go through ``update`` itself (its message)."""
         from ehist.hashing import hash64
 
-        from ehist.columnar import _check_starts
+        from ehist.columnar import check_starts
 
         ts = np.asarray(timestamps)
         x = np.asarray(ids)
@@ -534,7 +534,7 @@ class HeavyHittersColumn:
         make = lambda: SlidingHeavyHitters(window, bits, eps, delta, eh_eps, seed, level_bits)  # noqa: E731
         probe = make()
         lengths = levels_of(bits, level_bits)
-        starts = _check_starts(starts, ts.size)
+        starts = check_starts(starts, ts.size)
         run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, ts.size)))
         bad = ts.dtype.kind not in "iu" or x.shape != ts.shape or x.dtype != np.uint64 or (v is not None and (
             v.shape != ts.shape or v.dtype.kind not in "iu" or (v.size and (v.min() < 0 or v.max() >= 2**62))))

@@ -39,7 +39,7 @@ from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
 from ehist.keyed_counters import KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
-from ehist.segments import gather
+from ehist.segments import gather, order_by
 from ehist.segments import ranges as _ranges
 
 from . import sliding as _q
@@ -97,7 +97,7 @@ class QuantileColumn:
         from ehist.columnar import HistogramColumn
         from ehist.counters import settle
 
-        from ehist.columnar import _check_starts
+        from ehist.columnar import check_starts
         from ehist.validation import coerce_times
 
         probe = SlidingQuantiles(*params)
@@ -105,7 +105,7 @@ class QuantileColumn:
         x = np.asarray(values, dtype=np.float64)
         if x.shape != ts.shape:
             raise ValueError(f"timestamps and values have different lengths ({ts.size} and {x.size})")
-        starts = _check_starts(starts, ts.size)
+        starts = check_starts(starts, ts.size)
         runs = starts.size
         lengths = np.diff(np.append(starts, ts.size))
         run = np.repeat(np.arange(runs, dtype=np.int64), lengths)
@@ -121,7 +121,7 @@ class QuantileColumn:
         keep = everything | (ts > cutoff)
         ts, x, run = ts[keep], x[keep], run[keep]
         bins = probe.mapping.keys(x)
-        order = np.lexsort((bins, run))  # stable: time order within a (run, bin)
+        order = order_by(run, bins)  # stable: time order within a (run, bin)
         ts, bins, run = ts[order], bins[order], run[order]
         first = np.flatnonzero(np.r_[True, (bins[1:] != bins[:-1]) | (run[1:] != run[:-1])]) if ts.size \
             else np.zeros(0, dtype=np.int64)

@@ -262,3 +262,18 @@ def test_the_class_keywords_and_the_class_attributes_declare_alike():
         registry.FAMILIES.update(saved[0])
         registry._BY_SKETCH.clear()
         registry._BY_SKETCH.update(saved[1])
+
+
+def test_other_packages_use_only_public_names_of_the_core():
+    """What the family packages and the Spark layer take from ``ehist`` is
+    public: no name with a leading underscore imported from it (a private
+    helper is free to change; one another package needs is made public)."""
+    wrong = []
+    for name, path in modules().items():
+        if name.split(".")[0] == "ehist":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "ehist":
+                wrong += [f"{name}:{node.lineno} imports {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_")]
+    assert wrong == []

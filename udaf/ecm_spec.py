@@ -31,6 +31,7 @@ import pandas as pd
 
 from ehist.blobs import Blobs
 from ehist.hashing import hash64
+from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 
@@ -257,7 +258,7 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
             pd.factorize(data.arrays["hash"])[0]
         values = self._values(data)
         values = np.ones(pos.size, dtype=np.int64) if values is None else values.astype(np.int64)
-        order = np.lexsort((pos, codes))
+        order = order_by(codes, pos)
         sorted_key = codes[order].astype(np.int64) * (int(lo.size) + 1) + pos[order]
         prefix = np.concatenate([[0], np.cumsum(values[order])])
         if np.any(prefix[1:] < prefix[:-1]):  # non-negative terms: a wrap shows as a decrease

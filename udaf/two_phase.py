@@ -31,6 +31,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ehist.segments import order_by
+
 from ._convert import Window, key_names
 from .eh_spec import Count, Sum
 from .exact_answers import ExactAnswers
@@ -414,7 +416,7 @@ class PartialSketches:
         codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()
         t, _ = times(table.column("__ts").chunk(0), self.ts,
                      lambda row: tuple(table.column(k)[int(row)].as_py() for k in self.keys))
-        order = np.lexsort((t, codes))
+        order = order_by(codes, t)
         codes, t = codes[order], t[order]
         table = table.take(pa.array(order)).combine_chunks()
         return table, t, np.flatnonzero(np.concatenate([[True], codes[1:] != codes[:-1]]))
