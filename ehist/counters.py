@@ -24,6 +24,7 @@ from .validation import INT64_MAX, INT64_MIN, resolve_query
 from .columnar import HistogramColumn, decode_compact
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
+from .segments import order_by
 from .serialization import MAGIC, seal
 from .synopsis import Synopsis
 
@@ -235,7 +236,7 @@ def merge_keyed_groups(group: np.ndarray, keys: np.ndarray, col: HistogramColumn
     col = settle(col, col.window, newest[group])
     used = np.flatnonzero(np.diff(col.offsets) > 0)
     group, keys = group[used], keys[used]
-    order = np.lexsort((keys, group))  # stable: each counter's parts stay in merge order
+    order = order_by(group, keys)  # stable: each counter's parts stay in merge order
     group, keys, col = group[order], keys[order], col.take(used[order])
     starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]) | (group[1:] != group[:-1])]) if keys.size \
         else np.zeros(0, dtype=np.int64)

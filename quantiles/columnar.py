@@ -340,7 +340,7 @@ def _wide(window, full: int) -> bool:
 def _union_quantiles(mapping, group, keys, lo, up, groups: int, q: float) -> np.ndarray:
     """Each group's quantile from its bins' bounds summed by bin key
     (``group``: each bin's group)."""
-    order = np.lexsort((keys, group))
+    order = order_by(group, keys)
     g, k = group[order], keys[order]
     first = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (k[1:] != k[:-1])]) if g.size else np.zeros(0, np.int64)
     lower = np.add.reduceat(lo[order], first) if first.size else lo[:0]
