@@ -61,9 +61,9 @@ table).  A window shorter than a day is then answered from the hourly
 tables it can overlap (for the last hour, the two newest hours: a window
 of an hour spans two slots unless it starts on the hour), each source's
 sketches of those hours united (``union_table``) or answered as arrays
-(``collect_list``), as the day's table is for the day.  Heavy hitters
-have no hourly tables (a key's hourly sketch is nearly as large as its
-day's).
+(``collect_list``), as the day's table is for the day (heavy hitters
+too where they are asked: a dense key's hour, 167 of its 4,000 flows,
+takes a sketch of ~26 KB against the day's ~175 KB).
 
 Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
 holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
@@ -144,7 +144,8 @@ def tables(spark, request, tmp_path_factory):
         t = time.perf_counter()
         sketch_table(events.withColumn("hour", F.date_trunc("hour", "ts")), ["site", "src", "hour"], "ts",
                      n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01), d=Distinct("dst", "1 day"),
-                     q=Quantile("bytes", "1 day", q=0.99)).write.partitionBy("hour").parquet(str(base / "hourly"))
+                     q=Quantile("bytes", "1 day", q=0.99), **heavy).write.partitionBy("hour").parquet(
+                         str(base / "hourly"))
         hourly_build = time.perf_counter() - t
     size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet")) for t in ("rollup", "sketches", "hourly")}
     RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES, "skew": skew,
@@ -246,7 +247,7 @@ def _check(events, sketches, keys: int, hourly=None) -> None:
         F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d"),
         F.min("bytes").alias("low"), F.max("bytes").alias("high")).collect()}
     per_dst = recent.groupBy("src", "dst").count().collect() if HEAVY else []
-    tables = [(sketches, HEAVY)] + ([(_recent_hours(hourly, "1 hour"), False)] if hourly is not None else [])
+    tables = [(sketches, HEAVY)] + ([(_recent_hours(hourly, "1 hour"), HEAVY)] if hourly is not None else [])
     for table, heavy in tables:
         hh = [U.sliding_hh_sketch_heavy_hitters("h", F.lit(PHI), now, "1 hour").alias("h")] if heavy else []
         got = union_table(table.where(F.col("src").isin(sample)), "src", "n", "b", "d", "q", *(["h"] if heavy else [])
