@@ -53,7 +53,7 @@ from .serialization import varint_stream
 from .segments import gather
 from .segments import ranges as _ranges
 
-__all__ = ["KeyedCounters"]
+__all__ = ["KeyedCounters", "KeyedColumn"]
 
 _U64 = np.uint64
 
@@ -300,3 +300,60 @@ def _read(buf, starts, ends, size, decode):
     take = good[c_owner]
     position = np.cumsum(accepted) - 1
     return ok, n[good], keys[take], position[take]
+
+
+class KeyedColumn:
+    """Base of a column of many keyed-histogram sketches
+    (:class:`~ehist.counters.KeyedHistograms`: Count-Min counters, quantile
+    bins) of one parameter set: ``params``, the sketches' counters flat in
+    the :class:`KeyedCounters` a subclass names (``store``), and the
+    sketch class (``sketch_type``, made as ``sketch_type(*params)``).
+    Gives the length, the repr and each sketch as an object; a subclass
+    adds its family's codec and answers."""
+
+    __slots__ = ()
+    #: The synopsis class of the column's sketches.
+    sketch_type: type
+    #: The attribute holding the :class:`KeyedCounters` (its name in the repr).
+    store: str
+
+    def _counters(self) -> KeyedCounters:
+        return getattr(self, self.store)
+
+    def __len__(self) -> int:
+        return len(self._counters())
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(sketches={len(self)}, {self.store}={self._counters().keys.size}, "
+                f"params={self.params})")
+
+    def __getitem__(self, i: int):
+        i = range(len(self))[i]
+        counters = self._counters()
+        s = self.sketch_type(*self.params)
+        if counters.has_newest[i]:
+            s._newest = int(counters.newest[i])
+            s._keys, s._col = counters.sketch(i)
+        return s
+
+    def _united(self, group_starts, units: np.ndarray) -> KeyedCounters:
+        """Each group's union of the column's sketches (group ``i``: sketches
+        ``group_starts[i]`` to the next start, in order), every counter of
+        every group in one :meth:`KeyedCounters.unite`; a group whose rough
+        total (``units``: each sketch's, as floats) reaches 2**62 by the
+        sketch class's ``merge_all`` itself (which raises SumOverflowError
+        past int64)."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        counters = self._counters()
+        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(counters))))
+        rough = np.bincount(group_of, weights=units, minlength=starts.size)
+        heavy = np.flatnonzero(rough >= 2.0 ** 62)
+        united = counters.unite(starts)
+        if heavy.size:
+            ends = np.append(starts[1:], len(counters))
+            exact = [self.sketch_type.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
+                     for g in heavy.tolist()]
+            replaced = KeyedCounters.from_keyed([(s._keys, s._col) for s in exact], [s.newest for s in exact])
+            light = np.setdiff1d(np.arange(starts.size), heavy)
+            united = KeyedCounters.placed(united.take(light), light, replaced, heavy)
+        return united

@@ -42,7 +42,7 @@ import numpy as np
 from ehist import compiled
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
-from ehist.keyed_counters import KeyedCounters
+from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
 from ehist.segments import gather, search_segments
 
@@ -85,32 +85,20 @@ def _listed(groups: int, cg, cand, est, lower, upper) -> list:
     return out
 
 
-class CountMinColumn:
+class CountMinColumn(KeyedColumn):
     """Many :class:`~frequencies.SlidingCountMin` sketches of one parameter
     set (``params``: window, eps, delta, eh_eps, seed), their counters flat
     (``counters``: sketch ``i``'s keys and histograms, newest time)."""
 
     __slots__ = ("params", "counters", "_width", "_size")
+    sketch_type = SlidingCountMin
+    store = "counters"
 
     def __init__(self, params: tuple, counters: KeyedCounters):
         self.params = tuple(params)
         self.counters = counters
         probe = SlidingCountMin(*self.params)
         self._width, self._size = probe.width, probe.counters
-
-    def __len__(self) -> int:
-        return len(self.counters)
-
-    def __repr__(self) -> str:
-        return f"CountMinColumn(sketches={len(self)}, counters={self.counters.keys.size}, params={self.params})"
-
-    def __getitem__(self, i: int) -> SlidingCountMin:
-        i = range(len(self))[i]
-        s = SlidingCountMin(*self.params)
-        if self.counters.has_newest[i]:
-            s._newest = int(self.counters.newest[i])
-            s._keys, s._col = self.counters.sketch(i)
-        return s
 
     @classmethod
     def from_sketches(cls, sketches: list) -> "CountMinColumn":
@@ -256,20 +244,7 @@ class CountMinColumn:
         :meth:`~ehist.keyed_counters.KeyedCounters.unite`; a group whose
         window total comes near int64 by ``merge_all`` itself (which raises
         SumOverflowError past it)."""
-        starts = np.asarray(group_starts, dtype=np.int64)
-        c = self.counters
-        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(c))))
-        rough = np.bincount(group_of, weights=_row_units(c, self._width), minlength=starts.size)
-        heavy = np.flatnonzero(rough >= 2.0 ** 62)
-        united = c.unite(starts)
-        if heavy.size:
-            ends = np.append(starts[1:], len(c))
-            exact = [SlidingCountMin.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
-                     for g in heavy.tolist()]
-            replaced = KeyedCounters.from_keyed([(s._keys, s._col) for s in exact], [s.newest for s in exact])
-            light = np.setdiff1d(np.arange(starts.size), heavy)
-            united = KeyedCounters.placed(united.take(light), light, replaced, heavy)
-        return CountMinColumn(self.params, united)
+        return CountMinColumn(self.params, self._united(group_starts, _row_units(self.counters, self._width)))
 
     # ------------------------------------------------------------- answers
     def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:

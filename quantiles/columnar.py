@@ -37,7 +37,7 @@ import numpy as np
 from ehist.validation import INT64_MIN
 from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
-from ehist.keyed_counters import KeyedCounters
+from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
 from ehist.segments import gather, order_by
 from ehist.segments import ranges as _ranges
@@ -53,31 +53,19 @@ _PARAMS_AT = 6
 _CRC = struct.Struct("<I")
 
 
-class QuantileColumn:
+class QuantileColumn(KeyedColumn):
     """Many :class:`~quantiles.SlidingQuantiles` of one parameter set
     (``params``: window, eps, accuracy), their bins flat (``bins``: each
     sketch's bin keys and histograms, newest time)."""
 
     __slots__ = ("params", "bins", "_probe")
+    sketch_type = SlidingQuantiles
+    store = "bins"
 
     def __init__(self, params: tuple, bins: KeyedCounters):
         self.params = tuple(params)
         self.bins = bins
         self._probe = SlidingQuantiles(*self.params)
-
-    def __len__(self) -> int:
-        return len(self.bins)
-
-    def __repr__(self) -> str:
-        return f"QuantileColumn(sketches={len(self)}, bins={self.bins.keys.size}, params={self.params})"
-
-    def __getitem__(self, i: int) -> SlidingQuantiles:
-        i = range(len(self))[i]
-        s = SlidingQuantiles(*self.params)
-        if self.bins.has_newest[i]:
-            s._newest = int(self.bins.newest[i])
-            s._keys, s._col = self.bins.sketch(i)
-        return s
 
     @staticmethod
     def _keyed(sketches: list) -> KeyedCounters:
@@ -219,19 +207,7 @@ class QuantileColumn:
         :meth:`~ehist.keyed_counters.KeyedCounters.unite`; a group whose
         count comes near int64 by ``merge_all`` itself (which raises
         SumOverflowError past it)."""
-        starts = np.asarray(group_starts, dtype=np.int64)
-        b = self.bins
-        group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(b))))
-        rough = np.bincount(group_of, weights=_units(b), minlength=starts.size)
-        heavy = np.flatnonzero(rough >= 2.0 ** 62)
-        united = b.unite(starts)
-        if heavy.size:
-            ends = np.append(starts[1:], len(b))
-            exact = [SlidingQuantiles.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
-                     for g in heavy.tolist()]
-            light = np.setdiff1d(np.arange(starts.size), heavy)
-            united = KeyedCounters.placed(united.take(light), light, self._keyed(exact), heavy)
-        return QuantileColumn(self.params, united)
+        return QuantileColumn(self.params, self._united(group_starts, _units(self.bins)))
 
     # ------------------------------------------------------------- answers
     def bin_bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -381,3 +381,28 @@ def test_builds_refuse_bad_input():
         QuantileColumn.build(ts, [0], [1.0, np.nan, 3.0], (100, 0.02, 0.01))
     with pytest.raises(ValueError, match="non-negative"):
         CountMinColumn.build(ts, [0], np.arange(3, dtype=np.uint64), np.array([1, -1, 2]), (100, 0.1, 0.1, 0.1, 0))
+
+
+@pytest.mark.parametrize("weight", [2**59, 2**60, 2**61])
+def test_unions_near_int64_are_merge_all_or_its_error(weight):
+    """Groups whose rough total reaches 2**62 are united by the sketch
+    class's own merge_all (the path CountMinColumn and QuantileColumn share
+    in ehist.keyed_counters.KeyedColumn; only weighted counters get there):
+    the same sketch, or the same SumOverflowError, beside a light group
+    united in columns."""
+    from ehist.errors import SumOverflowError
+
+    def make(i, w):
+        return SlidingCountMin(1000, 0.1, 0.1).update(np.array([i, i + 1]), np.array([1, 2]), np.array([w, w]))
+
+    heavy, light = [make(i, weight) for i in range(3)], [make(i, 5) for i in range(2)]
+    col = CountMinColumn.from_sketches(light + heavy)
+    try:
+        want = SlidingCountMin.merge_all(heavy)
+    except SumOverflowError:
+        with pytest.raises(SumOverflowError):
+            col.union(np.array([0, 2]))
+        return
+    united = col.union(np.array([0, 2]))
+    assert len(united) == 2 and united[0] == SlidingCountMin.merge_all(light) and united[1] == want
+    assert repr(united).startswith("CountMinColumn(sketches=2, counters=")
