@@ -57,8 +57,9 @@ def order_by(major, minor) -> np.ndarray:
     arrays): ``np.lexsort((minor, major))``, by one stable argsort of the
     key ``(major - min) * span(minor) + (minor - min)`` where it fits 63
     bits (each run's rows by time, say: one sort pass where lexsort makes
-    two, ~2x faster on a million rows), in the narrowest type that holds it
-    (a radix sort for 16 bits); else by ``np.lexsort`` itself.
+    one per key: phase one of ``aggregate``, in process, ran ~16% faster
+    with it), in the narrowest type that holds it (numpy's radix sort for
+    16 bits); else by ``np.lexsort`` itself.
 
     >>> order_by(np.array([2, 1, 2, 1]), np.array([5, 7, 3, 7])).tolist()
     [1, 3, 2, 0]
