@@ -530,10 +530,10 @@ def _scale(r: dict) -> list[str]:
           "site a per-minute rollup (`count`, `sum`, `hll_sketch_agg`, `kll_sketch_agg_bigint`, and "
           "`approx_top_k_accumulate` where heavy hitters are asked) or a sketch table (`sketch_table`: Count and "
           "Sum at eps 0.01, Distinct at precision 12, Quantile, and HeavyHitters at phi 0.05 where asked; windows "
-          "up to a day), both in Parquet; the last hour and the last day (the whole trace) answered. The rollup's "
+          "up to a day), both in Parquet; the last minute, hour and day (the whole trace) answered (`EHIST_BENCH_SCALE_WINDOWS`). The rollup's "
           "query of a short window reads only its recent slots (Parquet skips the older row groups); a sketch "
           "table is read whole for any window; hourly sketch tables (the same specs per source, site and hour, "
-          "partitioned by hour) answer a window under a day from the two newest hours, as the rollup reads its "
+          "partitioned by hour) answer a window under a day from the hours it can overlap (two), as the rollup reads its "
           "recent slots (the rows `hourly tables: ...`). Ratios are ehist's time over the native query's in the same round "
           "(median, its 95% interval); the targets of issue 40 are 1.5x for uniting and answering.", "",
           "| data | keys | events per key and site | destinations | build: native / sketch_table seconds | "
