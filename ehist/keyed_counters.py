@@ -113,6 +113,13 @@ class KeyedCounters:
                    [0 if t is None else int(t) for t in newest], has)
 
     @classmethod
+    def of_sketches(cls, sketches: list) -> "KeyedCounters":
+        """The counters of keyed-histogram sketches
+        (:class:`~ehist.counters.KeyedHistograms`, one window and eps), in
+        order."""
+        return cls.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
+
+    @classmethod
     def concat(cls, parts: list) -> "KeyedCounters":
         """The sketches of several, in order."""
         shift = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
@@ -353,7 +360,7 @@ class KeyedColumn:
             ends = np.append(starts[1:], len(counters))
             exact = [self.sketch_type.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
                      for g in heavy.tolist()]
-            replaced = KeyedCounters.from_keyed([(s._keys, s._col) for s in exact], [s.newest for s in exact])
+            replaced = KeyedCounters.of_sketches(exact)
             light = np.setdiff1d(np.arange(starts.size), heavy)
             united = KeyedCounters.placed(united.take(light), light, replaced, heavy)
         return united

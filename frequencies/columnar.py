@@ -106,8 +106,7 @@ class CountMinColumn(KeyedColumn):
         first = sketches[0]
         for s in sketches[1:]:
             first._check_compatible(s)
-        return cls(first._params(), KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches],
-                                                             [s.newest for s in sketches]))
+        return cls(first._params(), KeyedCounters.of_sketches(sketches))
 
     # ------------------------------------------------------------ building
     @classmethod
@@ -231,7 +230,7 @@ class CountMinColumn(KeyedColumn):
             params = sketches[0]._params()
         if any(s._params() != params for s in sketches):
             return None
-        slow_part = KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
+        slow_part = KeyedCounters.of_sketches(sketches)
         if fast is None or len(fast) == 0:
             return cls(params, slow_part)
         return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))

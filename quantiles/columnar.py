@@ -67,10 +67,6 @@ class QuantileColumn(KeyedColumn):
         self.bins = bins
         self._probe = SlidingQuantiles(*self.params)
 
-    @staticmethod
-    def _keyed(sketches: list) -> KeyedCounters:
-        return KeyedCounters.from_keyed([(s._keys, s._col) for s in sketches], [s.newest for s in sketches])
-
     # ------------------------------------------------------------ building
     @classmethod
     def build(cls, timestamps, starts, values, params: tuple) -> "QuantileColumn":
@@ -129,7 +125,7 @@ class QuantileColumn(KeyedColumn):
     def _one_by_one(cls, ts, x, starts, params) -> "QuantileColumn":
         ends = np.append(starts[1:], ts.size)
         sketches = [SlidingQuantiles(*params).update(ts[a:b], x[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
-        return cls(params, cls._keyed(sketches))
+        return cls(params, KeyedCounters.of_sketches(sketches))
 
     # ------------------------------------------------------------ decoding
     @classmethod
@@ -155,7 +151,7 @@ class QuantileColumn(KeyedColumn):
             params = sketches[0]._params()
         if any(s._params() != params for s in sketches):
             return None
-        slow_part = cls._keyed(sketches)
+        slow_part = KeyedCounters.of_sketches(sketches)
         if fast is None or len(fast) == 0:
             return cls(params, slow_part)
         return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
