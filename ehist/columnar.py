@@ -59,7 +59,7 @@ from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
 from .exponential_histogram import ExponentialHistogram
 from .serialization import (FAMILY_AT, FLAGS_AT, MAGIC, MAGIC_AT, PREAMBLE_BYTES, VERSION_AT, varint_stream)
 
-__all__ = ["HistogramColumn", "histogram_bytes", "exact_forms"]
+__all__ = ["HistogramColumn", "histogram_bytes", "exact_forms", "check_starts", "segment_gcds"]
 
 _CRC = struct.Struct("<I")
 _U64 = np.uint64

@@ -501,6 +501,14 @@ def test_order_by_is_lexsort(data):
     assert order_by(major, minor).tolist() == np.lexsort((minor, major)).tolist()
 
 
+def test_order_by_refuses_rows_of_different_shapes():
+    from ehist.segments import order_by
+
+    for major, minor in ((np.arange(3), np.arange(4)), (np.zeros((2, 2), np.int64), np.zeros((2, 2), np.int64))):
+        with pytest.raises(ValueError, match="one-dimensional and of one length"):
+            order_by(major, minor)
+
+
 @pytest.mark.parametrize("name", ENGINES)
 @given(data=st.data())
 @settings(max_examples=examples(60), deadline=None)
