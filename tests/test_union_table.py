@@ -317,3 +317,51 @@ def test_union_column_of_times_at_the_int64_maximum(name):
     parts = [ExponentialHistogram(100, 0.5).update(np.array([INT64_MAX - 5, INT64_MAX - p, INT64_MAX])) for p in (1, 2)]
     united = union_column(HistogramColumn.from_histograms(parts), [0], name)
     assert united[0] == ExponentialHistogram.merge_all(parts)
+
+
+def test_union_agg_in_python_is_one_pass_beside_builtins_and_equals_sql(spark, sites):
+    """``<family>_union_agg`` in Python is ``collect_list`` under an Arrow
+    UDF (every group of a batch united at once): the bytes of the SQL form
+    (a grouped UDF, one call per group) for every family, and it shares one
+    ``agg()`` with Spark's own aggregates, which a grouped UDF cannot."""
+    from pyspark.sql import functions as F
+
+    from udaf import functions as U
+
+    table, names = sites
+    U.register(spark)
+    table.createOrReplaceTempView("union_agg_sites")
+    sql = {r.src: r for r in spark.sql("SELECT src, " + ", ".join(f"{UNION_AGG[c]}_union_agg({c}) AS {c}"
+                                                                    for c in names)
+                                       + " FROM union_agg_sites GROUP BY src").collect()}
+    python = {r.src: r for r in table.groupBy("src").agg(
+        F.count(F.lit(1)).alias("rows"), F.max("site").alias("site"),
+        *[getattr(U, f"{UNION_AGG[c]}_union_agg")(c).alias(c) for c in names]).collect()}
+    rows = {r.src: r["count"] for r in table.groupBy("src").count().collect()}
+    assert python.keys() == sql.keys() == rows.keys()
+    for src, row in python.items():
+        assert row.rows == rows[src]
+        for c in names:
+            assert bytes(row[c]) == bytes(sql[src][c]), (src, c)
+    # the name Spark would print for the call
+    assert table.agg(U.eh_union_agg("c")).columns == ["eh_union_agg(c)"]
+
+
+def test_union_table_groups_keys_as_spark_does(spark, sites):
+    """Keys are Spark's groups: NaN with NaN, -0.0 with 0.0, null with
+    null, and struct keys."""
+    from pyspark.sql import functions as F
+
+    from udaf import functions as U
+    from udaf import union_table
+
+    table, _ = sites
+    odd = table.withColumn("f", F.when(F.col("src") == 1, F.lit(float("nan")))
+                           .when(F.col("src") == 2, F.when(F.col("site") % 2 == 0, F.lit(-0.0)).otherwise(F.lit(0.0)))
+                           .when(F.col("src") == 3, F.lit(None).cast("double"))
+                           .otherwise(F.col("src").cast("double")))
+    odd = odd.withColumn("s", F.struct(F.col("f"), (F.col("src") % 3).alias("m")))
+    for key in ("f", "s"):
+        got = {repr(r[key]): bytes(r.c) for r in union_table(odd, key, "c").collect()}
+        want = {repr(r[key]): bytes(r.c) for r in odd.groupBy(key).agg(U.eh_union_agg("c").alias("c")).collect()}
+        assert got == want and len(got) == odd.select(key).distinct().count()

@@ -45,6 +45,9 @@ interval strings ('1 hour').
 
 Spark does not let a Python aggregate UDF share one ``agg()`` with
 built-in aggregates (``F.max`` ...): aggregate those separately and join.
+The ``<family>_union_agg`` functions are the exception in Python: there
+they are Spark's ``collect_list`` under a scalar Arrow UDF that unites
+every group of a batch at once (in SQL, a grouped UDF: a call per group).
 
 Examples
 --------
@@ -393,6 +396,8 @@ class _Shown(str):
 
 
 def _union(fn, classes):
+    """Body of ``<family>_union_agg`` as a grouped UDF (SQL): one call per
+    group."""
     def body(arrays, names):
         blobs = [b for b in _sketch_blobs(arrays, names, fn, classes) if b is not None]
         if not blobs:
@@ -401,6 +406,43 @@ def _union(fn, classes):
         return next(iter(by_class)).merge(blobs)
 
     return body
+
+
+def _union_of_lists(fn, classes):
+    """Body of ``<family>_union_agg`` in Python: a scalar UDF over each
+    group's ``collect_list`` of the sketch column, every group of an
+    Arrow batch united at once (:func:`udaf.union.merged`)."""
+    def body(arrays, names):
+        import pyarrow as pa
+
+        array = arrays["sketch"]
+        inner = arrow_type_name(array.type.value_type)
+        if inner not in ("binary", "void"):  # the column the user named, not the list Spark made of it
+            raise wrong_type(names.get("sketch", "sketch"), f"{fn} {_SKETCH_NEEDS}, that is", ("binary",), inner)
+        blobs, starts = list_blobs_of(array)
+        _check_blobs(blobs, names.get("sketch", "sketch"), fn, classes)
+        return pa.array(_merged_rows(blobs, starts), type=pa.binary())
+
+    return body
+
+
+class _UnionAggregate(_Function):
+    """``<family>_union_agg``: in SQL a grouped UDF (:func:`_union`, one
+    Python call per group); in Python ``collect_list`` of the column under
+    a scalar Arrow UDF (:func:`_union_of_lists`): Spark groups the sketches,
+    one Python call unites every group of a batch.  The same bytes either
+    way; measured over 518k sketch rows of 100k keys, the Python form is a
+    pass as fast as :func:`udaf.union_table`'s."""
+
+    def __init__(self, name, args, classes, doc):
+        super().__init__(name, args, _union(name, classes), "binary", True, doc)
+        self.of_lists = _Function(name, args, _union_of_lists(name, classes), "binary", False, doc)
+
+    def __call__(self, *args, **kwargs) -> Column:
+        sketch = self.bind(args, kwargs)["sketch"]
+        name = sketch if isinstance(sketch, str) else str(sketch)
+        lists = F.collect_list(_col(sketch, "sketch"))
+        return self.of_lists.udf({"sketch": name})(lists).alias(f"{self.name}({name})")
 
 
 def _query(arrays, names, fn: str):
@@ -525,8 +567,9 @@ def _generate() -> list:
         _define(f"{family}_sketch_agg", [("ts", _REQUIRED, True)] + _family_args(classes), _build(classes,
                 _family_args(classes)), "binary", True,
                 f"Aggregate: a binary {sketches} of the group ({names} spec), BinaryType.")
-        _define(f"{family}_union_agg", [("sketch", _REQUIRED, True)], _union(f"{family}_union_agg", classes),
-                "binary", True, f"Aggregate: the union of binary {sketches} sketches (BinaryType).")
+        union = f"{family}_union_agg"
+        _FUNCTIONS[union] = _UnionAggregate(union, [("sketch", _REQUIRED, True)], classes,
+                                            f"Aggregate: the union of binary {sketches} sketches (BinaryType).")
         _define(f"{family}_sketch_estimate", estimate_args, _answers(f"{family}_sketch_estimate", classes, False),
                 "double", False, f"Scalar: the estimate of a {sketches} sketch over the window as of now "
                                  "(default: the sketch's window, at its newest time), DoubleType.")

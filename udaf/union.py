@@ -1,6 +1,7 @@
 """Unions of many keys' sketches per pass: phase two of
 :func:`udaf.aggregate`, and :func:`union_table` (a stored sketch table
-rolled up to coarser keys).
+rolled up to coarser keys; Spark groups each key's sketches with
+``collect_list``, then one Python pass unites every key of an Arrow batch).
 
 After phase one every key has one partial sketch per partition that held
 it.  A grouped-aggregate UDF would call Python once per key and spec
@@ -18,11 +19,11 @@ import numpy as np
 
 from ehist.blobs import Blobs
 
-from ._arrow import blobs_of, complete_runs
+from ._arrow import blobs_of, complete_runs, list_blobs_of
 from ._convert import key_names
 from .family import extension_modules, sketch_family
 
-__all__ = ["UnionAnswers", "UnionSketches", "merged", "union_table"]
+__all__ = ["UnionAnswers", "UniteLists", "merged", "union_table"]
 
 
 class UnionAnswers:
@@ -76,33 +77,33 @@ def merged(cls, blobs: list, starts: np.ndarray) -> list:
     return out
 
 
-class UnionSketches:
-    """``mapInArrow`` function over sketch rows sorted by key (runs found
-    on ``runs``): one row per key with the union of each sketch column,
-    every key of an Arrow batch at once (:meth:`~udaf.spec.Spec.merge_groups`
-    of the column's family).  The modules of families registered on the
-    driver from outside the package travel with it
-    (:func:`~udaf.spec.extension_modules`): the task imports them before
-    it reads bytes of a family no spec of the job names."""
+class UniteLists:
+    """``mapInArrow`` function over rows of keys and ``collect_list`` of
+    sketch columns (``array<binary>``, one row per key from Spark's
+    aggregate): the keys, and each column's union per row (:func:`merged`:
+    the family's :meth:`~udaf.spec.Spec.merge_groups` over every row of the
+    batch at once; null for a row without a sketch).  The modules of
+    families registered on the driver from outside the package travel with
+    it (:func:`~udaf.family.extension_modules`): the task imports them
+    before it reads bytes of a family no spec of the job names."""
 
-    def __init__(self, keys, runs, columns):
-        self.keys, self.runs, self.columns = keys, runs, columns
+    def __init__(self, keys, columns):
+        self.keys, self.columns = keys, columns
         self.modules = extension_modules()
 
     def __call__(self, batches):
-        for table, _, starts in complete_runs(batches, self.runs, None):
-            yield self._unite(table, starts)
-
-    def _unite(self, table, starts):
         import pyarrow as pa
 
-        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
-        for c in self.columns:
-            blobs = blobs_of(table.column(c).chunk(0))  # read in place
-            cls = sketch_family(blobs, c, "union_table", self.modules)
-            out[c] = pa.array(merged(cls, blobs, starts) if cls is not None else [None] * len(starts),
-                              type=pa.binary())
-        return pa.RecordBatch.from_pydict(out)
+        for batch in batches:
+            yield pa.RecordBatch.from_pydict({**{k: batch.column(k) for k in self.keys},
+                                              **{c: self._unite(batch.column(c), c) for c in self.columns}})
+
+    def _unite(self, lists, column):
+        import pyarrow as pa
+
+        blobs, starts = list_blobs_of(lists)
+        cls = sketch_family(blobs, column, "union_table", self.modules)
+        return pa.array(merged(cls, blobs, starts) if cls is not None else [None] * len(starts), type=pa.binary())
 
 
 def union_table(df, by, *columns):
@@ -112,8 +113,9 @@ def union_table(df, by, *columns):
     Sites to global, prefixes to /16s, hours to days: the rows of a stored
     table (:func:`udaf.sketch_table`, ``*_sketch_agg``) that share ``by``
     are united as ``<family>_union_agg`` unites them, byte for byte, but
-    every key of an Arrow batch at once after a shuffle by key
-    (``mapInArrow``), not a Python call per key; the result is a sketch
+    every key of an Arrow batch at once after Spark's shuffle by key
+    (``collect_list``, then one Arrow UDF per column), not a Python call
+    per key; the result is a sketch
     table again (read it with ``*_sketch_estimate``, unite it further).
 
     Parameters
@@ -142,8 +144,6 @@ def union_table(df, by, *columns):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .keys import partition_count, run_columns
-
     keys = key_names(by, "union_table", "by")
     names = set(df.columns)
     for c in keys + list(columns):
@@ -163,13 +163,8 @@ def union_table(df, by, *columns):
         if not isinstance(df.schema[c].dataType, T.BinaryType):
             raise TypeError(f"union_table needs binary sketch columns (from *_sketch_agg, sketch_table or "
                             f"union_table); column {c} is {df.schema[c].dataType.simpleString()}")
-    runs, run_exprs = run_columns(df, keys)
-    prepared = df.select(*[F.col(k) for k in keys], *run_exprs, *[F.col(c) for c in columns])
+    # Spark shuffles the rows by key and groups each key's sketches (nulls
+    # left out); one Python pass then unites every key of a batch at once.
+    lists = df.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(c).alias(c) for c in columns])
     fields = [df.schema[k] for k in keys] + [T.StructField(c, T.BinaryType()) for c in columns]
-    if not keys:  # one group: every row in one partition
-        prepared = prepared.withColumn("__all", F.lit(0))
-        runs = ["__all"]
-        return prepared.repartition(1).mapInArrow(UnionSketches(keys, runs, list(columns)),
-                                                  T.StructType(fields))
-    return prepared.repartition(partition_count(df), *runs).sortWithinPartitions(*runs).mapInArrow(
-        UnionSketches(keys, runs, list(columns)), T.StructType(fields))
+    return lists.mapInArrow(UniteLists(keys, list(columns)), T.StructType(fields))
