@@ -25,7 +25,8 @@ ehist path as a ratio to the native one in the same round:
   window).groupBy(src).agg(sum(n), hll_sketch_estimate(hll_union_agg(h)))``;
   ehist ``union_table(sites, "src")`` then ``eh_sketch_estimate`` /
   ``sliding_hll_sketch_estimate`` (the united table is a sketch table again,
-  to store or unite further);
+  to store or unite further), and the same with ``groupBy(src).agg(
+  eh_union_agg(n), sliding_hll_union_agg(d))`` (the column functions);
 * *answer the union without building it*: ``*_sketch_estimate`` of each
   source's ``collect_list`` of sketches;
 * *answer one site's table*: the estimates per row, against the rollup's
@@ -204,11 +205,17 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None) -> dict:
     def arrays(df):
         return df.groupBy("src").agg(*[F.collect_list(c).alias(c) for c in columns])
 
+    def union_aggs(df):  # the column functions' union: the path issue 40 first measured (99x at 20k keys)
+        unite = {"n": U.eh_union_agg, "b": U.eh_union_agg, "d": U.sliding_hll_union_agg,
+                 "q": U.sliding_quantile_union_agg, "h": U.sliding_hh_union_agg}
+        return df.groupBy("src").agg(*[unite[c](c).alias(c) for c in columns])
+
     site = F.col("site") == 0
     paths = {
         "unite 4 sites, then answer": {
             "native": lambda: _noop(native(roll)),
             "union_table, then estimates": lambda: _noop(answers(union_table(sketches, "src", *columns))),
+            "*_union_agg, then estimates": lambda: _noop(answers(union_aggs(sketches))),
         },
         "answer the union without building it": {
             "native": lambda: _noop(native(roll)),
