@@ -110,7 +110,7 @@ def test_the_sql_statements_run(spark, capsys):
         if code.strip():
             spark.sql(code).show(truncate=False)
             ran += 1
-    assert ran == 5
+    assert ran == 6
     out = capsys.readouterr().out
     assert "bytes_10_min" in out and "dsts_last_hour" in out
 

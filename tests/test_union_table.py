@@ -331,9 +331,13 @@ def test_union_agg_in_python_is_one_pass_beside_builtins_and_equals_sql(spark, s
     table, names = sites
     U.register(spark)
     table.createOrReplaceTempView("union_agg_sites")
+    # a grouped UDF (the SQL union aggregate) cannot share a SELECT with collect_list: two statements
     sql = {r.src: r for r in spark.sql("SELECT src, " + ", ".join(f"{UNION_AGG[c]}_union_agg({c}) AS {c}"
                                                                     for c in names)
                                        + " FROM union_agg_sites GROUP BY src").collect()}
+    arrays = {r.src: r for r in spark.sql("SELECT src, " + ", ".join(f"{UNION_AGG[c]}_union(collect_list({c})) AS {c}"
+                                                                       for c in names)
+                                          + " FROM union_agg_sites GROUP BY src").collect()}
     python = {r.src: r for r in table.groupBy("src").agg(
         F.count(F.lit(1)).alias("rows"), F.max("site").alias("site"),
         *[getattr(U, f"{UNION_AGG[c]}_union_agg")(c).alias(c) for c in names]).collect()}
@@ -342,9 +346,36 @@ def test_union_agg_in_python_is_one_pass_beside_builtins_and_equals_sql(spark, s
     for src, row in python.items():
         assert row.rows == rows[src]
         for c in names:
-            assert bytes(row[c]) == bytes(sql[src][c]), (src, c)
+            assert bytes(row[c]) == bytes(sql[src][c]) == bytes(arrays[src][c]), (src, c)
     # the name Spark would print for the call
     assert table.agg(U.eh_union_agg("c")).columns == ["eh_union_agg(c)"]
+
+
+def test_union_of_arrays_and_of_one_sketch_per_row(spark, sites):
+    """``<family>_union`` takes an array of sketches per row (nulls and
+    empty arrays give null) or a binary column (each row's sketch, as
+    ``merge_all`` of it alone); other columns and other families' bytes are
+    refused naming the column."""
+    from pyspark.errors import PythonException
+    from pyspark.sql import functions as F
+
+    from ehist import ExponentialHistogram
+    from udaf import functions as U
+
+    table, _ = sites
+    rows = table.where(F.col("src") < 3).select(
+        "c", U.eh_union("c").alias("one"), U.eh_union(F.array("c", "c")).alias("twice"),
+        U.eh_union(F.array(F.lit(None).cast("binary"), "c")).alias("with_null"),
+        U.eh_union(F.array().cast("array<binary>")).alias("empty")).collect()
+    assert rows
+    for r in rows:
+        alone = ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(bytes(r.c))]).to_bytes()
+        twice = ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(bytes(r.c))] * 2).to_bytes()
+        assert bytes(r.one) == alone == bytes(r.with_null) and bytes(r.twice) == twice and r.empty is None
+    with pytest.raises(PythonException, match="column site: eh_union needs a binary sketch column"):
+        table.select(U.eh_union("site")).collect()
+    with pytest.raises(PythonException, match="column d holds <a SlidingHyperLogLog sketch>: eh_union needs"):
+        table.select(U.eh_union("d")).collect()
 
 
 def test_union_table_groups_keys_as_spark_does(spark, sites):

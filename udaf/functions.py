@@ -11,6 +11,8 @@ function                            what
 ``<family>_sketch_agg``             aggregate: a binary sketch of the group
 ``<family>_union_agg``              aggregate: the union of binary sketches
                                     (stored sketch tables rolled up later)
+``<family>_union``                  scalar: the union of an array of
+                                    sketches (``collect_list``)
 ``<family>_sketch_estimate``        scalar: a sketch's estimate (double)
 ``<family>_sketch_bounds``          scalar: ``struct<lower, upper>`` (bigint),
                                     for families with deterministic bounds
@@ -408,19 +410,23 @@ def _union(fn, classes):
     return body
 
 
-def _union_of_lists(fn, classes):
-    """Body of ``<family>_union_agg`` in Python: a scalar UDF over each
-    group's ``collect_list`` of the sketch column, every group of an
-    Arrow batch united at once (:func:`udaf.union.merged`)."""
+def _union_of_lists(fn, classes, aggregate: bool = False):
+    """Body of ``<family>_union``: a scalar UDF over an array of sketches
+    per row (``collect_list``), every row of an Arrow batch united at once
+    (:func:`udaf.union.merged`); a binary column is read as one sketch per
+    row.  ``aggregate``: the body of ``<family>_union_agg`` in Python, over
+    ``collect_list`` of the user's column, whose own type errors name."""
     def body(arrays, names):
         import pyarrow as pa
 
         array = arrays["sketch"]
-        inner = arrow_type_name(array.type.value_type)
-        if inner not in ("binary", "void"):  # the column the user named, not the list Spark made of it
-            raise wrong_type(names.get("sketch", "sketch"), f"{fn} {_SKETCH_NEEDS}, that is", ("binary",), inner)
-        blobs, starts = list_blobs_of(array)
-        _check_blobs(blobs, names.get("sketch", "sketch"), fn, classes)
+        if aggregate:
+            inner = arrow_type_name(array.type.value_type)
+            if inner not in ("binary", "void"):  # the column the user named, not the list Spark made of it
+                raise wrong_type(names.get("sketch", "sketch"), f"{fn} {_SKETCH_NEEDS}, that is", ("binary",), inner)
+        blobs, starts = _sketch_groups(arrays, names, fn, classes)
+        if starts is None:  # one sketch per row
+            starts = np.arange(len(blobs), dtype=np.int64)
         return pa.array(_merged_rows(blobs, starts), type=pa.binary())
 
     return body
@@ -436,7 +442,7 @@ class _UnionAggregate(_Function):
 
     def __init__(self, name, args, classes, doc):
         super().__init__(name, args, _union(name, classes), "binary", True, doc)
-        self.of_lists = _Function(name, args, _union_of_lists(name, classes), "binary", False, doc)
+        self.of_lists = _Function(name, args, _union_of_lists(name, classes, aggregate=True), "binary", False, doc)
 
     def __call__(self, *args, **kwargs) -> Column:
         sketch = self.bind(args, kwargs)["sketch"]
@@ -569,7 +575,15 @@ def _generate() -> list:
                 f"Aggregate: a binary {sketches} of the group ({names} spec), BinaryType.")
         union = f"{family}_union_agg"
         _FUNCTIONS[union] = _UnionAggregate(union, [("sketch", _REQUIRED, True)], classes,
-                                            f"Aggregate: the union of binary {sketches} sketches (BinaryType).")
+                                            f"Aggregate: the union of binary {sketches} sketches (BinaryType). In "
+                                            f"Python every group of a batch at once (``collect_list`` under an "
+                                            f"Arrow UDF); in SQL a Python call per group: "
+                                            f"``{family}_union(collect_list(sketch))`` is the one-pass form there.")
+        _define(f"{family}_union", [("sketch", _REQUIRED, True)], _union_of_lists(f"{family}_union", classes),
+                "binary", False, f"Scalar: the union of an array of binary {sketches} sketches (``collect_list`` of "
+                                 f"a stored column; a binary column is one sketch per row), every row of a batch at "
+                                 f"once, BinaryType: in SQL, ``{family}_union(collect_list(s)) ... GROUP BY`` "
+                                 f"unites without a Python call per group.")
         _define(f"{family}_sketch_estimate", estimate_args, _answers(f"{family}_sketch_estimate", classes, False),
                 "double", False, f"Scalar: the estimate of a {sketches} sketch over the window as of now "
                                  "(default: the sketch's window, at its newest time), DoubleType.")

@@ -289,8 +289,8 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
     partials = rows.mapInArrow(PartialSketches(keys, extra, ts, builds, windows, groups=groups, runs=runs),
                                T.StructType(partial_fields))
     # the partials meet by key: unions of all keys of an Arrow batch at once (udaf/union.py)
-    return partials.repartition(parts, *runs).sortWithinPartitions(*runs).mapInArrow(
-        UnionAnswers(keys, runs, specs, at, with_bounds, sketches), T.StructType(fields))
+    lists = partials.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(n).alias(n) for n in specs])
+    return lists.mapInArrow(UnionAnswers(keys, specs, at, with_bounds, sketches), T.StructType(fields))
 
 
 def now_in_unit(now, unit: str, ntz: bool = False):

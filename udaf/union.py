@@ -5,9 +5,9 @@ rolled up to coarser keys; Spark groups each key's sketches with
 
 After phase one every key has one partial sketch per partition that held
 it.  A grouped-aggregate UDF would call Python once per key and spec
-(about 0.3 ms each); here the partials are repartitioned by key, sorted by
-key in the JVM, and ``mapInArrow`` answers every complete key run of an
-Arrow batch at once through each spec's :meth:`~udaf.spec.Spec.union`
+(about 0.3 ms each); here Spark's aggregate gathers each key's partials
+(``collect_list``) and ``mapInArrow`` answers every key of an Arrow batch
+at once through each spec's :meth:`~udaf.spec.Spec.union`
 (exponential histograms: the sums of the partials' bounds, decoded for the
 whole batch in numpy; sliding HyperLogLogs: each register's largest live
 rank over a key's partials; L_p norms: the sum of the partials' sketches).
@@ -19,7 +19,7 @@ import numpy as np
 
 from ehist.blobs import Blobs
 
-from ._arrow import blobs_of, complete_runs, list_blobs_of
+from ._arrow import list_blobs_of
 from ._convert import key_names
 from .family import extension_modules, sketch_family
 
@@ -27,25 +27,27 @@ __all__ = ["UnionAnswers", "UniteLists", "merged", "union_table"]
 
 
 class UnionAnswers:
-    """``mapInArrow`` function over partial sketches sorted by key (runs
-    found on ``runs``): one row per key with each spec's estimate (double;
-    with bounds also ``<name>_lower`` / ``<name>_upper``, bigint; with
-    ``sketches`` the merged sketch ``<name>_sketch``)."""
+    """``mapInArrow`` function over rows of keys and ``collect_list`` of
+    each spec's partial sketches (one row per key, from Spark's
+    aggregate): one row per key with each spec's estimate (double; with
+    bounds also ``<name>_lower`` / ``<name>_upper``, bigint; with
+    ``sketches`` the merged sketch ``<name>_sketch``), every key of a batch
+    at once."""
 
-    def __init__(self, keys, runs, specs, at, with_bounds, sketches=False):
-        self.keys, self.runs, self.specs = keys, runs, specs
+    def __init__(self, keys, specs, at, with_bounds, sketches=False):
+        self.keys, self.specs = keys, specs
         self.at, self.with_bounds, self.sketches = at, with_bounds, sketches
 
     def __call__(self, batches):
-        for table, _, starts in complete_runs(batches, self.runs, None):
-            yield self._answer(table, starts)
+        for batch in batches:
+            yield self._answer(batch)
 
-    def _answer(self, table, starts):
+    def _answer(self, batch):
         import pyarrow as pa
 
-        out = {k: table.column(k).chunk(0).take(pa.array(starts)) for k in self.keys}
+        out = {k: batch.column(k) for k in self.keys}
         for name, spec in self.specs.items():
-            blobs = blobs_of(table.column(name).chunk(0))  # read in place
+            blobs, starts = list_blobs_of(batch.column(name))  # read in place
             if self.sketches:  # merged sketches, and the answers read from them
                 united = merged(type(spec), blobs, starts)
                 answers = spec.key_answers(united, None if self.at is None else
