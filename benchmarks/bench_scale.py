@@ -300,8 +300,7 @@ def test_scale(tables):
                        "native_median": statistics.median(seconds["native"]),
                        "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
                        "ratio_interval": list(median_interval(ratios))}
-                tier = " | hourly" if ours.startswith("hourly") else ""
-                RESULTS[f"scale | {name} | {window} | {kind} | {question}{tier}"] = row
+                RESULTS[f"scale | {name} | {window} | {kind} | {question} | {ours}"] = row
                 print(f"\n  {name} {keys:,} keys, last {window}, {kind}: {question}: native "
                       f"{row['native_median']:.2f} s, {ours} {row['ehist_median']:.2f} s (medians of {rounds}); "
                       f"ratio {row['ratio_median']:.2f}", flush=True)
