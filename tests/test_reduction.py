@@ -240,3 +240,27 @@ def test_reduce_takes_only_booleans_and_none(spark):
                  lambda: aggregate(df, "k", "ts", reduce="no", n=Count(5))):  # the native plan too
         with pytest.raises(ValueError, match="reduce must be True, False or None"):
             call()
+
+
+@pytest.mark.spark
+def test_two_phase_groups_float_and_null_keys_as_spark_does(spark):
+    """Phase two gathers a key's partials with Spark's own grouping: NaN
+    with NaN, -0.0 with 0.0, null with null; one row per group, whose
+    bounds bracket the exact count of the shuffle strategy."""
+    from pyspark.sql import functions as F
+
+    from udaf import Count, aggregate
+
+    df = spark.createDataFrame(_bursty(5)).repartition(3)
+    df = df.withColumn("x", F.when(F.col("i") == 1, F.lit(float("nan"))).otherwise(F.col("x")))  # NaN as a value
+    two = aggregate(df, ["x", "k"], "ts", strategy="two_phase", bounds=True, n=Count(40)).collect()
+    exact = aggregate(df, ["x", "k"], "ts", strategy="shuffle", n=Count(40)).collect()
+
+    def key(r):  # -0.0 + 0.0 is 0.0; NaN reprs alike (pandas' NaN may reach Spark as null)
+        return (None if r.x is None else repr(r.x + 0.0), r.k)
+
+    assert len(two) == len(exact) == df.select("x", "k").distinct().count()
+    counts = {key(r): r.n for r in exact}
+    assert {key(r) for r in two} == set(counts)
+    for r in two:
+        assert r.n_lower <= counts[key(r)] <= r.n_upper

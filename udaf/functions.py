@@ -437,8 +437,8 @@ class _UnionAggregate(_Function):
     Python call per group); in Python ``collect_list`` of the column under
     a scalar Arrow UDF (:func:`_union_of_lists`): Spark groups the sketches,
     one Python call unites every group of a batch.  The same bytes either
-    way; measured over 518k sketch rows of 100k keys, the Python form is a
-    pass as fast as :func:`udaf.union_table`'s."""
+    way; measured over 518k sketch rows of 100k keys (counts and distinct
+    counts), the Python form took 1.9 s where the grouped UDF took 64.8 s."""
 
     def __init__(self, name, args, classes, doc):
         super().__init__(name, args, _union(name, classes), "binary", True, doc)

@@ -1,6 +1,6 @@
 """Shuffling rows by key: the columns key runs are found on, and the
 partition count (the drivers' shared floor: :mod:`udaf.two_phase`,
-:mod:`udaf.union`, :mod:`udaf.per_row`)."""
+:mod:`udaf.per_row`; the unions group by key with Spark's own aggregate)."""
 
 from __future__ import annotations
 

@@ -283,12 +283,12 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         # an Arrow batch in one numpy pass (udaf/exact.py)
         return prepared.repartition(parts, *runs).sortWithinPartitions(*runs, "__ts").mapInArrow(
             ExactAnswers(keys, runs, ts, specs, windows, at, with_bounds), T.StructType(fields))
-    partial_fields = key_fields + [prepared.schema[r] for r in extra] + \
-        [T.StructField(n, T.BinaryType()) for n in specs]
+    partial_fields = key_fields + [T.StructField(n, T.BinaryType()) for n in specs]
     rows, builds, groups = reduce_rows(prepared, keys, extra, specs, reduce, REDUCE_TWO_PHASE)
-    partials = rows.mapInArrow(PartialSketches(keys, extra, ts, builds, windows, groups=groups, runs=runs),
+    partials = rows.mapInArrow(PartialSketches(keys, [], ts, builds, windows, groups=groups, runs=runs),
                                T.StructType(partial_fields))
-    # the partials meet by key: unions of all keys of an Arrow batch at once (udaf/union.py)
+    # the partials meet by key (Spark's grouping: NaN with NaN, -0.0 with 0.0),
+    # unions of all keys of an Arrow batch at once (udaf/union.py)
     lists = partials.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(n).alias(n) for n in specs])
     return lists.mapInArrow(UnionAnswers(keys, specs, at, with_bounds, sketches), T.StructType(fields))
 
@@ -411,9 +411,9 @@ class PartialSketches:
         starts)`` as :func:`udaf._arrow.complete_runs` gives them."""
         import pyarrow as pa
 
-
         table = pa.Table.from_batches(batches).combine_chunks()
-        codes = table.select(self.keys).to_pandas().groupby(self.keys, sort=False, dropna=False).ngroup().to_numpy()
+        # on the run columns: pandas would group a null float key with NaN
+        codes = table.select(self.runs).to_pandas().groupby(self.runs, sort=False, dropna=False).ngroup().to_numpy()
         t, _ = times(table.column("__ts").chunk(0), self.ts,
                      lambda row: tuple(table.column(k)[int(row)].as_py() for k in self.keys))
         order = order_by(codes, t)

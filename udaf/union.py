@@ -116,9 +116,9 @@ def union_table(df, by, *columns):
     table (:func:`udaf.sketch_table`, ``*_sketch_agg``) that share ``by``
     are united as ``<family>_union_agg`` unites them, byte for byte, but
     every key of an Arrow batch at once after Spark's shuffle by key
-    (``collect_list``, then one Arrow UDF per column), not a Python call
-    per key; the result is a sketch
-    table again (read it with ``*_sketch_estimate``, unite it further).
+    (``collect_list``, then one ``mapInArrow`` pass), not a Python call
+    per key; the result is a sketch table again (read it with
+    ``*_sketch_estimate``, unite it further).
 
     Parameters
     ----------
