@@ -393,7 +393,7 @@ class HistogramColumn:
         if not blobs.present.all():
             raise TypeError("expected bytes, bytearray or memoryview, got NoneType")
         fast, parsed = _decode_fast(blobs)
-        slow = [i for i in range(len(blobs)) if not fast[i]]
+        slow = np.flatnonzero(~np.asarray(fast, dtype=bool)).tolist()  # not one Python step per blob
         slow_hists = [ExponentialHistogram.from_bytes(blobs[i]) for i in slow]  # raises for corrupt bytes
         if window is None or eps is None:
             if not blobs:
