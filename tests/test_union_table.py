@@ -216,6 +216,9 @@ def test_union_table_chooses_columns_keys_and_nulls(spark, sites):
     assert everything.columns == ["c", "d"] and everything.count() == 1
     whole = table.agg(U.eh_union_agg("c").alias("c")).collect()[0]
     assert bytes(everything.collect()[0].c) == bytes(whole.c)
+    # as Spark's global aggregates: an empty table unites to one row of nulls, an empty grouping to no rows
+    assert [tuple(r) for r in union_table(table.limit(0).select("c", "d"), []).collect()] == [(None, None)]
+    assert union_table(table.limit(0), "src", "c").count() == 0
     # null sketches are skipped; a key with none gets null
     holes = table.withColumn("c", F.when(F.col("site") == 0, F.lit(None)).otherwise(F.col("c")))
     holes = holes.withColumn("d", F.when(F.col("src") == 1, F.lit(None).cast("binary")).otherwise(F.col("d")))

@@ -125,7 +125,8 @@ def union_table(df, by, *columns):
     df : DataFrame
         A table with binary sketch columns.
     by : str or list of str
-        The coarser key columns (may be empty: one row for the whole table).
+        The coarser key columns (may be empty: one row for the whole table,
+        nulls for an empty one, as Spark's global aggregates give).
     *columns : str
         The sketch columns to unite (default: every binary column not in
         ``by``); other columns are left out.  A column holds one family's
