@@ -1386,9 +1386,10 @@ def gcd(a, b):
 def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, deltas, shared, widths, at, run_e, run_n):
     """One blob of :func:`_decode_all`: its ``n`` buckets (the count it
     declares) written at ``at`` of ``exps``, ``hi`` and ``lo``
-    (``deltas``, ``shared`` and ``widths`` are scratch there too, and
-    ``run_e``, ``run_n`` from 0, at least ``n`` long: no allocation per
-    blob); False when ``from_bytes`` must decide the blob."""
+    (``deltas``, ``shared``, ``widths``, ``run_e`` and ``run_n``: scratch
+    from 0, at least ``n`` long, reused by every blob: no allocation per
+    blob, and none the column's size); False when ``from_bytes`` must
+    decide the blob."""
     big = np.uint64(1) << np.uint64(40)
     u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
     top_bit = np.uint64(1) << np.uint64(63)
@@ -1441,7 +1442,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     # the shared-timestamps bitmap: one-byte words, 7 bits each, padding and bit 0 clear
     n_shared = 0
     for i in range(n):
-        shared[at + i] = False
+        shared[i] = False
     if is_shared:
         words = (n + _BITS - 1) // _BITS
         for w in range(words):
@@ -1452,17 +1453,17 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
                 break
             for k in range(used):
                 if (word >> np.uint64(k)) & np.uint64(1):
-                    shared[at + _BITS * w + k] = True
+                    shared[_BITS * w + k] = True
                     n_shared += 1
-        if not fine or shared[at] or n_shared <= words:
+        if not fine or shared[0] or n_shared <= words:
             return False
     # timestamp deltas (scaled below), then widths: every bucket's (merged) or the oldest's
     g = np.uint64(0)
     zeros = 0
     for i in range(n):
-        deltas[at + i] = np.uint64(0)
-        widths[at + i] = np.uint64(0)
-        if shared[at + i]:
+        deltas[i] = np.uint64(0)
+        widths[i] = np.uint64(0)
+        if shared[i]:
             continue
         d, pos, good = _varint(buf, pos, end)
         if not good:
@@ -1474,7 +1475,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
                 break
             zeros += 1
         g = _gcd(g, d)
-        deltas[at + i] = d
+        deltas[i] = d
     if not fine:
         return False
     if v2 and not is_shared and zeros > (n + _BITS - 1) // _BITS:
@@ -1484,7 +1485,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
         if not good:
             fine = False
             break
-        widths[at + i] = wv
+        widths[i] = wv
         g = _gcd(g, wv)
     if not fine or pos != end:
         return False
@@ -1508,7 +1509,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
     edge = np.uint64(1) << np.uint64(61)
     for i in range(n):
-        d = deltas[at + i]
+        d = deltas[i]
         if d > limit or d * tick >= edge:
             fine = False
             break
@@ -1523,22 +1524,22 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     if np.uint64(newest) - np.uint64(hi[at + n - 1]) >= np.uint64(window):
         return False
     for i in range(n):  # lo = hi - width >= INT64_MIN
-        wv = widths[at + i]
+        wv = widths[i]
         if wv > limit or wv * tick > (np.uint64(hi[at + i]) ^ top_bit):
             fine = False
             break
-        widths[at + i] = wv * tick
+        widths[i] = wv * tick
     if not fine:
         return False
     if merged:
         for i in range(n):
-            lo[at + i] = np.int64(np.uint64(hi[at + i]) - widths[at + i])
+            lo[at + i] = np.int64(np.uint64(hi[at + i]) - widths[i])
     else:
-        if exps[at + n - 1] == 0 and widths[at + n - 1] != np.uint64(0):
+        if exps[at + n - 1] == 0 and widths[n - 1] != np.uint64(0):
             return False  # an oldest bucket of size 1 has width 0
         for i in range(n - 1):
             lo[at + i] = hi[at + i + 1]
-        lo[at + n - 1] = np.int64(np.uint64(hi[at + n - 1]) - widths[at + n - 1])
+        lo[at + n - 1] = np.int64(np.uint64(hi[at + n - 1]) - widths[n - 1])
         for i in range(n):
             if exps[at + i] == 0:
                 lo[at + i] = hi[at + i]
@@ -1615,8 +1616,9 @@ def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
     count = starts.size
     declared = _decl(buf, starts, ends, flags)
     cap = declared.sum()
-    exps, hi, lo, deltas, shared, widths = _bufs(cap)
     most = declared.max() if count else 0
+    exps, hi, lo, _, _, _ = _bufs(cap)
+    _, _, _, deltas, shared, widths = _bufs(most)  # scratch: one histogram's (in cache, not 17 bytes per bucket)
     run_e = np.empty(most, dtype=np.int64)
     run_n = np.empty(most, dtype=np.int64)
     ok = np.zeros(count, dtype=np.bool_)
