@@ -921,9 +921,7 @@ def _crc_all(buf, starts, lengths, table):
 
 _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
-_desc = None  # the compiled _desc_order and _ascending, which they call
-_asc = None
-_lo_asc = None  # the compiled _lo_ascending, which _compress_one calls
+_desc = None  # the compiled _desc_order, which _compress_all and _union_all call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
@@ -941,14 +939,13 @@ _crc1 = None  # the compiled _crc_span, which _crc_all and _seal_all call
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _asc, _lo_asc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
+    global _one, _desc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
     global _vsize, _least1, _bufs, _crc1
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
             _crc1 = jit(_crc_span)
         if name == "compress":
-            _desc, _asc, _bisect_left = jit(_desc_order), jit(_ascending), jit(_first_at_least)
-            _lo_asc = jit(_lo_ascending)
+            _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
         elif name == "union":
@@ -997,62 +994,62 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
             out_e[at + i], out_hi[at + i], out_lo[at + i] = exps[i], hi[i], lo[i]
         return n
     top = hi[0]
-    # the cuts: distinct lo, hi and the cutoff in [cutoff, top)
-    # (one merge of lo ascending, hi ascending (hi is non-increasing: read from the end) and the cutoff)
-    lo_sorted = _lo_asc(hi, lo)
+    # the cuts: distinct lo, hi and the cutoff in [cutoff, top), ascending.  hi is non-increasing: its
+    # distinct values read backwards; a lo below its bucket's hi (few: most buckets hold one timestamp)
+    # sorted apart; the three merged
+    wide = np.empty(n, dtype=np.int64)
+    w = 0
+    for i in range(n):
+        if lo[i] != hi[i] and lo[i] >= cutoff:
+            wide[w] = lo[i]
+            w += 1
+    wide = np.sort(wide[:w])
     cuts = np.empty(2 * n + 1, dtype=np.int64)
     m = 0
-    p = 0
     q = n - 1
+    p = 0
     took_cutoff = False
-    while p < n or q >= 0 or not took_cutoff:
-        c_lo = lo[lo_sorted[p]] if p < n else _INT64_MAX
+    while q >= 0 or p < w or not took_cutoff:
         c_hi = hi[q] if q >= 0 else _INT64_MAX
-        c = min(c_lo, c_hi)
+        c_w = wide[p] if p < w else _INT64_MAX
+        c = min(c_hi, c_w)
         if not took_cutoff and cutoff <= c:
             c = cutoff
             took_cutoff = True
-        elif p < n and (q < 0 or c_lo <= c_hi):  # (a time may equal the sentinel: ask which is left)
-            p += 1
-        else:
+        elif q >= 0 and (p >= w or c_hi <= c_w):
             q -= 1
+        else:
+            p += 1
         if c >= cutoff and c < top and (m == 0 or cuts[m - 1] != c):
             cuts[m] = c
             m += 1
     cuts = cuts[:m]
-    # L and D at every cut: sums over buckets with lo > c and hi > c
+    # L and D at every cut from each bucket's cut range: cuts below lo add its size to L, cuts in [lo, hi)
+    # add 1 to L and size - 1 to D (difference arrays, then prefix sums)
     size = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        size[i] = np.int64(1) << exps[i]
-    hi_sorted = np.arange(n - 1, -1, -1)  # hi ascending
-    mass_lo = 0
-    count_lo = 0
-    less_lo = 0
-    for i in range(n):
-        mass_lo += size[i]
-    count_lo = n
-    less_lo = mass_lo - n  # sum of (C - 1) over lo > c
-    count_hi = n
-    less_hi = mass_lo - n  # sum of (C - 1) over hi > c
+    dl = np.zeros(m + 1, dtype=np.int64)
+    dw = np.zeros(m + 1, dtype=np.int64)
+    z = 0  # cuts below hi[i]: hi non-increasing, walked from the oldest
+    for i in range(n - 1, -1, -1):
+        s = np.int64(1) << exps[i]
+        size[i] = s
+        while z < m and cuts[z] < hi[i]:
+            z += 1
+        a = z if lo[i] == hi[i] else _bisect_left(cuts, lo[i])
+        dl[0] += s
+        dl[a] += 1 - s
+        dl[z] -= 1
+        dw[a] += s - 1
+        dw[z] -= s - 1
     lower = np.empty(m, dtype=np.int64)
     width = np.empty(m, dtype=np.int64)
-    p = 0
-    q = 0
+    run_l = np.int64(0)
+    run_w = np.int64(0)
     for t in range(m):
-        c = cuts[t]
-        while p < n and lo[lo_sorted[p]] <= c:
-            b = lo_sorted[p]
-            mass_lo -= size[b]
-            count_lo -= 1
-            less_lo -= size[b] - 1
-            p += 1
-        while q < n and hi[hi_sorted[q]] <= c:
-            b = hi_sorted[q]
-            count_hi -= 1
-            less_hi -= size[b] - 1
-            q += 1
-        lower[t] = mass_lo + count_hi - count_lo
-        width[t] = less_hi - less_lo
+        run_l += dl[t]
+        run_w += dw[t]
+        lower[t] = run_l
+        width[t] = run_w
     # the greedy passes, oldest pair first, until nothing merges
     e = exps.copy()
     blo = lo.copy()
@@ -1304,50 +1301,6 @@ def _desc_order(hi, lo):
         runs = out_runs
         src, dst = dst, src
     return src
-
-
-def _ascending(x):
-    """Positions of ``x`` in ascending order (ties in any order), by
-    :func:`_desc_order` of the bitwise complement read backwards (``~x``
-    orders as ``-x`` without overflow; nearly descending input, as the
-    buckets' ``lo`` newest first, becomes a few long runs)."""
-    n = x.size
-    back = _desc(~x[::-1], np.zeros(n, dtype=np.int64))
-    return n - 1 - back
-
-
-def _lo_ascending(hi, lo):
-    """Positions of buckets (newest first: ``hi`` non-increasing) in
-    ascending order of ``lo`` (ties in any order).  Most buckets hold one
-    timestamp (``lo == hi``: every unit bucket, and a sum's buckets of one
-    row), and those are already in order read backwards; only the others
-    are sorted (:func:`_ascending`), then the two merged."""
-    n = lo.size
-    same = np.empty(n, dtype=np.int64)
-    wide = np.empty(n, dtype=np.int64)
-    a = 0
-    b = 0
-    for i in range(n - 1, -1, -1):
-        if lo[i] == hi[i]:
-            same[a] = i
-            a += 1
-        else:
-            wide[b] = i
-            b += 1
-    if b == 0:
-        return same
-    wide = wide[:b][_asc(lo[wide[:b]])]
-    out = np.empty(n, dtype=np.int64)
-    p = 0
-    q = 0
-    for o in range(n):
-        if q >= b or (p < a and lo[same[p]] <= lo[wide[q]]):
-            out[o] = same[p]
-            p += 1
-        else:
-            out[o] = wide[q]
-            q += 1
-    return out
 
 
 _FLAG_MERGED, _FLAG_SHARED, _FLAG_TICK = 2, 4, 8  # ehist.eh_layout's flags (bits of the flags field)
