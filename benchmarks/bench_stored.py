@@ -122,7 +122,7 @@ def test_storage_and_windows(spark, tables):
     now = F.lit(NOW)
     for window, seconds in WINDOWS.items():
         start = NOW - dt.timedelta(seconds=seconds)
-        w = seconds * 1_000_000
+        w = f"{seconds} seconds"  # an interval: the sketches hold timestamps
         exact = {r.k: r for r in events.where((F.col("ts") > start) & (F.col("ts") <= NOW)).groupBy("k").agg(
             F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.countDistinct("dst").alias("d")).collect()}
         minute, second = (spark.read.parquet(tables[name]) for name in ("minute", "second"))
