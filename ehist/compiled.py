@@ -921,7 +921,8 @@ def _crc_all(buf, starts, lengths, table):
 
 _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
-_desc = None  # the compiled _desc_order, which _compress_all and _union_all call
+_desc = None  # the compiled _desc_order, which _compress_all and _merge_runs call
+_runs_order = None  # the compiled _merge_runs, which _union_all calls
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
@@ -939,13 +940,14 @@ _crc1 = None  # the compiled _crc_span, which _crc_all and _seal_all call
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
+    global _one, _desc, _runs_order, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
     global _vsize, _least1, _bufs, _crc1
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
             _crc1 = jit(_crc_span)
         if name == "compress":
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
+            _runs_order = jit(_merge_runs)
             _one = jit(_compress_one)
             _COMPILED[name] = jit(_compress_all)
         elif name == "union":
@@ -1223,19 +1225,96 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
             te = np.empty(live, dtype=np.int64)
             th = np.empty(live, dtype=np.int64)
             tl = np.empty(live, dtype=np.int64)
+            part_at = np.empty(z - a + 1, dtype=np.int64)  # where each histogram's live prefix starts
             j = 0
             for h in range(a, z):
+                part_at[h - a] = j
                 for b in range(offsets[h], offsets[h + 1]):
                     if not all_alive and hi[b] <= cutoff:
                         break
                     te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
                     j += 1
-            idx = _desc(th, tl)
+            part_at[z - a] = j
+            idx = _runs_order(th, tl, part_at)
             kept = _one(te[idx], th[idx], tl[idx], cutoff, k, factor, out_e, out_hi, out_lo, at)
             counts[g] = kept
             at += kept
             out_merged[g] = True
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
+
+
+def _merge_runs(hi, lo, starts):
+    """:func:`_desc_order` of buckets that arrive as runs (``starts``: each
+    histogram's first position, then the end), each run newest first (hi,
+    then lo, never rising), by whole stretches: a stretch of equal (hi,
+    lo) within a run is taken at once, its positions reversed, and the
+    stretches of all runs are merged by (hi, lo, then the later run
+    first), as :func:`_desc_order` orders their buckets.  A sum's
+    histogram holds a few stretches per row (its buckets inside one row
+    share one timestamp), so the merge compares stretches, not buckets.
+    A run that rises somewhere: :func:`_desc_order` of the whole."""
+    n = hi.size
+    runs = starts.size - 1
+    u = 0  # the stretches, counted first (nothing allocated for what the plain merge takes)
+    for r in range(runs):
+        for i in range(starts[r], starts[r + 1]):
+            if i == starts[r] or hi[i] != hi[i - 1] or lo[i] != lo[i - 1]:
+                if i > starts[r] and (hi[i] > hi[i - 1] or (hi[i] == hi[i - 1] and lo[i] > lo[i - 1])):
+                    return _desc(hi, lo)
+                u += 1
+    if 2 * u > n:  # stretches of one bucket mostly (counts at distinct times): the plain merge is the cheaper
+        return _desc(hi, lo)
+    first = np.empty(u + 1, dtype=np.int64)  # each stretch's first position
+    run_of = np.empty(u, dtype=np.int64)  # each stretch's run
+    bounds = np.empty(runs + 1, dtype=np.int64)  # each run's first stretch
+    u = 0
+    for r in range(runs):
+        bounds[r] = u
+        for i in range(starts[r], starts[r + 1]):
+            if i == starts[r] or hi[i] != hi[i - 1] or lo[i] != lo[i - 1]:
+                first[u] = i
+                run_of[u] = r
+                u += 1
+    bounds[runs] = u
+    first[u] = n
+    # bottom-up merges of the runs' stretch lists (empty runs are empty ranges)
+    src = np.arange(u)
+    dst = np.empty(u, dtype=np.int64)
+    width = 1
+    while width < runs:
+        for r in range(0, runs, 2 * width):
+            a, m, z = bounds[r], bounds[min(r + width, runs)], bounds[min(r + 2 * width, runs)]
+            p, q, o = a, m, a
+            while p < m and q < z:
+                x, y = src[p], src[q]
+                hx, hy = hi[first[x]], hi[first[y]]
+                # x first iff its key is larger (hi, then lo, then the later run)
+                if hx > hy or (hx == hy and (lo[first[x]] > lo[first[y]] or (lo[first[x]] == lo[first[y]]
+                                                                            and run_of[x] > run_of[y]))):
+                    dst[o] = x
+                    p += 1
+                else:
+                    dst[o] = y
+                    q += 1
+                o += 1
+            while p < m:
+                dst[o] = src[p]
+                p += 1
+                o += 1
+            while q < z:
+                dst[o] = src[q]
+                q += 1
+                o += 1
+        src, dst = dst, src
+        width *= 2
+    idx = np.empty(n, dtype=np.int64)
+    o = 0
+    for t in range(u):
+        x = src[t]
+        for i in range(first[x + 1] - 1, first[x] - 1, -1):
+            idx[o] = i
+            o += 1
+    return idx
 
 
 def _desc_order(hi, lo):
