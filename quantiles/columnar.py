@@ -34,6 +34,7 @@ import zlib
 
 import numpy as np
 
+from ehist.errors import SumOverflowError
 from ehist.validation import INT64_MIN
 from ehist import compiled
 from ehist.columnar import region_varints, sealed_heads
@@ -166,34 +167,30 @@ class QuantileColumn(KeyedColumn):
         window)``.  None where that path must decide instead (no numba,
         sketches of different parameters, a blob the vectorized checks
         refuse, a query late or too wide: it raises what is wrong)."""
-        if not (compiled.active() and len(blobs)):
+        got = _bin_bounds_of_bytes(blobs, now, window, groups)
+        if got is None:
             return None
-        ok, buf, starts, lengths, params, probe, newest = _heads(blobs)
-        if not ok.all():
-            return None
-        full = params[0]
-        if groups is not None:  # each sketch as of its group's time
-            groups = np.asarray(groups, dtype=np.int64)
-            group_of = np.repeat(np.arange(groups.size, dtype=np.int64), np.diff(np.append(groups, newest.size)))
-            if now is None:
-                group_now = np.full(groups.size, INT64_MIN, dtype=np.int64)
-                np.maximum.at(group_now, group_of, newest)
-            else:
-                group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), groups.shape)
-            now = group_now[group_of]
-        at = newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), newest.shape)
-        if (at < newest).any() or _wide(window, full):
-            return None
-        w = full if window is None else int(window)
-        cutoffs = np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w)
-        accepted, offsets, keys, lower, upper = _decode_bounds(buf, starts + _HEAD.size, starts + lengths - _CRC.size,
-                                                               newest, probe, cutoffs)
-        if not accepted.all():
-            return None
-        owner = np.repeat(np.arange(newest.size, dtype=np.int64), np.diff(offsets))
+        mapping, keys, lower, upper, owner, n = got
         if groups is not None:
-            return _union_quantiles(probe.mapping, group_of[owner], keys, lower, upper, groups.size, q)
-        return _quantiles(probe.mapping, keys, lower, upper, owner, newest.size, q)
+            return _union_quantiles(mapping, owner, keys, lower, upper, n, q)
+        return _quantiles(mapping, keys, lower, upper, owner, n, q)
+
+    @classmethod
+    def counts_of_bytes(cls, blobs, now=None, window: int | None = None, *,
+                        groups=None) -> tuple[np.ndarray, np.ndarray] | None:
+        """``from_bytes(blobs).bounds(now, window)`` as
+        :meth:`quantiles_of_bytes` reads them (each sketch's window count);
+        with ``groups``, each group's sums of its sketches' bounds as of
+        the group's time (the bins' histograms' bounds add up, as a merged
+        histogram's would: within eps of the union's count, no merge).
+        None where :meth:`quantiles_of_bytes` is."""
+        got = _bin_bounds_of_bytes(blobs, now, window, groups)
+        if got is None:
+            return None
+        _, _, lower, upper, owner, n = got
+        if np.bincount(owner, weights=upper.astype(np.float64), minlength=n).max(initial=0.0) >= 2.0 ** 62:
+            return None  # a count near int64: the merge decides (and refuses past it)
+        return _owner_sums(lower, upper, owner, n)
 
     # -------------------------------------------------------------- union
     def union(self, group_starts) -> "QuantileColumn":
@@ -236,6 +233,27 @@ class QuantileColumn(KeyedColumn):
         without merging (:meth:`SlidingQuantiles.union_bounds`, then
         :func:`~quantiles.quantiles_from_bounds`), as of ``now`` (one time
         per group; default: the group's newest)."""
+        group_of, lo, up = self._group_bin_bounds(group_starts, now, window)
+        b = self.bins
+        return _union_quantiles(self._probe.mapping, group_of[b.owner], b.keys, lo, up,
+                                int(np.asarray(group_starts).size), q)
+
+    def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's window count as the sums of its sketches' bounds as
+        of ``now`` (one time per group; default: the group's newest):
+        :meth:`QuantileColumn.counts_of_bytes` with groups, from a column."""
+        starts = np.asarray(group_starts, dtype=np.int64)
+        group_of, lo, up = self._group_bin_bounds(starts, now, window)
+        owner = group_of[self.bins.owner]
+        total = np.bincount(owner, weights=up.astype(np.float64), minlength=starts.size).max(initial=0.0)
+        if total >= 2.0 ** 63:  # as merge_all refuses the union's count
+            raise SumOverflowError("merged window count would overflow int64")
+        return _owner_sums(lo, up, owner, starts.size)
+
+    def _group_bin_bounds(self, group_starts, now, window):
+        """``(each sketch's group, every bin's lower, upper)``, each sketch
+        bounded as of its group's time (``now``: one per group; None: the
+        group's newest)."""
         starts = np.asarray(group_starts, dtype=np.int64)
         b = self.bins
         group_of = np.repeat(np.arange(starts.size, dtype=np.int64), np.diff(np.append(starts, len(b))))
@@ -246,7 +264,7 @@ class QuantileColumn(KeyedColumn):
             group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape)
         at = group_now[group_of]
         lo, up = self.bin_bounds(np.where(b.has_newest, at, b.newest), window)
-        return _union_quantiles(self._probe.mapping, group_of[b.owner], b.keys, lo, up, starts.size, q)
+        return group_of, lo, up
 
     # ------------------------------------------------------------ encoding
     def to_bytes(self) -> list:
@@ -300,6 +318,55 @@ class QuantileColumn(KeyedColumn):
             body = joined[a:e]
             out.append(body + pack(crc32(body)))
         return out
+
+
+def _bin_bounds_of_bytes(blobs, now, window, groups):
+    """Every bin's bounds, decoded and bounded in one compiled pass:
+    ``(mapping, bin keys, lower, upper, each bin's sketch or group, how
+    many)``, each sketch as of its group's time with ``groups``; None where
+    :meth:`QuantileColumn.quantiles_of_bytes` says."""
+    if not (compiled.active() and len(blobs)):
+        return None
+    ok, buf, starts, lengths, params, probe, newest = _heads(blobs)
+    if not ok.all():
+        return None
+    full = params[0]
+    group_of = None
+    if groups is not None:  # each sketch as of its group's time
+        groups = np.asarray(groups, dtype=np.int64)
+        group_of = np.repeat(np.arange(groups.size, dtype=np.int64), np.diff(np.append(groups, newest.size)))
+        if now is None:
+            group_now = np.full(groups.size, INT64_MIN, dtype=np.int64)
+            np.maximum.at(group_now, group_of, newest)
+        else:
+            group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), groups.shape)
+        now = group_now[group_of]
+    at = newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), newest.shape)
+    if (at < newest).any() or _wide(window, full):
+        return None
+    w = full if window is None else int(window)
+    cutoffs = np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w)
+    accepted, offsets, keys, lower, upper = _decode_bounds(buf, starts + _HEAD.size, starts + lengths - _CRC.size,
+                                                           newest, probe, cutoffs)
+    if not accepted.all():
+        return None
+    owner = np.repeat(np.arange(newest.size, dtype=np.int64), np.diff(offsets))
+    if groups is not None:
+        return probe.mapping, keys, lower, upper, group_of[owner], groups.size
+    return probe.mapping, keys, lower, upper, owner, newest.size
+
+
+def _owner_sums(lower, upper, owner, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact int64 sums of the bins' bounds per owner (``owner``
+    non-decreasing; an owner without bins sums to 0)."""
+    out = []
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
+    for x in (lower, upper):
+        sums = np.zeros(n, dtype=np.int64)
+        if owner.size:
+            sums[owner[first]] = np.add.reduceat(np.asarray(x, dtype=np.int64), first)
+        out.append(sums)
+    return out[0], out[1]
 
 
 def _wide(window, full: int) -> bool:

@@ -137,6 +137,20 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                 fused = QuantileColumn.quantiles_of_bytes(Blobs.of(blobs), q, groups=starts)
                 assert fused is not None or not takes_one_pass(name, flat)
                 assert fused is None or np.array_equal(fused, expect, equal_nan=True)
+            # window counts: each sketch's bounds; a group's, its sketches' bounds summed as of its newest
+            counts = QuantileColumn.counts_of_bytes(Blobs.of(blobs))
+            assert counts is not None or not takes_one_pass(name, flat)
+            assert counts is None or [tuple(map(int, c)) for c in zip(*counts)] == [s.bounds() for s in flat]
+            expect = []
+            for g in groups:
+                at = max((s.newest for s in g if s.newest is not None), default=None)
+                expect.append(tuple(map(sum, zip(*[s.bounds(at if s.newest is not None else None) for s in g]))))
+            assert [tuple(map(int, c)) for c in zip(*column.union_bounds(starts))] == expect
+            counts = QuantileColumn.counts_of_bytes(Blobs.of(blobs), groups=starts)
+            assert counts is None or [tuple(map(int, c)) for c in zip(*counts)] == expect
+            for (lo, up), m in zip(expect, merged):  # both bracket the union's count
+                m_lo, m_up = m.bounds()
+                assert lo <= m_up and m_lo <= up
 
 
 @pytest.mark.parametrize("name", ENGINES)
@@ -161,6 +175,14 @@ def test_answers_as_of_a_later_time_and_window(name, family):
             fused = QuantileColumn.quantiles_of_bytes([s.to_bytes() for s in flat], 0.9, later, 10**5, groups=starts)
             assert fused is None or np.array_equal(fused, column.union_quantiles(starts, 0.9, later, 10**5),
                                                    equal_nan=True)
+            counts = QuantileColumn.counts_of_bytes([s.to_bytes() for s in flat], nows, 10**5)
+            assert counts is None or [tuple(map(int, c)) for c in zip(*counts)] == [s.bounds(later, 10**5)
+                                                                                     for s in flat]
+            counts = QuantileColumn.counts_of_bytes([s.to_bytes() for s in flat], later, 10**5, groups=starts)
+            united = column.union_bounds(starts, later, 10**5)
+            assert [tuple(map(int, c)) for c in zip(*united)] == [
+                tuple(map(sum, zip(*[s.bounds(later, 10**5) for s in g]))) for g in (flat[:5], flat[5:9], flat[9:])]
+            assert counts is None or all(np.array_equal(a, b) for a, b in zip(counts, united))
         with pytest.raises(ValueError) as got:
             column.bounds(nows - 10**7, None)
         with pytest.raises(ValueError) as expect:

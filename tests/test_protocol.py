@@ -339,9 +339,10 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
     the merge's estimate to the last bit, histograms the sums of the
     parts' bounds (never wider than the merged histogram's, within eps of
     the exact answer), quantile sketches the quantile of the summed bin
-    bounds (as aggregate answers from partials), heavy hitters the walk on
-    the summed counter bounds (tests/test_columnar_families.py), every other
-    family the merge's answer; from Python and from SQL alike, a null or
+    bounds (as aggregate answers from partials) and the window count of
+    the summed bounds, heavy hitters the walk on the summed counter bounds
+    (tests/test_columnar_families.py), every other family the merge's
+    answer; from Python and from SQL alike, a null or
     empty array answering null."""
     pdf, sdf = flows
     parts = sdf.groupBy("k", (F.col("ts") % 3).alias("site")).agg(
@@ -361,12 +362,14 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
                                U.eh_sketch_estimate("b", now, w).alias("e"),
                                U.sliding_hll_sketch_estimate("d", now, w).alias("d"),
                                U.sliding_lp_sketch_estimate("lp", now, w).alias("lp"),
-                               U.sliding_quantile_sketch_quantile("q", F.lit(0.9), now, w).alias("q"))
+                               U.sliding_quantile_sketch_quantile("q", F.lit(0.9), now, w).alias("q"),
+                               U.sliding_quantile_sketch_estimate("q", now, w).alias("qn"))
     from_sql = spark.sql(f"SELECT k, eh_sketch_bounds(collect_list(b), {now}, {w}) AS b, "
                          f"eh_sketch_estimate(collect_list(b), {now}, {w}) AS e, "
                          f"sliding_hll_sketch_estimate(collect_list(d), {now}, {w}) AS d, "
                          f"sliding_lp_sketch_estimate(collect_list(lp), {now}, {w}) AS lp, "
-                         f"sliding_quantile_sketch_quantile(collect_list(q), 0.9, {now}, {w}) AS q FROM parts GROUP BY k")
+                         f"sliding_quantile_sketch_quantile(collect_list(q), 0.9, {now}, {w}) AS q, "
+                         f"sliding_quantile_sketch_estimate(collect_list(q), {now}, {w}) AS qn FROM parts GROUP BY k")
     parts_rows = parts.collect()
     for got in (from_python.collect(), from_sql.collect()):
         assert sorted(r.k for r in got) == sorted(merged)
@@ -381,6 +384,9 @@ def test_readers_answer_the_union_of_an_array_of_sketches(spark, flows):
             quantile_parts = [SlidingQuantiles.from_bytes(bytes(p.q)) for p in parts_rows if p.k == r.k]
             keys, lo, up = SlidingQuantiles.union_bounds(quantile_parts, now, w)
             assert r.q == quantiles_from_bounds(quantile_parts[0].mapping, keys, lo, up, [0.9])[0]
+            counts = [p.bounds(now, w) for p in quantile_parts]  # the window count: the parts' bounds summed
+            low, high = map(sum, zip(*counts))
+            assert r.qn == (low + high) / 2 and low <= len(g) <= high
     empty = spark.createDataFrame([(None,), ([],)], "s array<binary>")
     assert [r[0] for r in empty.select(U.eh_sketch_estimate("s"), U.sliding_hll_sketch_estimate("s")).collect()] \
         == [None, None]
