@@ -730,17 +730,22 @@ def _build_all(ts, starts, v, ones, window, l, exact, exact_ok, cutoff):
                     sub += 1 if ones else v[i]
                     i -= 1
                 if sub > 0:
-                    for e in range(62, -1, -1):
+                    top = 0  # the highest set bit (sub < 2**61: exact_ok)
+                    while (sub >> (top + 1)) > 0:
+                        top += 1
+                    for e in range(top, -1, -1):
                         if (sub >> e) & 1:
                             ee[ke] = e
                             eh[ke] = stamp
                             ke += 1
             if ke >= n:
                 ke = 0  # the canonical form has fewer buckets: it is the shorter
+        e_len = 0
         if 0 < ke:
             # the exact form, where it is surely shorter than the canonical one (the canonical never built)
             e_end, e_flags = _enc1(ee, eh, eh, 0, ke, newest, True, True, out, at)
-            if e_end - at < _least1(t, l, n):
+            e_len = e_end - at  # its length wherever it is written: compared with the canonical one's below
+            if e_len < _least1(t, l, n):
                 at = e_end
                 byte_ends[r] = at
                 flags[r] = e_flags
@@ -782,13 +787,9 @@ def _build_all(ts, starts, v, ones, window, l, exact, exact_ok, cutoff):
         c_end, c_flags = _enc1(ce, ch, cl, 0, n, newest, True, False, out, at)
         lo_b, up_b = _bounds1(ce, ch, cl, n, cutoff[r])
         end, fl = c_end, c_flags
-        if 0 < ke:
-            e_end, e_flags = _enc1(ee, eh, eh, 0, ke, newest, True, True, out, c_end)
-            if e_end - c_end < c_end - at:
-                for q in range(e_end - c_end):
-                    out[at + q] = out[c_end + q]
-                end, fl = at + (e_end - c_end), e_flags
-                lo_b, up_b = _bounds1(ee, eh, eh, ke, cutoff[r])
+        if 0 < ke and e_len < c_end - at:  # the exact form is the shorter after all: written again in place
+            end, fl = _enc1(ee, eh, eh, 0, ke, newest, True, True, out, at)
+            lo_b, up_b = _bounds1(ee, eh, eh, ke, cutoff[r])
         at = end
         byte_ends[r] = at
         flags[r] = fl
