@@ -1030,6 +1030,8 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
     # L and D at every cut from each bucket's cut range: cuts below lo add its size to L, cuts in [lo, hi)
     # add 1 to L and size - 1 to D (difference arrays, then prefix sums)
     size = np.empty(n, dtype=np.int64)
+    below_lo = np.empty(n, dtype=np.int64)  # each bucket's cuts below its lo (kept as buckets merge)
+    below_hi = np.empty(n, dtype=np.int64)  # and below its hi: a pair's cut range without a search
     dl = np.zeros(m + 1, dtype=np.int64)
     dw = np.zeros(m + 1, dtype=np.int64)
     z = 0  # cuts below hi[i]: hi non-increasing, walked from the oldest
@@ -1039,6 +1041,8 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         while z < m and cuts[z] < hi[i]:
             z += 1
         a = z if lo[i] == hi[i] else _bisect_left(cuts, lo[i])
+        below_lo[i] = a
+        below_hi[i] = z
         dl[0] += s
         dl[a] += 1 - s
         dl[z] -= 1
@@ -1078,11 +1082,9 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
                 s = np.int64(1) << e[x]
                 lo_x, hi_x, lo_y, hi_y = blo[x], hi[x], blo[y], hi[y]
                 lo_z = lo_x if lo_x < lo_y else lo_y
-                a = 0
-                b = 0
-                if lo_z < hi_x:  # else one timestamp: the merged bucket straddles no cut, always accepted
-                    a = _bisect_left(cuts, lo_z)
-                    b = _bisect_left(cuts, hi_x)
+                # the cuts in [lo_z, hi_x), which the merged bucket straddles (none for one timestamp: accepted)
+                a = below_lo[x] if below_lo[x] < below_lo[y] else below_lo[y]
+                b = below_hi[x]
                 accept = True
                 for t in range(a, b):  # lo_z <= c < hi_x: the merged bucket straddles
                     c = cuts[t]
@@ -1109,6 +1111,7 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
                         width[t] = new_w[t]
                     e[x] += 1
                     blo[x] = lo_z
+                    below_lo[x] = a
                     changed_in[x] = sweep
                     after = nxt[y]
                     nxt[x] = after
