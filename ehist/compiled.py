@@ -1414,6 +1414,8 @@ def read_varint(buf, pos, end):
 
 def gcd(a, b):
     """The gcd of two uint64 (0 with 0: the other), for compiled loops."""
+    if a == np.uint64(1):  # a running gcd stays at 1: no division
+        return a
     while b != np.uint64(0):
         a, b = b, a % b
     return a
