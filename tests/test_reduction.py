@@ -264,3 +264,40 @@ def test_two_phase_groups_float_and_null_keys_as_spark_does(spark):
     assert {key(r) for r in two} == set(counts)
     for r in two:
         assert r.n_lower <= counts[key(r)] <= r.n_upper
+
+
+def test_two_phase_as_of_now_sums_the_partials_bounds_in_spark(spark, monkeypatch):
+    """With a ``now`` and no sketch asked for, phase one sends a histogram
+    spec's bounds as of ``now`` (not its sketch) and Spark sums them per
+    key: the answers and bounds of the Python union of the sketches
+    (``Spec.union``) to the last bit, beside a spec that still ships its
+    sketch, on keys Spark groups (null, NaN, -0.0) spread over partitions;
+    a key's summed bounds past int64 refused in either ANSI mode, key
+    named (each partial within it)."""
+    from pyspark.sql import functions as F
+
+    from udaf import Count, Distinct, Sum, aggregate
+    from udaf.eh_spec import _Histogram
+
+    df = spark.createDataFrame(_bursty(6)).repartition(4)
+    specs = dict(n=Count(40, eps=0.1), s=Sum("b", 30, eps=0.05), u=Distinct("d", 40))
+
+    def rows(**kw):
+        out = aggregate(df, ["x", "k"], "ts", strategy="two_phase", now=55, bounds=True, **kw).collect()
+        return sorted((tuple(map(repr, r)) for r in out))
+
+    summed = rows(**specs)
+    counts_only = rows(n=specs["n"], s=specs["s"])  # no Python pass after the sums
+    monkeypatch.setattr(_Histogram, "additive", False)  # the sketches shipped and united in Python
+    assert rows(**specs) == summed
+    assert rows(n=specs["n"], s=specs["s"]) == counts_only
+    monkeypatch.undo()
+    assert len(summed) == df.select("x", "k").distinct().count()
+    assert [c for c in aggregate(df, "k", "ts", strategy="two_phase", now=55, bounds=True, **specs).columns] == \
+        ["k", "n", "n_lower", "n_upper", "s", "s_lower", "s_upper", "u"]
+    big = spark.createDataFrame([("a", t, 2**62) for t in (1, 2)] + [("b", 2, 1)], "k string, ts long, b long") \
+        .repartition(2, F.col("ts"))  # a's rows in two partitions: each partial holds 2**62
+    for ansi in (True, False):
+        with ansi_mode(spark, ansi), pytest.raises(Exception, match=r"the sum of a key's values exceeds int64 "
+                                                                    r"\(key 'a'\)"):
+            aggregate(big, "k", "ts", strategy="two_phase", now=5, s=Sum("b", 10)).collect()

@@ -35,6 +35,7 @@ class _Histogram(Spec, family="eh", sketch=ExponentialHistogram):
     """What Count and Sum share: an exponential histogram per key."""
 
     bounded = True
+    additive = True
 
     def _values(self, data: Data):
         return data.arrays.get("value")

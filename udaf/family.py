@@ -84,6 +84,12 @@ class Family:
     sketch_type: ClassVar[type]
     #: Whether answers carry deterministic ``lower`` / ``upper`` bounds.
     bounded: ClassVar[bool] = False
+    #: Whether the answer of a union is the sums of its parts' bounds as of
+    #: the query time (:meth:`~udaf.spec.Spec.union`: exponential
+    #: histograms): ``aggregate(strategy="two_phase")`` with a ``now`` and
+    #: no sketches asked for then sends each partial's bounds, not its
+    #: sketch, and Spark sums them.
+    additive: ClassVar[bool] = False
     #: Spark type (DDL) of the answer per key (:func:`udaf.aggregate`, the
     #: streaming state): a double estimate, or a family's own (a list).
     answer_type: ClassVar[str] = "double"

@@ -43,7 +43,7 @@ from .keys import partition_count, run_columns
 from .lp_spec import LpNorm
 from .native import has_native, key_text, native_answers
 from .spec import Spec, load_families, read_spec
-from .sql_text import quote
+from .sql_text import checked_sum, quote
 from .union import UnionAnswers
 
 __all__ = ["aggregate", "sketch_table", "Count", "Sum", "Distinct", "DistinctFM", "LpNorm", "min_rows_per_partial",
@@ -193,7 +193,9 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         would write, for specs that have one (Count, Sum, Distinct,
         DistinctFM, Frequencies; HeavyHitters: the exact list from a
         ``groupBy`` by key and item).  ``two_phase`` builds partial sketches per partition
-        and shuffles only them; ``shuffle`` sends the rows by key and, with
+        and shuffles only them (with ``now`` and no ``sketches``, a Count's
+        or Sum's partial goes as its bounds as of ``now``, which Spark sums
+        per key: the same answers as its sketches' union); ``shuffle`` sends the rows by key and, with
         a key's rows at hand, answers exactly (bounds equal to the answer),
         all keys of an Arrow batch in one numpy pass (:mod:`udaf.exact`).
         ``auto`` (default) runs ``native`` when every spec has a native
@@ -283,14 +285,48 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         # an Arrow batch in one numpy pass (udaf/exact.py)
         return prepared.repartition(parts, *runs).sortWithinPartitions(*runs, "__ts").mapInArrow(
             ExactAnswers(keys, runs, ts, specs, windows, at, with_bounds), T.StructType(fields))
-    partial_fields = key_fields + [T.StructField(n, T.BinaryType()) for n in specs]
+    # a histogram's answer from partials is the sums of their bounds as of `now` (Spec.union): with a `now`
+    # and no sketch asked for, phase one sends those bounds and Spark sums them (no sketch shuffled, and
+    # no Python pass after when every spec is such)
+    summed = [n for n, s in specs.items() if at is not None and not sketches and s.additive]
+    united = [n for n in specs if n not in summed]
+    partial_fields = key_fields + [T.StructField(n, T.BinaryType()) for n in united]
+    for n in summed:
+        partial_fields += [T.StructField(f"{n}_lower", T.LongType()), T.StructField(f"{n}_upper", T.LongType())]
     rows, builds, groups = reduce_rows(prepared, keys, extra, specs, reduce, REDUCE_TWO_PHASE)
-    partials = rows.mapInArrow(PartialSketches(keys, [], ts, builds, windows, groups=groups, runs=runs),
+    partials = rows.mapInArrow(PartialSketches(keys, [], ts, builds, windows, at if summed else None, summed,
+                                               groups=groups, runs=runs, sketchless=summed),
                                T.StructType(partial_fields))
     # the partials meet by key (Spark's grouping: NaN with NaN, -0.0 with 0.0),
     # unions of all keys of an Arrow batch at once (udaf/union.py)
-    lists = partials.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(n).alias(n) for n in specs])
-    return lists.mapInArrow(UnionAnswers(keys, specs, at, with_bounds, sketches), T.StructType(fields))
+    text = key_text(keys, df.schema)
+    sums = [F.expr(checked_sum(quote(f"{n}_{end}"), text)).alias(f"{n}_{end}") for n in summed
+            for end in ("lower", "upper")]  # past int64: refused, key named, in either ANSI mode
+    lists = partials.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(n).alias(n) for n in united], *sums)
+    if not summed:
+        return lists.mapInArrow(UnionAnswers(keys, specs, at, with_bounds, sketches), T.StructType(fields))
+    if united:
+        carried = [f"{n}_{end}" for n in summed for end in ("lower", "upper")]
+        middle = list(key_fields)  # UnionAnswers' columns (no sketches: none are asked for here), then the sums
+        for n in united:
+            middle.append(T.StructField(n, specs[n].answer_spark_type()))
+            if n in with_bounds:
+                middle += [T.StructField(f"{n}_lower", T.LongType()), T.StructField(f"{n}_upper", T.LongType())]
+        middle += [T.StructField(c, T.LongType()) for c in carried]
+        lists = lists.mapInArrow(UnionAnswers(keys, {n: specs[n] for n in united}, at, with_bounds, sketches,
+                                              carried), T.StructType(middle))
+    def col(name):
+        return F.col(quote(name))
+
+    out = [col(k) for k in keys]
+    for name in specs:  # the columns in the order of the other plans
+        if name in summed:  # the estimate as the Python answers compute it: lower / 2 + upper / 2
+            out.append((col(f"{name}_lower") * 0.5 + col(f"{name}_upper") * 0.5).alias(name))
+        else:
+            out.append(col(name))
+        if name in with_bounds:
+            out += [col(f"{name}_lower"), col(f"{name}_upper")]
+    return lists.select(*out)
 
 
 def now_in_unit(now, unit: str, ntz: bool = False):
@@ -350,9 +386,11 @@ class PartialSketches:
     so the sketches are the same, and a task holds a file's rows at a
     time."""
 
-    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=(), groups=None, runs=None):
+    def __init__(self, keys, carried, ts, specs, windows, at=None, with_bounds=(), groups=None, runs=None,
+                 sketchless=()):
         self.keys, self.carried, self.ts, self.specs, self.windows = keys, carried, ts, specs, windows
         self.at, self.with_bounds, self.groups = at, list(with_bounds), groups
+        self.sketchless = list(sketchless)  # specs whose bounds go out without their sketch
         self.runs = list(keys if runs is None else runs)
         self.chunk_rows, self.spill_files = CHUNK_ROWS, SPILL_FILES  # read on the driver: what the tasks hold
 
@@ -440,9 +478,11 @@ class PartialSketches:
                 present = np.zeros(table.num_rows, dtype=bool)
                 present[rows] = data.present
                 data.present = present
+            bounded = self.at is not None and name in self.with_bounds  # (the other specs' are not read)
             blobs, answers = spec.partials(t, starts, data, self.windows[name],
-                                           None if self.at is None else np.full(starts.size, self.at))
-            out[name] = pa.array(blobs, type=pa.binary())
+                                           np.full(starts.size, self.at) if bounded else None)
+            if name not in self.sketchless:
+                out[name] = pa.array(blobs, type=pa.binary())
             if name in self.with_bounds:
                 bounds[f"{name}_lower"], bounds[f"{name}_upper"] = pa.array(answers.lower), pa.array(answers.upper)
         out.update(bounds)

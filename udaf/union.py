@@ -34,9 +34,10 @@ class UnionAnswers:
     ``sketches`` the merged sketch ``<name>_sketch``), every key of a batch
     at once."""
 
-    def __init__(self, keys, specs, at, with_bounds, sketches=False):
+    def __init__(self, keys, specs, at, with_bounds, sketches=False, carried=()):
         self.keys, self.specs = keys, specs
         self.at, self.with_bounds, self.sketches = at, with_bounds, sketches
+        self.carried = list(carried)  # columns passed through after the answers
 
     def __call__(self, batches):
         for batch in batches:
@@ -59,6 +60,7 @@ class UnionAnswers:
                 out[f"{name}_lower"], out[f"{name}_upper"] = pa.array(answers.lower), pa.array(answers.upper)
             if self.sketches:
                 out[f"{name}_sketch"] = pa.array(united, type=pa.binary())
+        out.update({c: batch.column(c) for c in self.carried})
         return pa.RecordBatch.from_pydict(out)
 
 
