@@ -924,6 +924,7 @@ _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
 _desc = None  # the compiled _desc_order, which _compress_all and _merge_runs call
 _runs_order = None  # the compiled _merge_runs, which _union_all calls
+_merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
@@ -941,12 +942,14 @@ _crc1 = None  # the compiled _crc_span, which _crc_all and _seal_all call
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _runs_order, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _dec1, _decl
+    global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1
+    global _dec1, _decl
     global _vsize, _least1, _bufs, _crc1
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
             _crc1 = jit(_crc_span)
         if name == "compress":
+            _merge2 = jit(_merge_two)
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
             _one = jit(_compress_one)
@@ -1247,6 +1250,34 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
 
 
+def _merge_two(src, dst, a, m, z, key_hi, key_lo, key_tie, by_position):
+    """One merge step of the orders below: ``src[a:m]`` and ``src[m:z]``
+    (ids, each range in order) into ``dst[a:z]``, larger keys first: the
+    key of id ``x`` is ``(key_hi[x], key_lo[x], key_tie[x])``, or ``x``
+    itself last with ``by_position``."""
+    p, q, o = a, m, a
+    while p < m and q < z:
+        x, y = src[p], src[q]
+        tx = x if by_position else key_tie[x]
+        ty = y if by_position else key_tie[y]
+        if key_hi[x] > key_hi[y] or (key_hi[x] == key_hi[y] and (key_lo[x] > key_lo[y] or (key_lo[x] == key_lo[y]
+                                                                                            and tx > ty))):
+            dst[o] = x
+            p += 1
+        else:
+            dst[o] = y
+            q += 1
+        o += 1
+    while p < m:
+        dst[o] = src[p]
+        p += 1
+        o += 1
+    while q < z:
+        dst[o] = src[q]
+        q += 1
+        o += 1
+
+
 def _merge_runs(hi, lo, starts):
     """:func:`_desc_order` of buckets that arrive as runs (``starts``: each
     histogram's first position, then the end), each run newest first (hi,
@@ -1282,33 +1313,15 @@ def _merge_runs(hi, lo, starts):
     bounds[runs] = u
     first[u] = n
     # bottom-up merges of the runs' stretch lists (empty runs are empty ranges)
+    s_hi = hi[first[:u]]  # each stretch's key: (hi, lo, then the later run)
+    s_lo = lo[first[:u]]
     src = np.arange(u)
     dst = np.empty(u, dtype=np.int64)
     width = 1
     while width < runs:
         for r in range(0, runs, 2 * width):
-            a, m, z = bounds[r], bounds[min(r + width, runs)], bounds[min(r + 2 * width, runs)]
-            p, q, o = a, m, a
-            while p < m and q < z:
-                x, y = src[p], src[q]
-                hx, hy = hi[first[x]], hi[first[y]]
-                # x first iff its key is larger (hi, then lo, then the later run)
-                if hx > hy or (hx == hy and (lo[first[x]] > lo[first[y]] or (lo[first[x]] == lo[first[y]]
-                                                                            and run_of[x] > run_of[y]))):
-                    dst[o] = x
-                    p += 1
-                else:
-                    dst[o] = y
-                    q += 1
-                o += 1
-            while p < m:
-                dst[o] = src[p]
-                p += 1
-                o += 1
-            while q < z:
-                dst[o] = src[q]
-                q += 1
-                o += 1
+            _merge2(src, dst, bounds[r], bounds[min(r + width, runs)], bounds[min(r + 2 * width, runs)], s_hi, s_lo,
+                    run_of, False)
         src, dst = dst, src
         width *= 2
     idx = np.empty(n, dtype=np.int64)
@@ -1358,25 +1371,7 @@ def _desc_order(hi, lo):
         while r < runs:
             a, m = bounds[r], bounds[min(r + 1, runs)]
             z = bounds[min(r + 2, runs)]
-            p, q, o = a, m, a
-            while p < m and q < z:
-                x, y = src[p], src[q]
-                # x first iff its key is larger (hi, then lo, then position)
-                if hi[x] > hi[y] or (hi[x] == hi[y] and (lo[x] > lo[y] or (lo[x] == lo[y] and x > y))):
-                    dst[o] = x
-                    p += 1
-                else:
-                    dst[o] = y
-                    q += 1
-                o += 1
-            while p < m:
-                dst[o] = src[p]
-                p += 1
-                o += 1
-            while q < z:
-                dst[o] = src[q]
-                q += 1
-                o += 1
+            _merge2(src, dst, a, m, z, hi, lo, hi, True)  # (hi, then lo, then position)
             bounds[out_runs] = a
             out_runs += 1
             r += 2
