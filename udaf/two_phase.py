@@ -376,7 +376,8 @@ class PartialSketches:
     """``mapInArrow`` function of phase one: one sketch per key of each
     partition and spec, from one numpy sort by (key, time) and the specs'
     many-keys builders (:meth:`Spec.partials`); with ``at``/``with_bounds``
-    the bounded specs also get ``<name>_lower`` / ``<name>_upper``.
+    the bounded specs also get ``<name>_lower`` / ``<name>_upper``, and
+    the ``sketchless`` ones only those (their sketch is not sent).
 
     Memory: a partition of up to :data:`CHUNK_ROWS` rows is built in one
     pass.  A larger one streams to :data:`SPILL_FILES` Arrow files in

@@ -32,7 +32,8 @@ class UnionAnswers:
     aggregate): one row per key with each spec's estimate (double; with
     bounds also ``<name>_lower`` / ``<name>_upper``, bigint; with
     ``sketches`` the merged sketch ``<name>_sketch``), every key of a batch
-    at once."""
+    at once; the ``carried`` columns of the batch after them, as they are
+    (the sums Spark made of other specs' bounds: :func:`udaf.aggregate`)."""
 
     def __init__(self, keys, specs, at, with_bounds, sketches=False, carried=()):
         self.keys, self.specs = keys, specs
