@@ -183,7 +183,19 @@ class QuantileColumn(KeyedColumn):
         with ``groups``, each group's sums of its sketches' bounds as of
         the group's time (the bins' histograms' bounds add up, as a merged
         histogram's would: within eps of the union's count, no merge).
-        None where :meth:`quantiles_of_bytes` is."""
+        None where :meth:`quantiles_of_bytes` is.
+
+        >>> import numpy as np
+        >>> a = SlidingQuantiles(100, 0.05, 0.01).update(np.arange(10), np.arange(10.0))
+        >>> b = SlidingQuantiles(100, 0.05, 0.01).update(np.arange(5, 15), np.ones(10))
+        >>> a.bounds(), b.bounds()                  # each sketch's window count
+        ((10, 10), (10, 10))
+        >>> got = QuantileColumn.counts_of_bytes([a.to_bytes(), b.to_bytes()], groups=[0])
+        >>> got is None or [x.tolist() for x in got] == [[20], [20]]     # None without numba
+        True
+        >>> [x.tolist() for x in QuantileColumn.from_bytes([a.to_bytes(), b.to_bytes()]).union_bounds([0])]
+        [[20], [20]]
+        """
         got = _bin_bounds_of_bytes(blobs, now, window, groups)
         if got is None:
             return None

@@ -299,14 +299,13 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
                                T.StructType(partial_fields))
     # the partials meet by key (Spark's grouping: NaN with NaN, -0.0 with 0.0),
     # unions of all keys of an Arrow batch at once (udaf/union.py)
-    text = key_text(keys, df.schema)
-    sums = [F.expr(checked_sum(quote(f"{n}_{end}"), text)).alias(f"{n}_{end}") for n in summed
-            for end in ("lower", "upper")]  # past int64: refused, key named, in either ANSI mode
+    carried = [f"{n}_{end}" for n in summed for end in ("lower", "upper")]
+    text = key_text(keys, df.schema) if summed else ""
+    sums = [F.expr(checked_sum(quote(c), text)).alias(c) for c in carried]  # past int64: refused, key named
     lists = partials.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(n).alias(n) for n in united], *sums)
     if not summed:
         return lists.mapInArrow(UnionAnswers(keys, specs, at, with_bounds, sketches), T.StructType(fields))
     if united:
-        carried = [f"{n}_{end}" for n in summed for end in ("lower", "upper")]
         middle = list(key_fields)  # UnionAnswers' columns (no sketches: none are asked for here), then the sums
         for n in united:
             middle.append(T.StructField(n, specs[n].answer_spark_type()))
@@ -315,6 +314,7 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
         middle += [T.StructField(c, T.LongType()) for c in carried]
         lists = lists.mapInArrow(UnionAnswers(keys, {n: specs[n] for n in united}, at, with_bounds, sketches,
                                               carried), T.StructType(middle))
+
     def col(name):
         return F.col(quote(name))
 
