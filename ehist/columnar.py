@@ -291,6 +291,10 @@ class HistogramColumn:
         1]]``, every histogram (each with a newest) in one pass."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+        if compiled.active():  # each flags byte written before its payload
+            buf, byte_starts, byte_ends, _ = compiled.encode_histograms(
+                self.exps, self.hi, self.lo, self.offsets, self.newest, self.has_newest, self.merged, compact=True)
+            return buf, np.append(byte_starts, byte_ends[-1]).astype(np.int64)
         payload, byte_starts, byte_ends, flags = self._encode()
         buf = np.insert(payload, byte_starts, flags.astype(np.uint8))
         return buf, np.concatenate([[0], byte_ends + np.arange(1, len(self) + 1)]).astype(np.int64)

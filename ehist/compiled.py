@@ -213,7 +213,48 @@ def union_groups(exps, hi, lo, offsets, newest, has_newest, merged, group_starts
                             np.int64(k), 2.0 * (1.0 - MARGIN), float(TOTAL_LIMIT / 2))
 
 
-def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged):
+def keyed_union(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_starts, newest, window: int, k: int):
+    """The unions of many keyed-histogram sketches' counters, compiled
+    (:func:`ehist.counters.merge_keyed_groups`): sketch ``s`` holds
+    counters ``counter_starts[s]:counter_starts[s + 1]`` (keys ascending,
+    each a histogram of buckets ``offsets[c]:offsets[c + 1]``, newest
+    first), group ``g`` sketches ``sketch_starts[g]:sketch_starts[g + 1]``
+    in merge order, settled at ``newest[g]``.  Each key of a group: its
+    counters' live buckets, one counter's kept as they are (and its merged
+    flag), several's ordered and compressed as
+    :meth:`ExponentialHistogram.merge_all` does (:func:`union_groups`'s
+    steps), with no numpy pass over every counter between them.
+
+    Returns
+    -------
+    (ok, group, keys, counts, merged, exps, hi, lo): per united counter
+    holding units (by group, then key) its group, key, bucket count and
+    merged flag; the buckets.  ``ok`` False, nothing else computed, when a
+    counter's total reaches ``TOTAL_LIMIT / 2`` (the exact paths decide).
+    """
+    exps = np.ascontiguousarray(exps, dtype=np.int8)
+    keys, offsets, hi, lo, counter_starts, sketch_starts, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (
+        keys, offsets, hi, lo, counter_starts, sketch_starts, newest))
+    merged = np.ascontiguousarray(merged, dtype=np.bool_)
+    counters = keys.size
+    if not (offsets.size == counters + 1 and offsets[0] == 0 and offsets[-1] == exps.size == hi.size == lo.size
+            and np.all(np.diff(offsets) >= 0) and merged.size == counters):
+        raise ValueError("keys, offsets, exps, hi, lo and merged must describe one keyed column")
+    if not (counter_starts.size >= 1 and counter_starts[0] == 0 and counter_starts[-1] == counters
+            and np.all(np.diff(counter_starts) >= 0) and sketch_starts.size == newest.size + 1
+            and sketch_starts[0] == 0 and sketch_starts[-1] == counter_starts.size - 1
+            and np.all(np.diff(sketch_starts) >= 0)):
+        raise ValueError("counter_starts and sketch_starts must cut the counters into sketches and groups")
+    if exps.size and (np.min(exps) < 0 or np.max(exps) > 62):
+        raise ValueError(f"exponents must lie in [0, 62], got {np.min(exps)} to {np.max(exps)}")
+    if int(window) < 1 or int(k) < 1:
+        raise ValueError(f"window and k must be at least 1, got {window} and {k}")
+    _kernel("compress")
+    return _kernel("keyed_union")(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_starts, newest,
+                                  np.int64(window), np.int64(k), 2.0 * (1.0 - MARGIN), float(TOTAL_LIMIT / 2))
+
+
+def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged, compact: bool = False):
     """The payloads of :meth:`ExponentialHistogram.to_bytes` (the varints
     after the head and newest; layout in :mod:`ehist.eh_layout`) of many
     histograms in one compiled pass: ``(payload, byte_starts, byte_ends,
@@ -221,7 +262,9 @@ def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged):
     byte_ends[i]]`` and its flags (has newest, merged, shared timestamps,
     tick).  The arrays are a :class:`~ehist.columnar.HistogramColumn`'s,
     whose invariants they must hold (exponents in [0, 62], a newest
-    timestamp with every bucket)."""
+    timestamp with every bucket).  With ``compact`` each payload follows
+    a byte holding its flags, and ``byte_starts[i]`` is that byte's
+    position (the compact counters of :mod:`ehist.counters`, back to back)."""
     exps = np.ascontiguousarray(exps, dtype=np.int8)
     hi, lo, offsets, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (hi, lo, offsets, newest))
     has_newest, merged = (np.ascontiguousarray(a, dtype=np.bool_) for a in (has_newest, merged))
@@ -231,7 +274,7 @@ def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged):
         raise ValueError("exps, hi, lo, offsets, newest, has_newest and merged must describe one column of "
                          f"histograms, got {exps.shape}, {hi.shape}, {lo.shape}, {offsets.shape}, {newest.shape}")
     _kernel("decode")  # the compiled gcd
-    return _kernel("encode")(exps, hi, lo, offsets, newest, has_newest, merged)
+    return _kernel("encode")(exps, hi, lo, offsets, newest, has_newest, merged, bool(compact))
 
 
 def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, flags_at: int) -> tuple[np.ndarray, np.ndarray]:
@@ -287,6 +330,33 @@ def keyed_headers(buf, starts, ends, size, least: int):
     size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
     _kernel("decode")  # the compiled read_varint
     return _kernel("headers")(buf, starts, ends, size, np.int64(least))
+
+
+def read_keyed(buf, starts, ends, size, least: int, newest, window: int, l: int):
+    """Keyed counter regions read and their compact histograms decoded in
+    one compiled pass: :func:`keyed_headers` and :func:`decode_histograms`
+    of every counter together, with the checks
+    :meth:`ehist.keyed_counters.KeyedCounters.read` makes between them
+    (gaps and keys below ``size[i]``, lengths of at least ``least`` bytes
+    adding up to the region, a flags byte marking a newest time, every
+    counter decoded and holding units).  Region ``i`` holds counters of a
+    sketch ending at ``newest[i]``; ``window`` and ``l`` are valid.
+
+    Returns
+    -------
+    (ok, n, keys, counts, merged, exps, hi, lo): per region whether it was
+    accepted and its counter count (0 when not); per counter of the
+    accepted regions, in order, its key, bucket count and merged flag; the
+    buckets.  A rejected region leaves nothing behind (the caller's slow
+    path decides it).
+    """
+    buf, starts, ends = spans(buf, starts, ends, newest=newest)
+    size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
+    if int(window) < 1 or int(l) < 1:
+        raise ValueError(f"window and l must be at least 1, got {window} and {l}")
+    _kernel("decode")
+    return _kernel("read_keyed")(buf, starts, ends, size, np.int64(least), np.ascontiguousarray(newest, dtype=np.int64),
+                                 np.int64(window), np.int64(l))
 
 
 def build_histograms(ts, starts, values, window: int, l: int, exact: bool, exact_ok, cutoff):
@@ -574,18 +644,23 @@ def _encode_one(exps, hi, lo, a, z, newest, has_newest, merged, out, at):
     return at, f
 
 
-def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged):
+def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged, compact):
     hists = offsets.size - 1
     # a histogram takes at most 2 x 10 bytes of counts and tick, and per bucket 2 run varints (<= 2 bytes: an
-    # exponent below 63, a length below 2**14 here or 10 bytes), a bitmap bit, a delta and a width (10 bytes each)
-    out = np.empty(32 * hists + 42 * exps.size + 16, dtype=np.uint8)
+    # exponent below 63, a length below 2**14 here or 10 bytes), a bitmap bit, a delta and a width (10 bytes each);
+    # compact: and its flags byte
+    out = np.empty(33 * hists + 42 * exps.size + 16, dtype=np.uint8)
     byte_starts = np.empty(hists, dtype=np.int64)
     byte_ends = np.empty(hists, dtype=np.int64)
     flags = np.empty(hists, dtype=np.uint8)
     at = 0
     for i in range(hists):
         byte_starts[i] = at
+        if compact:
+            at += 1
         at, f = _enc1(exps, hi, lo, offsets[i], offsets[i + 1], newest[i], has_newest[i], merged[i], out, at)
+        if compact:
+            out[byte_starts[i]] = f
         byte_ends[i] = at
         flags[i] = f
     return out[:at], byte_starts, byte_ends, flags
@@ -873,6 +948,122 @@ def _keyed_headers(buf, starts, ends, size, least):
     return bad, n, gaps, lengths, body, offsets
 
 
+def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
+    count = starts.size
+    ok = np.zeros(count, dtype=np.bool_)
+    n = np.zeros(count, dtype=np.int64)
+    # pass 1: each region's header and counters (start, length, key), checked; the buckets they declare
+    c_cap = 0
+    for i in range(count):
+        if ends[i] > starts[i]:
+            c_cap += (ends[i] - starts[i]) // (2 + least)
+    c_start = np.empty(c_cap, dtype=np.int64)
+    c_len = np.empty(c_cap, dtype=np.int64)
+    keys = np.empty(c_cap, dtype=np.int64)
+    c_decl = np.empty(c_cap, dtype=np.int64)
+    first = np.zeros(count + 1, dtype=np.int64)
+    big = np.uint64(1) << np.uint64(40)
+    c = 0
+    cap = 0
+    most = 0
+    for i in range(count):
+        first[i] = c
+        if ends[i] <= starts[i]:
+            continue
+        value, pos, good = _varint(buf, starts[i], ends[i])
+        if not good:
+            continue
+        remaining = ends[i] - pos
+        if value > np.uint64(min(size[i], remaining // (2 + least))):
+            continue
+        m = np.int64(value)
+        if m == 0:
+            if remaining == 0:
+                ok[i] = True
+            continue
+        bound = np.uint64(size[i])
+        good_all = True
+        key = np.int64(-1)
+        for k in range(m):
+            value, pos, good = _varint(buf, pos, ends[i])
+            if not good or value >= bound:
+                good_all = False
+                break
+            key = key + np.int64(value) + 1
+            if key >= size[i]:
+                good_all = False
+                break
+            keys[c + k] = key
+        if not good_all:
+            continue
+        total = np.int64(0)
+        for k in range(m):
+            value, pos, good = _varint(buf, pos, ends[i])
+            if not good or value < np.uint64(least) or value > np.uint64(ends[i]):
+                good_all = False
+                break
+            c_len[c + k] = np.int64(value)
+            total += np.int64(value)
+        if not good_all or total != ends[i] - pos:
+            continue
+        region_decl = 0
+        for k in range(m):
+            a = pos
+            z = a + c_len[c + k]
+            pos = z
+            f = buf[a]
+            if (f & ~np.uint8(_FLAG_SHARED | _FLAG_TICK | _FLAG_MERGED)) != 1:  # has newest, known bits
+                good_all = False
+                break
+            d, p2, good = _varint(buf, a + 1, z)
+            room = (z - p2) * (_BITS if f & _FLAG_SHARED else 1)
+            if not good or d >= big or np.int64(d) > room or d == np.uint64(0):
+                good_all = False
+                break
+            c_start[c + k] = a
+            c_decl[c + k] = np.int64(d)
+            region_decl += np.int64(d)
+            most = max(most, np.int64(d))
+        if not good_all:
+            continue
+        ok[i] = True
+        n[i] = m
+        c += m
+        cap += region_decl
+    first[count] = c
+    # pass 2: every counter of the regions still accepted decoded, a region dropped whole at its first refusal
+    exps, hi, lo, _, _, _ = _bufs(cap)
+    _, _, _, deltas, shared, widths = _bufs(most)
+    run_e = np.empty(most, dtype=np.int64)
+    run_n = np.empty(most, dtype=np.int64)
+    out_keys = np.empty(c, dtype=np.int64)
+    counts = np.empty(c, dtype=np.int64)
+    merged = np.empty(c, dtype=np.bool_)
+    at = 0
+    o = 0
+    for i in range(count):
+        if n[i] == 0:
+            continue
+        at0, o0 = at, o
+        for k in range(first[i], first[i] + n[i]):
+            a = c_start[k]
+            f = buf[a]
+            d = c_decl[k]
+            if not _dec1(buf, a + 1, a + c_len[k], f, True, newest[i], d, window, l, exps, hi, lo, deltas, shared,
+                         widths, at, run_e, run_n):
+                ok[i] = False
+                break
+            out_keys[o] = keys[k]
+            counts[o] = d
+            merged[o] = (f & _FLAG_MERGED) != 0
+            at += d
+            o += 1
+        if not ok[i]:
+            at, o = at0, o0
+            n[i] = 0
+    return ok, n, out_keys[:o], counts[:o], merged[:o], exps[:at], hi[:at], lo[:at]
+
+
 def _crc_table() -> np.ndarray:
     """CRC-32 (zlib's polynomial, reflected) by slicing-by-8: row 0 the
     byte-at-a-time table, row ``k`` the remainder of a byte followed by
@@ -956,6 +1147,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_compress_all)
         elif name == "union":
             _COMPILED[name] = jit(_union_all)
+        elif name == "keyed_union":
+            _COMPILED[name] = jit(_keyed_union_all)
         elif name == "crc":
             _COMPILED[name] = jit(_crc_all)
         elif name == "gather":
@@ -966,6 +1159,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_search_segments)
         elif name == "headers":
             _COMPILED[name] = jit(_keyed_headers)
+        elif name == "read_keyed":
+            _COMPILED[name] = jit(_read_keyed_all)
         elif name == "build":
             _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
             _vsize = jit(_varint_size)
@@ -1248,6 +1443,100 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
             at += kept
             out_merged[g] = True
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
+
+
+def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_starts, newest, window, k, factor,
+                     heavy):
+    groups = sketch_starts.size - 1
+    n = exps.size
+    out_e = np.empty(n, dtype=np.int64)
+    out_hi = np.empty(n, dtype=np.int64)
+    out_lo = np.empty(n, dtype=np.int64)
+    c_max = 0
+    for g in range(groups):
+        c_max = max(c_max, counter_starts[sketch_starts[g + 1]] - counter_starts[sketch_starts[g]])
+    out_group = np.empty(keys.size, dtype=np.int64)
+    out_key = np.empty(out_group.size, dtype=np.int64)
+    out_count = np.empty(out_group.size, dtype=np.int64)
+    out_merged = np.empty(out_group.size, dtype=np.bool_)
+    cap = 16
+    te = np.empty(cap, dtype=np.int64)
+    th = np.empty(cap, dtype=np.int64)
+    tl = np.empty(cap, dtype=np.int64)
+    part_at = np.empty(c_max + 1, dtype=np.int64)
+    live = np.empty(c_max, dtype=np.int64)
+    int64_min = np.int64(-(2**63))
+    at = 0
+    o = 0
+    for g in range(groups):
+        c0, c1 = counter_starts[sketch_starts[g]], counter_starts[sketch_starts[g + 1]]
+        if c1 == c0:
+            continue
+        nw = newest[g]
+        all_alive = nw < int64_min + window
+        cutoff = int64_min if all_alive else nw - window
+        order = np.argsort(keys[c0:c1], kind="mergesort")  # by key; each key's counters in merge order
+        r = 0
+        while r < c1 - c0:
+            key = keys[c0 + order[r]]
+            e = r
+            while e < c1 - c0 and keys[c0 + order[e]] == key:
+                e += 1
+            parts = 0
+            total = 0
+            rough = 0.0
+            part = -1
+            for t in range(r, e):
+                c = c0 + order[t]
+                m = 0
+                for b in range(offsets[c], offsets[c + 1]):  # hi is non-increasing: a live prefix
+                    if not all_alive and hi[b] <= cutoff:
+                        break
+                    m += 1
+                    rough += 2.0 ** exps[b]
+                live[t - r] = m
+                if m:
+                    parts += 1
+                    part = c
+                    total += m
+            if rough >= heavy:
+                return False, out_group, out_key, out_count, out_merged, out_e, out_hi, out_lo
+            if parts == 1:
+                b0 = offsets[part]
+                for b in range(b0, b0 + total):
+                    out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
+                    at += 1
+                out_count[o] = total
+                out_merged[o] = merged[part]
+            elif parts >= 2:
+                if total > cap:
+                    cap = max(total, 2 * cap)
+                    te = np.empty(cap, dtype=np.int64)
+                    th = np.empty(cap, dtype=np.int64)
+                    tl = np.empty(cap, dtype=np.int64)
+                j = 0
+                p = 0
+                for t in range(r, e):
+                    if live[t - r] == 0:
+                        continue
+                    part_at[p] = j
+                    p += 1
+                    b0 = offsets[c0 + order[t]]
+                    for b in range(b0, b0 + live[t - r]):
+                        te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
+                        j += 1
+                part_at[p] = j
+                idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
+                kept = _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at)
+                at += kept
+                out_count[o] = kept
+                out_merged[o] = True
+            if parts:
+                out_group[o] = g
+                out_key[o] = key
+                o += 1
+            r = e
+    return (True, out_group[:o], out_key[:o], out_count[:o], out_merged[:o], out_e[:at], out_hi[:at], out_lo[:at])
 
 
 def _merge_two(src, dst, a, m, z, key_hi, key_lo, key_tie, by_position):

@@ -24,7 +24,7 @@ from .validation import INT64_MAX, INT64_MIN, resolve_query
 from .columnar import HistogramColumn, decode_compact
 from .errors import CorruptSketchError, IncompatibleSketchError
 from .exponential_histogram import ExponentialHistogram
-from .segments import order_by
+from .segments import every, order_by
 from .serialization import MAGIC, seal
 from .synopsis import Synopsis
 
@@ -57,6 +57,10 @@ def settle(col: HistogramColumn, window: int, newest) -> HistogramColumn:
     ``newest`` with a zero does), histograms left without units made empty,
     the others' newest set to ``newest``."""
     n = len(col)
+    if _none_leave(col, window, newest):  # every bucket stays: the arrays shared, only the times set
+        has = np.diff(col.offsets) > 0
+        return HistogramColumn(col.window, col.eps, col.offsets, col.exps, col.hi, col.lo,
+                               np.where(has, newest, 0), has, col.merged & has)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(col.offsets))
     if np.ndim(newest):
         newest = np.asarray(newest, dtype=np.int64)
@@ -70,6 +74,18 @@ def settle(col: HistogramColumn, window: int, newest) -> HistogramColumn:
     has = counts > 0
     return HistogramColumn(col.window, col.eps, np.concatenate([[0], np.cumsum(counts)]), col.exps[alive],
                            col.hi[alive], col.lo[alive], np.where(has, newest, 0), has, col.merged & has)
+
+
+def _none_leave(col: HistogramColumn, window: int, newest) -> bool:
+    """Whether settling at ``newest`` drops no bucket: each histogram's
+    oldest bucket (its last: newest first) still in the window."""
+    last = col.offsets[1:][np.diff(col.offsets) > 0] - 1
+    if np.ndim(newest):
+        newest = np.asarray(newest, dtype=np.int64)[np.diff(col.offsets) > 0]
+        everything = newest < INT64_MIN + window
+        return bool((everything | (col.hi[last] > newest - np.where(everything, 0, window))).all())
+    cutoff = int(newest) - window
+    return cutoff < INT64_MIN or bool((col.hi[last] > cutoff).all())
 
 
 def settled_total(col: HistogramColumn, counters: int) -> int:
@@ -242,6 +258,8 @@ def merge_keyed_groups(group: np.ndarray, keys: np.ndarray, col: HistogramColumn
         else np.zeros(0, dtype=np.int64)
     united = settle(union_column(col, starts), col.window, newest[group[starts]])
     kept = np.flatnonzero(np.diff(united.offsets) > 0)
+    if every(kept, len(united)):
+        return group[starts], keys[starts], united
     return group[starts][kept], keys[starts][kept], united.take(kept)
 
 

@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .validation import INT64_MIN
+from .validation import INT64_MIN, k_of_eps
 from . import compiled
 from .columnar import HistogramColumn, decode_compact_bounds, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
-from .segments import gather
+from .segments import every, gather
 from .segments import ranges as _ranges
 
 __all__ = ["KeyedCounters", "KeyedColumn"]
@@ -139,8 +139,11 @@ class KeyedCounters:
         return cls.concat([a, b]).take(position)
 
     def take(self, indices) -> "KeyedCounters":
-        """The sketches at ``indices``, in that order."""
+        """The sketches at ``indices``, in that order (``self`` when they
+        are all of them in order)."""
         idx = np.asarray(indices, dtype=np.int64)
+        if every(idx, len(self)):
+            return self
         a, b = self.offsets[idx], self.offsets[idx + 1]
         rows = _ranges(a, b)
         return KeyedCounters(np.concatenate([[0], np.cumsum(b - a)]), self.keys[rows], self.col.take(rows),
@@ -159,7 +162,17 @@ class KeyedCounters:
         newest = np.full(groups, INT64_MIN, dtype=np.int64)
         np.maximum.at(newest, group_of[self.has_newest], self.newest[self.has_newest])
         has = np.bincount(group_of[self.has_newest], minlength=groups) > 0
-        group, keys, col = merge_keyed_groups(group_of[self.owner], self.keys, self.col, newest)
+        c = self.col
+        if compiled.active():  # every group's keys merged and united in one pass; totals near int64: below
+            ok, group, keys, counts, merged, exps, hi, lo = compiled.keyed_union(
+                self.keys, c.offsets, c.exps, c.hi, c.lo, c.merged, self.offsets, np.append(starts, len(self)),
+                newest, c.window, k_of_eps(c.eps))
+            if ok:
+                col = HistogramColumn(c.window, c.eps, np.concatenate([[0], np.cumsum(counts)]), exps, hi, lo,
+                                      newest[group], np.ones(group.size, dtype=bool), merged)
+                offsets = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=groups))])
+                return KeyedCounters(offsets, keys, col, np.where(has, newest, 0), has)
+        group, keys, col = merge_keyed_groups(group_of[self.owner], self.keys, c, newest)
         offsets = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=groups))])
         return KeyedCounters(offsets, keys, col, np.where(has, newest, 0), has)
 
@@ -208,6 +221,14 @@ class KeyedCounters:
         rejected are left to the family's ``from_bytes``."""
         newest = np.asarray(newest, dtype=np.int64)
         col = HistogramColumn(window, eps, [0], [], [], [], [], [], [])
+        if compiled.active():  # headers and histograms in one pass (the same checks)
+            ok, n, keys, counts, merged, exps, hi, lo = compiled.read_keyed(buf, starts, ends, size, MIN_COMPACT_BYTES,
+                                                                            newest, col.window, col._l)
+            times = np.repeat(newest, n)
+            col = HistogramColumn(window, eps, np.concatenate([[0], np.cumsum(counts)]), exps, hi, lo, times,
+                                  np.ones(counts.size, dtype=bool), merged)
+            return ok, cls(np.concatenate([[0], np.cumsum(n[ok])]), keys, col, newest[ok],
+                           np.ones(int(ok.sum()), dtype=bool))
 
         def decode(c_start, c_len, sketch):
             nonlocal col
@@ -215,7 +236,8 @@ class KeyedCounters:
             return got, np.diff(col.offsets)
 
         ok, counts, keys, rows = _read(buf, starts, ends, size, decode)
-        return ok, cls(np.concatenate([[0], np.cumsum(counts)]), keys, col.take(rows), newest[ok],
+        return ok, cls(np.concatenate([[0], np.cumsum(counts)]), keys,
+                       col if every(rows, len(col)) else col.take(rows), newest[ok],
                        np.ones(int(ok.sum()), dtype=bool))
 
     @classmethod

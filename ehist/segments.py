@@ -11,7 +11,7 @@ import numpy as np
 
 from . import compiled
 
-__all__ = ["gather", "ranges", "search_segments", "order_by"]
+__all__ = ["gather", "ranges", "search_segments", "order_by", "every"]
 
 
 def ranges(starts, ends) -> np.ndarray:
@@ -20,6 +20,19 @@ def ranges(starts, ends) -> np.ndarray:
     starts = np.asarray(starts, dtype=np.int64)
     lengths = np.asarray(ends, dtype=np.int64) - starts
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths - starts, lengths)
+
+
+def every(indices, n: int) -> bool:
+    """Whether ``indices`` are ``0 .. n - 1`` in order: a take of them
+    changes nothing, and the caller may keep the arrays it has.
+
+    >>> every(np.arange(4), 4), every(np.array([0, 2, 3]), 4), every(np.array([1, 0]), 2)
+    (True, False, False)
+    """
+    idx = np.asarray(indices)
+    if idx.size != n:
+        return False
+    return n == 0 or (int(idx[0]) == 0 and int(idx[-1]) == n - 1 and bool((np.diff(idx) == 1).all()))
 
 
 def gather(src, starts, ends) -> np.ndarray:

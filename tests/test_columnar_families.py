@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ehist import compiled
 from ehist.blobs import Blobs
 from ehist.errors import CorruptSketchError
+from ehist.validation import k_of_eps
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 from quantiles import SlidingQuantiles, quantiles_from_bounds
@@ -220,6 +222,44 @@ def test_mutated_bytes_decode_or_raise_as_from_bytes(name, family, data, kind, s
                      for s in expect}) > 1
         return
     assert column.to_bytes() == [s.to_bytes() for s in expect]
+
+
+def _arrays(k) -> list:
+    c = k.col
+    return [k.offsets, k.keys, k.newest, k.has_newest, c.offsets, c.exps, c.hi, c.lo, c.newest, c.has_newest, c.merged]
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="no numba")
+@pytest.mark.parametrize("family", [FAMILIES[0], FAMILIES[2]])  # heavy hitters: levels of Count-Min counters
+@settings(max_examples=examples(40), deadline=None)
+@given(data=st.data())
+def test_compiled_keyed_read_and_union_are_the_numpy_steps(family, data):
+    """The one-pass keyed reader and union (compiled.read_keyed,
+    compiled.keyed_union) take every valid sketch and give the arrays the
+    numpy steps give (KeyedCounters.read's _read, merge_keyed_groups)."""
+    from ehist.keyed_counters import KeyedCounters
+
+    groups = data.draw(batches(family))
+    blobs = [s.to_bytes() for g in groups for s in g]
+    starts = starts_of(groups)
+    with engine("numpy"):
+        plain = COLUMNS[family].from_bytes(blobs)
+        plain_union = plain._counters().unite(starts)
+    with engine("auto"):
+        fused = COLUMNS[family].from_bytes(blobs)
+        counters = fused._counters()
+        newest = np.full(starts.size, INT64_MIN, dtype=np.int64)
+        group_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(counters))))
+        np.maximum.at(newest, group_of[counters.has_newest], counters.newest[counters.has_newest])
+        c = counters.col
+        ok = compiled.keyed_union(counters.keys, c.offsets, c.exps, c.hi, c.lo, c.merged, counters.offsets,
+                                  np.append(starts, len(counters)), newest, c.window, k_of_eps(c.eps))[0]
+        assert ok  # the union was the one pass's, not the numpy fallback's
+        fused_union = counters.unite(starts)
+    for a, b in zip(_arrays(plain._counters()), _arrays(counters)):
+        assert np.array_equal(a, b)
+    for a, b in zip(_arrays(plain_union), _arrays(fused_union)):
+        assert np.array_equal(a, b)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
