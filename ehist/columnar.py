@@ -1124,28 +1124,6 @@ def decode_compact_flat(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     return ok, _assemble(parsed, window, eps)
 
 
-def decode_compact_bounds(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, window: int, eps: float,
-                          newest: np.ndarray, cutoffs: np.ndarray):
-    """:func:`decode_compact_flat` and the bounds of each histogram for the
-    units after ``cutoffs[i]``, in one compiled pass
-    (:func:`ehist.compiled.decode_bounds`; numba only), the column never
-    built: ``(accepted mask, lower, upper, bucket counts, units)``, zeros
-    where not accepted (the caller decodes those the slow way).  ``window``
-    and ``eps`` are valid (the caller's sketch checked them)."""
-    count = starts.size
-    ok, flags = _compact_flags(buf, starts, lengths)
-    out = [np.zeros(count, dtype=np.int64) for _ in range(4)]
-    idx = np.flatnonzero(ok)
-    if idx.size:
-        got = compiled.decode_bounds(buf, starts[idx] + 1, starts[idx] + lengths[idx], flags[idx],
-                                     np.ones(idx.size, dtype=bool), np.asarray(newest, dtype=np.int64)[idx],
-                                     int(window), (k_of_eps(float(eps)) + 1) // 2, np.asarray(cutoffs)[idx])
-        ok[idx[~got[0]]] = False
-        for o, g in zip(out, got[1:]):
-            o[idx] = g
-    return (ok, *out)
-
-
 def _compact_flags(buf, starts, lengths) -> tuple[np.ndarray, np.ndarray]:
     """``(possible mask, flags)`` of compact histograms: a flags byte with
     "has newest" and known bits, and at least one payload byte."""

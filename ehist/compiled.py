@@ -36,8 +36,8 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "encode_histograms", "seal", "write_varint", "keyed_headers", "build_histograms", "bucket_bounds",
-           "decode_histograms", "crc_matches", "encode_varints", "gather",
+           "keyed_union", "encode_histograms", "seal", "write_varint", "read_keyed", "read_keyed_bounds",
+           "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches", "encode_varints", "gather",
            "search_segments", "first_at_least"]
 
 try:  # optional: ehist[fast]
@@ -310,31 +310,10 @@ def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, flags
     return _kernel("seal")(head, int(flags_at), flags, newest, has_newest, payload, byte_starts, byte_ends, _CRC_TABLE)
 
 
-def keyed_headers(buf, starts, ends, size, least: int):
-    """The headers of keyed counter regions (:func:`ehist.counters.write_counters`:
-    ``varint n``, ``n`` varint gaps, ``n`` varint byte lengths) at
-    ``buf[starts[i]:ends[i]]``, read one after the other in one compiled
-    pass, with the checks of :meth:`ehist.keyed_counters.KeyedCounters.read`
-    on them: every varint minimal and inside its region; ``n`` at most
-    ``size[i]`` and what the bytes left could hold (``2 + least`` each);
-    no counter, nothing after the count.
-
-    Returns
-    -------
-    (bad, n, gaps, lengths, body, offsets): per region its flag, its
-    counter count (0 when its count is refused) and where its counters
-    start; the gaps and lengths of every region's counters, region ``i``'s
-    at ``offsets[i]:offsets[i + 1]``.
-    """
-    buf, starts, ends = spans(buf, starts, ends)
-    size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
-    _kernel("decode")  # the compiled read_varint
-    return _kernel("headers")(buf, starts, ends, size, np.int64(least))
-
-
 def read_keyed(buf, starts, ends, size, least: int, newest, window: int, l: int):
     """Keyed counter regions read and their compact histograms decoded in
-    one compiled pass: :func:`keyed_headers` and :func:`decode_histograms`
+    one compiled pass: each region's ``varint n``, gaps and lengths
+    (:func:`ehist.counters.write_counters`) and :func:`decode_histograms`
     of every counter together, with the checks
     :meth:`ehist.keyed_counters.KeyedCounters.read` makes between them
     (gaps and keys below ``size[i]``, lengths of at least ``least`` bytes
@@ -357,6 +336,22 @@ def read_keyed(buf, starts, ends, size, least: int, newest, window: int, l: int)
     _kernel("decode")
     return _kernel("read_keyed")(buf, starts, ends, size, np.int64(least), np.ascontiguousarray(newest, dtype=np.int64),
                                  np.int64(window), np.int64(l))
+
+
+def read_keyed_bounds(buf, starts, ends, size, least: int, newest, window: int, l: int, cutoffs):
+    """:func:`read_keyed` with each counter bounded for the units after its
+    region's ``cutoffs[i]`` as it is decoded (:func:`decode_bounds`'s
+    bounds), no column built: ``(ok, n, keys, lower, upper, units)``, per
+    counter of the accepted regions its key, bounds and total."""
+    buf, starts, ends = spans(buf, starts, ends, newest=newest, cutoffs=cutoffs)
+    size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
+    if int(window) < 1 or int(l) < 1:
+        raise ValueError(f"window and l must be at least 1, got {window} and {l}")
+    _kernel("decode")
+    _kernel("build")
+    return _kernel("read_keyed_bounds")(buf, starts, ends, size, np.int64(least),
+                                        np.ascontiguousarray(newest, dtype=np.int64), np.int64(window), np.int64(l),
+                                        np.ascontiguousarray(cutoffs, dtype=np.int64))
 
 
 def build_histograms(ts, starts, values, window: int, l: int, exact: bool, exact_ok, cutoff):
@@ -901,54 +896,14 @@ def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, 
     return out, offsets
 
 
-def _keyed_headers(buf, starts, ends, size, least):
-    count = starts.size
-    bad = np.zeros(count, dtype=np.bool_)
-    n = np.zeros(count, dtype=np.int64)
-    after = np.zeros(count, dtype=np.int64)
-    for i in range(count):
-        value, pos, ok = _varint(buf, starts[i], ends[i])
-        if not ok:
-            bad[i] = True
-            continue
-        remaining = ends[i] - pos
-        most = min(size[i], remaining // (2 + least))
-        if value > np.uint64(most):
-            bad[i] = True
-            continue
-        n[i] = np.int64(value)
-        after[i] = pos
-        if n[i] == 0 and remaining != 0:
-            bad[i] = True
-    offsets = np.zeros(count + 1, dtype=np.int64)
-    for i in range(count):
-        offsets[i + 1] = offsets[i] + (0 if bad[i] else n[i])
-    gaps = np.zeros(offsets[count], dtype=np.uint64)
-    lengths = np.zeros(offsets[count], dtype=np.uint64)
-    body = np.zeros(count, dtype=np.int64)
-    for i in range(count):
-        if bad[i]:
-            n[i] = 0
-            continue
-        pos = after[i]
-        for k in range(n[i]):
-            value, pos, ok = _varint(buf, pos, ends[i])
-            if not ok:
-                bad[i] = True
-                break
-            gaps[offsets[i] + k] = value
-        if not bad[i]:
-            for k in range(n[i]):
-                value, pos, ok = _varint(buf, pos, ends[i])
-                if not ok:
-                    bad[i] = True
-                    break
-                lengths[offsets[i] + k] = value
-        body[i] = pos
-    return bad, n, gaps, lengths, body, offsets
-
-
-def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
+def _keyed_layout(buf, starts, ends, size, least):
+    """The first pass of :func:`_read_keyed_all` and
+    :func:`_read_keyed_bounds_all`: each region's header read and checked,
+    each counter's start, length, key and declared bucket count (its flags
+    byte and count checked).  Returns (ok, n, first, c_start, c_len, keys,
+    c_decl, buckets, most): per region whether it passed and its counters
+    (``first[i]`` on), per counter its fields, the buckets the passing
+    regions declare and the most one counter declares."""
     count = starts.size
     ok = np.zeros(count, dtype=np.bool_)
     n = np.zeros(count, dtype=np.int64)
@@ -1031,6 +986,13 @@ def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
         c += m
         cap += region_decl
     first[count] = c
+    return ok, n, first, c_start, c_len, keys, c_decl, cap, most
+
+
+def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
+    ok, n, first, c_start, c_len, keys, c_decl, cap, most = _layout(buf, starts, ends, size, least)
+    count = starts.size
+    c = first[count]
     # pass 2: every counter of the regions still accepted decoded, a region dropped whole at its first refusal
     exps, hi, lo, _, _, _ = _bufs(cap)
     _, _, _, deltas, shared, widths = _bufs(most)
@@ -1062,6 +1024,42 @@ def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
             at, o = at0, o0
             n[i] = 0
     return ok, n, out_keys[:o], counts[:o], merged[:o], exps[:at], hi[:at], lo[:at]
+
+
+def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cutoffs):
+    ok, n, first, c_start, c_len, keys, c_decl, _, most = _layout(buf, starts, ends, size, least)
+    count = starts.size
+    exps, hi, lo, deltas, shared, widths = _bufs(most)
+    run_e = np.empty(most, dtype=np.int64)
+    run_n = np.empty(most, dtype=np.int64)
+    c = first[count]
+    out_keys = np.empty(c, dtype=np.int64)
+    lower = np.empty(c, dtype=np.int64)
+    upper = np.empty(c, dtype=np.int64)
+    units = np.empty(c, dtype=np.int64)
+    o = 0
+    for i in range(count):
+        if n[i] == 0:
+            continue
+        o0 = o
+        for k in range(first[i], first[i] + n[i]):
+            a = c_start[k]
+            d = c_decl[k]
+            if not _dec1(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d, window, l, exps, hi, lo, deltas, shared,
+                         widths, 0, run_e, run_n):
+                ok[i] = False
+                break
+            out_keys[o] = keys[k]
+            lower[o], upper[o] = _bounds1(exps, hi, lo, d, cutoffs[i])
+            total = np.int64(0)  # below 2**62: _decode_one refuses more
+            for j in range(d):
+                total += np.int64(1) << np.int64(exps[j])
+            units[o] = total
+            o += 1
+        if not ok[i]:
+            o = o0
+            n[i] = 0
+    return ok, n, out_keys[:o], lower[:o], upper[:o], units[:o]
 
 
 def _crc_table() -> np.ndarray:
@@ -1130,12 +1128,13 @@ _bufs = None  # the compiled _bucket_arrays
 _vsize = None  # the compiled _varint_size and _canonical_payload_at_least, which _build_all calls
 _least1 = None
 _crc1 = None  # the compiled _crc_span, which _crc_all and _seal_all call
+_layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_keyed_bounds_all call
 
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1
     global _dec1, _decl
-    global _vsize, _least1, _bufs, _crc1
+    global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
             _crc1 = jit(_crc_span)
@@ -1157,10 +1156,10 @@ def _kernel(name: str = "compress"):
             if _bisect_left is None:
                 _bisect_left = jit(_first_at_least)
             _COMPILED[name] = jit(_search_segments)
-        elif name == "headers":
-            _COMPILED[name] = jit(_keyed_headers)
-        elif name == "read_keyed":
-            _COMPILED[name] = jit(_read_keyed_all)
+        elif name in ("read_keyed", "read_keyed_bounds"):  # after "decode" (and "build": the bounds)
+            if _layout is None:
+                _layout = jit(_keyed_layout)
+            _COMPILED[name] = jit(_read_keyed_all if name == "read_keyed" else _read_keyed_bounds_all)
         elif name == "build":
             _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
             _vsize = jit(_varint_size)

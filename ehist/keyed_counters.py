@@ -47,7 +47,7 @@ import numpy as np
 
 from .validation import INT64_MIN, k_of_eps
 from . import compiled
-from .columnar import HistogramColumn, decode_compact_bounds, decode_compact_flat, region_varints
+from .columnar import HistogramColumn, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
 from .segments import every, gather
@@ -244,32 +244,23 @@ class KeyedCounters:
     def read_bounds(cls, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, size: int, window: int, eps: float,
                     newest: np.ndarray, cutoffs: np.ndarray):
         """:meth:`read`, each counter bounded for the units after its
-        sketch's ``cutoffs[s]`` as it is decoded (compiled only:
-        :func:`ehist.columnar.decode_compact_bounds`), no column built.
+        sketch's ``cutoffs[s]`` as it is decoded, no column built (compiled
+        only: :func:`ehist.compiled.read_keyed_bounds`, one pass).
 
         Returns
         -------
         (accepted mask, offsets, keys, lower, upper, units): the accepted
         sketches' counters, sketch ``s``'s at ``offsets[s]:offsets[s + 1]``.
         """
-        newest = np.asarray(newest, dtype=np.int64)
-        cutoffs = np.asarray(cutoffs, dtype=np.int64)
-        values = [np.zeros(0, dtype=np.int64)] * 3
-
-        def decode(c_start, c_len, sketch):
-            nonlocal values
-            got, *values = decode_compact_bounds(buf, c_start, c_len, window, eps, newest[sketch], cutoffs[sketch])
-            buckets = values.pop(2)
-            values = [v[got] for v in values]
-            return got, buckets[got]
-
-        ok, counts, keys, rows = _read(buf, starts, ends, size, decode)
-        return (ok, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), keys, *(v[rows] for v in values))
+        col = HistogramColumn(window, eps, [0], [], [], [], [], [], [])  # window and eps checked
+        ok, n, keys, lower, upper, units = compiled.read_keyed_bounds(
+            buf, starts, ends, size, MIN_COMPACT_BYTES, newest, col.window, col._l, cutoffs)
+        return ok, np.concatenate([[0], np.cumsum(n[ok])]).astype(np.int64), keys, lower, upper, units
 
 
 def _read(buf, starts, ends, size, decode):
-    """The step :meth:`KeyedCounters.read` and ``read_bounds`` share: every
-    region's header read and checked, then its counters handed to
+    """:meth:`KeyedCounters.read` without the compiled loops: every
+    region's header read and checked in numpy, then its counters handed to
     ``decode(counter starts, lengths, sketch of each)``, which returns
     (accepted mask, bucket count of each accepted).  Returns (accepted
     sketches mask, their counter counts, their keys, and the positions of
@@ -281,31 +272,25 @@ def _read(buf, starts, ends, size, decode):
     # only the count, gaps and lengths are read here (the counters are the histogram decoder's)
     rs, re = starts[idx], ends[idx]
     size = np.broadcast_to(np.asarray(size, dtype=np.int64), (count,))[idx]
-    if compiled.active():  # one pass per region, the same checks
-        bad, n, gaps, c_len, body, c_off = compiled.keyed_headers(buf, rs, re, size, MIN_COMPACT_BYTES)
-        c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), np.diff(c_off))
-        bound = size[c_owner]
-        bad[c_owner[(gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
-    else:
-        header = region_varints(buf, rs, re)
-        zero = np.zeros(idx.size, dtype=np.int64)
-        n, n_stop, bad = header(zero, np.arange(idx.size))
-        remaining = re - n_stop - 1
-        most = np.minimum(size, remaining // (2 + MIN_COMPACT_BYTES)).astype(_U64)
-        bad |= n > most
-        n = np.where(bad, 0, n).astype(np.int64)
-        bad |= (n == 0) & (remaining != 0)  # no counter: nothing after the count
-        # gaps, then lengths
-        c_off = np.concatenate([[0], np.cumsum(n)])
-        c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), n)
-        c_local = np.arange(int(c_off[-1])) - c_off[:-1][c_owner]
-        gaps, _, bad_gap = header(1 + c_local, c_owner)
-        c_len, c_stop, bad_len = header(1 + n[c_owner] + c_local, c_owner)
-        bound = size[c_owner]
-        bad[c_owner[bad_gap | bad_len | (gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
-        body = np.zeros(idx.size, dtype=np.int64)  # where each region's counters start
-        has = n > 0
-        body[has] = c_stop[c_off[1:][has] - 1] + 1
+    header = region_varints(buf, rs, re)
+    zero = np.zeros(idx.size, dtype=np.int64)
+    n, n_stop, bad = header(zero, np.arange(idx.size))
+    remaining = re - n_stop - 1
+    most = np.minimum(size, remaining // (2 + MIN_COMPACT_BYTES)).astype(_U64)
+    bad |= n > most
+    n = np.where(bad, 0, n).astype(np.int64)
+    bad |= (n == 0) & (remaining != 0)  # no counter: nothing after the count
+    # gaps, then lengths
+    c_off = np.concatenate([[0], np.cumsum(n)])
+    c_owner = np.repeat(np.arange(idx.size, dtype=np.int64), n)
+    c_local = np.arange(int(c_off[-1])) - c_off[:-1][c_owner]
+    gaps, _, bad_gap = header(1 + c_local, c_owner)
+    c_len, c_stop, bad_len = header(1 + n[c_owner] + c_local, c_owner)
+    bound = size[c_owner]
+    bad[c_owner[bad_gap | bad_len | (gaps >= bound.astype(_U64)) | (c_len < _U64(MIN_COMPACT_BYTES))]] = True
+    body = np.zeros(idx.size, dtype=np.int64)  # where each region's counters start
+    has = n > 0
+    body[has] = c_stop[c_off[1:][has] - 1] + 1
     gaps = np.minimum(gaps, bound.astype(_U64)).astype(np.int64)
     keys = _segment_cumsum(gaps + 1, c_off) - 1
     bad[c_owner[keys >= bound]] = True
