@@ -6,7 +6,17 @@ are skipped unless asked for: ``python -m pytest --slow`` runs everything,
 suite must stay under ten minutes on two cores).
 """
 
+import os
+
 import pytest
+
+# numba's on-disk cache is not safe for processes that compile one function
+# at the same moment (numba issues 4807 and 10128: a cache written by two at
+# once can crash every later load); each pytest-xdist worker, and the Spark
+# workers its session starts, gets a cache of its own
+if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".numba_cache",
+                                                 os.environ["PYTEST_XDIST_WORKER"])
 
 
 def pytest_addoption(parser):

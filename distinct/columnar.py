@@ -69,7 +69,7 @@ from ehist.blobs import Blobs
 from ehist.segments import gather, order_by
 
 from . import hll_layout as L
-from .compiled import decode_entries, window_rank_counts
+from .compiled import decode_entries, encode_payloads, window_rank_counts
 from .fm import trailing_zeros
 from .hll import SlidingHyperLogLog, estimates_from_rank_counts
 
@@ -176,6 +176,12 @@ def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: 
     ``newest`` and ``has`` (a newest timestamp) per run."""
     runs = newest.size
     counts = np.bincount(run, minlength=runs)
+    head = L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0) + L.PARAMS.pack(window, p, seed)
+    if ehist_compiled.active():  # every payload in one compiled pass (distinct.compiled)
+        payload, byte_starts, byte_ends, ticked = encode_payloads(np.concatenate([[0], np.cumsum(counts)]), reg, rank,
+                                                                  age, has)
+        flags = np.where(has, L.FLAG_HAS_NEWEST, 0) | np.where(ticked, L.FLAG_TICK, 0)
+        return sealed_blobs(head, flags, newest, has, payload, byte_starts, byte_ends)
     tick = segment_gcds(age, run, runs)
     ticked = tick >= _U64(2)
     tick[~ticked] = _U64(1)
@@ -209,7 +215,6 @@ def encode_entries(run, reg, rank, age, newest, has, window: int, p: int, seed: 
     payload = gather(src, pieces[:, :, 0].ravel(), pieces[:, :, 1].ravel())
     byte_ends = np.cumsum(h_len + counts + a_len)
     flags = np.where(has, L.FLAG_HAS_NEWEST, 0) | np.where(ticked, L.FLAG_TICK, 0)
-    head = L.PREAMBLE.pack(MAGIC, L.FAMILY, L.FORMAT_VERSION, 0) + L.PARAMS.pack(window, p, seed)
     return sealed_blobs(head, flags, newest, has, payload, byte_ends - (h_len + counts + a_len), byte_ends)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ehist import compiled
 
-__all__ = ["decode_entries", "future_maxima", "window_rank_counts"]
+__all__ = ["decode_entries", "future_maxima", "window_rank_counts", "encode_payloads"]
 
 
 def decode_entries(buf, starts, ends, ticked, version_2, newest, window, precision):
@@ -81,6 +81,65 @@ def future_maxima(group_starts, reg, ts, rank, newest, window: int, keep_all):
     if reg.size and (rank.min() < 0 or rank.max() > 127 or reg.min() < 0 or reg.max() >= 1 << 18):
         raise ValueError("ranks must be in [0, 127] and registers in [0, 2**18)")
     return _union_kernel()(starts, reg, ts, rank, newest, int(window), keep_all)
+
+
+def encode_payloads(offsets, reg, rank, age, has):
+    """The payloads of :meth:`SlidingHyperLogLog.to_bytes` (after the head
+    fields, before the CRC; layout in :mod:`distinct.hll_layout`) of many
+    sketches' canonical entries in one compiled pass: sketch ``s``'s
+    entries at ``offsets[s]:offsets[s + 1]`` of ``reg``, ``rank`` and
+    ``age`` (``newest - t``, uint64), sorted by register and time; ``has``
+    its newest time.  What :func:`distinct.columnar.encode_entries`
+    writes: the count, the tick (the ages' gcd, where 2 or more), the
+    register deltas, a byte per rank, the ages over the tick.
+
+    Returns
+    -------
+    (payload, byte_starts, byte_ends, ticked): sketch ``s``'s payload at
+    ``payload[byte_starts[s]:byte_ends[s]]`` and whether it has a tick.
+    """
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    reg, rank = np.ascontiguousarray(reg, dtype=np.int64), np.ascontiguousarray(rank, dtype=np.int64)
+    age, has = np.ascontiguousarray(age, dtype=np.uint64), np.ascontiguousarray(has, dtype=np.bool_)
+    if not (offsets.size == has.size + 1 and offsets[0] == 0 and offsets[-1] == reg.size == rank.size == age.size
+            and np.all(np.diff(offsets) >= 0)):
+        raise ValueError("offsets must cut reg, rank and age into one run per sketch")
+    if rank.size and (rank.min() < 0 or rank.max() > 255):
+        raise ValueError(f"ranks must fit a byte, got {rank.min()} to {rank.max()}")
+    return _encode_kernel()(offsets, reg, rank, age, has)
+
+
+def _encode_all(offsets, reg, rank, age, has):
+    runs = has.size
+    n = reg.size
+    out = np.empty(20 * runs + 21 * n + 1, dtype=np.uint8)  # per sketch two varints, per entry two and a byte
+    byte_starts = np.empty(runs, dtype=np.int64)
+    byte_ends = np.empty(runs, dtype=np.int64)
+    ticked = np.zeros(runs, dtype=np.bool_)
+    at = 0
+    for r in range(runs):
+        a, b = offsets[r], offsets[r + 1]
+        byte_starts[r] = at
+        tick = np.uint64(0)
+        for i in range(a, b):
+            tick = _gcd(tick, age[i])
+        if tick >= np.uint64(2):
+            ticked[r] = True
+        else:
+            tick = np.uint64(1)
+        if has[r]:
+            at = _wvarint(out, at, np.uint64(b - a))
+            if ticked[r]:
+                at = _wvarint(out, at, tick)
+            for i in range(a, b):
+                at = _wvarint(out, at, np.uint64(reg[i] - (reg[i - 1] if i > a else 0)))
+        for i in range(a, b):
+            out[at] = np.uint8(rank[i])
+            at += 1
+        for i in range(a, b):
+            at = _wvarint(out, at, age[i] // tick)
+        byte_ends[r] = at
+    return out[:at], byte_starts, byte_ends, ticked
 
 
 def _future_maxima(starts, reg, ts, rank, newest, window, keep_all):
@@ -167,6 +226,8 @@ def _union_kernel():
 
 _COMPILED = None
 _COUNTS = None
+_ENCODE = None
+_wvarint = None  # the compiled ehist.compiled.write_varint, which _encode_all calls
 _varint = None  # the compiled ehist.compiled.read_varint and gcd, and _decode_one, which _decode_all calls
 _gcd = None
 _dec1 = None
@@ -179,6 +240,15 @@ def _kernel():
         _dec1 = compiled.jit(_decode_one)
         _COMPILED = compiled.jit(_decode_all)
     return _COMPILED
+
+
+def _encode_kernel():
+    global _ENCODE, _wvarint
+    if _ENCODE is None:
+        _kernel()  # the compiled gcd
+        _wvarint = compiled.jit(compiled.write_varint)
+        _ENCODE = compiled.jit(_encode_all)
+    return _ENCODE
 
 
 def _counts_kernel():
