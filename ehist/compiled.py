@@ -36,9 +36,9 @@ import numpy as np
 from .compress import MARGIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "keyed_union", "encode_histograms", "seal", "write_varint", "read_keyed", "read_keyed_bounds",
-           "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches", "encode_varints", "gather",
-           "search_segments", "first_at_least"]
+           "keyed_union", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
+           "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches",
+           "encode_varints", "gather", "search_segments", "first_at_least"]
 
 try:  # optional: ehist[fast]
     if os.environ.get("EHIST_NO_NUMBA"):
@@ -275,6 +275,44 @@ def encode_histograms(exps, hi, lo, offsets, newest, has_newest, merged, compact
                          f"histograms, got {exps.shape}, {hi.shape}, {lo.shape}, {offsets.shape}, {newest.shape}")
     _kernel("decode")  # the compiled gcd
     return _kernel("encode")(exps, hi, lo, offsets, newest, has_newest, merged, bool(compact))
+
+
+def keyed_payloads(prefix, prefix_offsets, keys, offsets, exps, hi, lo, bucket_offsets, newest, has_newest, merged,
+                   regions):
+    """Payloads of many keyed-counter sketches in one compiled pass: sketch
+    ``s``'s varints ``prefix[prefix_offsets[s]:prefix_offsets[s + 1]]``
+    (a family's own fields, e.g. the quantile bins' keys), then, where
+    ``regions[s]``, its counter region as
+    :meth:`ehist.keyed_counters.KeyedCounters.write` writes it: ``varint
+    n``, the key gaps, the byte lengths, each counter's compact histogram
+    (flags byte and payload, :func:`encode_histograms` with ``compact``).
+    Sketch ``s`` holds counters ``offsets[s]:offsets[s + 1]`` (keys
+    ascending), counter ``c`` buckets ``bucket_offsets[c]:bucket_offsets[c
+    + 1]`` with its ``newest``, ``has_newest`` and ``merged``.
+
+    Returns
+    -------
+    (payload, byte_starts, byte_ends): sketch ``s``'s bytes at
+    ``payload[byte_starts[s]:byte_ends[s]]``, one after the other.
+    """
+    exps = np.ascontiguousarray(exps, dtype=np.int8)
+    prefix = np.ascontiguousarray(prefix, dtype=np.uint64)
+    prefix_offsets, keys, offsets, hi, lo, bucket_offsets, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (
+        prefix_offsets, keys, offsets, hi, lo, bucket_offsets, newest))
+    has_newest, merged, regions = (np.ascontiguousarray(a, dtype=np.bool_) for a in (has_newest, merged, regions))
+    sketches, counters = regions.size, keys.size
+    if not (prefix_offsets.size == offsets.size == sketches + 1 and prefix_offsets[0] == offsets[0] == 0
+            and prefix_offsets[-1] == prefix.size and offsets[-1] == counters and np.all(np.diff(prefix_offsets) >= 0)
+            and np.all(np.diff(offsets) >= 0) and bucket_offsets.size == counters + 1 and bucket_offsets[0] == 0
+            and bucket_offsets[-1] == exps.size == hi.size == lo.size and np.all(np.diff(bucket_offsets) >= 0)
+            and newest.size == has_newest.size == merged.size == counters):
+        raise ValueError("prefix, keys and the histograms must be cut into one run per sketch")
+    if exps.size and (np.min(exps) < 0 or np.max(exps) > 62):
+        raise ValueError(f"exponents must lie in [0, 62], got {np.min(exps)} to {np.max(exps)}")
+    _kernel("decode")  # the compiled gcd
+    _kernel("encode")
+    return _kernel("keyed_payloads")(prefix, prefix_offsets, keys, offsets, exps, hi, lo, bucket_offsets, newest,
+                                     has_newest, merged, regions)
 
 
 def seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, flags_at: int) -> tuple[np.ndarray, np.ndarray]:
@@ -659,6 +697,47 @@ def _encode_all(exps, hi, lo, offsets, newest, has_newest, merged, compact):
         byte_ends[i] = at
         flags[i] = f
     return out[:at], byte_starts, byte_ends, flags
+
+
+def _keyed_payloads_all(prefix, prefix_offsets, keys, offsets, exps, hi, lo, bucket_offsets, newest, has_newest,
+                        merged, regions):
+    sketches = regions.size
+    # a varint takes at most 10 bytes; a compact histogram its flags byte and what _encode_all allows it
+    most = 0
+    for s in range(sketches):
+        size = 0
+        for c in range(offsets[s], offsets[s + 1]):
+            size += 33 + 42 * (bucket_offsets[c + 1] - bucket_offsets[c])
+        most = max(most, size)
+    out = np.empty(10 * (prefix.size + sketches + 2 * keys.size) + 33 * keys.size + 42 * exps.size + 1, dtype=np.uint8)
+    scratch = np.empty(most + 1, dtype=np.uint8)
+    lengths = np.empty(keys.size, dtype=np.int64)
+    byte_starts = np.empty(sketches, dtype=np.int64)
+    byte_ends = np.empty(sketches, dtype=np.int64)
+    at = 0
+    for s in range(sketches):
+        byte_starts[s] = at
+        for i in range(prefix_offsets[s], prefix_offsets[s + 1]):
+            at = _wvarint(out, at, prefix[i])
+        if regions[s]:
+            a, z = offsets[s], offsets[s + 1]
+            used = 0
+            for c in range(a, z):
+                start = used
+                used, f = _enc1(exps, hi, lo, bucket_offsets[c], bucket_offsets[c + 1], newest[c], has_newest[c],
+                                merged[c], scratch, used + 1)
+                scratch[start] = f
+                lengths[c] = used - start
+            at = _wvarint(out, at, np.uint64(z - a))
+            for c in range(a, z):
+                at = _wvarint(out, at, np.uint64(keys[c] - (keys[c - 1] if c > a else -1) - 1))
+            for c in range(a, z):
+                at = _wvarint(out, at, np.uint64(lengths[c]))
+            for j in range(used):
+                out[at + j] = scratch[j]
+            at += used
+        byte_ends[s] = at
+    return out[:at], byte_starts, byte_ends
 
 
 def _canonical_payload_at_least(total, l, n):
@@ -1175,6 +1254,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = jit(_encode_all)
         elif name == "seal":
             _COMPILED[name] = jit(_seal_all)
+        elif name == "keyed_payloads":  # after "encode"
+            _COMPILED[name] = jit(_keyed_payloads_all)
         elif name == "varints":
             _COMPILED[name] = jit(_encode_varints)
         else:

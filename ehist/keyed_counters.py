@@ -182,6 +182,12 @@ class KeyedCounters:
         :func:`ehist.counters.write_counters` writes it (compact, keyed) at
         ``buf[offsets[s]:offsets[s + 1]]``."""
         sketches = len(self)
+        if compiled.active():  # one compiled pass (compiled.keyed_payloads, without a prefix)
+            c = self.col
+            buf, starts, ends = compiled.keyed_payloads(
+                np.zeros(0, dtype=np.uint64), np.zeros(sketches + 1, dtype=np.int64), self.keys, self.offsets, c.exps,
+                c.hi, c.lo, c.offsets, c.newest, c.has_newest, c.merged, np.ones(sketches, dtype=bool))
+            return buf, np.append(starts, ends[-1] if sketches else 0).astype(np.int64)
         counts = np.diff(self.offsets)
         cbuf, coff = self.col.compact_bytes()
         clen = np.diff(coff)

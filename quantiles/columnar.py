@@ -37,7 +37,7 @@ import numpy as np
 from ehist.errors import SumOverflowError
 from ehist.validation import INT64_MIN
 from ehist import compiled
-from ehist.columnar import region_varints, sealed_heads
+from ehist.columnar import region_varints, sealed_blobs, sealed_heads
 from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
 from ehist.segments import gather, order_by
@@ -288,18 +288,16 @@ class QuantileColumn(KeyedColumn):
         counts = np.diff(b.offsets)
         owner = b.owner
         local = np.arange(b.keys.size) - b.offsets[:-1][owner]
+        if compiled.active():  # the bin keys' varints, then the counters, in one compiled pass; framed in another
+            flat, v_off = _key_varints(b, counts, owner, local)
+            c = b.col
+            payload, starts, ends = compiled.keyed_payloads(flat, v_off, local, b.offsets, c.exps, c.hi, c.lo,
+                                                            c.offsets, c.newest, c.has_newest, c.merged, b.has_newest)
+            head = _q.LAYOUT.head.pack(MAGIC, FAMILIES["SlidingQuantiles"], _q.LAYOUT.version, 0, *self.params)
+            return sealed_blobs(head, b.has_newest.astype(np.uint16), b.newest, b.has_newest, payload, starts, ends)
         regions, r_off = KeyedCounters(b.offsets, local, b.col, b.newest, b.has_newest).write()
         # the bin keys: m, then the first zigzag-encoded, then key - previous key - 1
-        first = local == 0
-        gaps = np.empty(b.keys.size, dtype=np.uint64)
-        k = b.keys
-        gaps[first] = ((k[first] << 1) ^ (k[first] >> 63)).view(np.uint64)
-        rest = ~first
-        gaps[rest] = (k[rest] - np.concatenate([[0], k[:-1]])[rest] - 1).astype(np.uint64)
-        v_off = np.concatenate([[0], np.cumsum(1 + counts)])
-        flat = np.empty(int(v_off[-1]), dtype=np.uint64)
-        flat[v_off[:-1]] = counts.astype(np.uint64)
-        flat[v_off[:-1][owner] + 1 + local] = gaps
+        flat, v_off = _key_varints(b, counts, owner, local)
         vbuf, nbytes = varint_stream(flat)
         k_off = np.concatenate([[0], np.cumsum(nbytes)])[v_off]
         heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
@@ -330,6 +328,23 @@ class QuantileColumn(KeyedColumn):
             body = joined[a:e]
             out.append(body + pack(crc32(body)))
         return out
+
+
+def _key_varints(b: KeyedCounters, counts, owner, local) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)``: each sketch's bin-key varints, ``m``, then
+    the first key zigzag-encoded, then each key - the previous one - 1, at
+    ``values[offsets[s]:offsets[s + 1]]``."""
+    first = local == 0
+    gaps = np.empty(b.keys.size, dtype=np.uint64)
+    k = b.keys
+    gaps[first] = ((k[first] << 1) ^ (k[first] >> 63)).view(np.uint64)
+    rest = ~first
+    gaps[rest] = (k[rest] - np.concatenate([[0], k[:-1]])[rest] - 1).astype(np.uint64)
+    v_off = np.concatenate([[0], np.cumsum(1 + counts)])
+    flat = np.empty(int(v_off[-1]), dtype=np.uint64)
+    flat[v_off[:-1]] = counts.astype(np.uint64)
+    flat[v_off[:-1][owner] + 1 + local] = gaps
+    return flat, v_off
 
 
 def _bin_bounds_of_bytes(blobs, now, window, groups):
