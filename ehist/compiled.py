@@ -1195,6 +1195,7 @@ _runs_order = None  # the compiled _merge_runs, which _union_all calls
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
+_WS_ROWS = 16  # the scratch rows _compress_one uses
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
 _enc1 = None  # the compiled _encode_one
@@ -1265,10 +1266,12 @@ def _kernel(name: str = "compress"):
     return _COMPILED[name]
 
 
-def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
+def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at, ws):
     """One group's compression (the steps of ehist.compress.compress, on
     arrays: a linked list for the deletions); writes the survivors at
-    ``at`` of the outputs and returns how many."""
+    ``at`` of the outputs and returns how many.  ``ws``: int64 scratch
+    of :data:`_WS_ROWS` rows and at least ``2 * n + 2`` columns (the
+    caller's, reused by every group: no allocation per group)."""
     n = exps.size
     if n < 2:
         for i in range(n):
@@ -1278,14 +1281,14 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
     # the cuts: distinct lo, hi and the cutoff in [cutoff, top), ascending.  hi is non-increasing: its
     # distinct values read backwards; a lo below its bucket's hi (few: most buckets hold one timestamp)
     # sorted apart; the three merged
-    wide = np.empty(n, dtype=np.int64)
+    wide = ws[0]
     w = 0
     for i in range(n):
         if lo[i] != hi[i] and lo[i] >= cutoff:
             wide[w] = lo[i]
             w += 1
-    wide = np.sort(wide[:w])
-    cuts = np.empty(2 * n + 1, dtype=np.int64)
+    wide[:w].sort()
+    cuts = ws[1]
     m = 0
     q = n - 1
     p = 0
@@ -1307,11 +1310,13 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
     cuts = cuts[:m]
     # L and D at every cut from each bucket's cut range: cuts below lo add its size to L, cuts in [lo, hi)
     # add 1 to L and size - 1 to D (difference arrays, then prefix sums)
-    size = np.empty(n, dtype=np.int64)
-    below_lo = np.empty(n, dtype=np.int64)  # each bucket's cuts below its lo (kept as buckets merge)
-    below_hi = np.empty(n, dtype=np.int64)  # and below its hi: a pair's cut range without a search
-    dl = np.zeros(m + 1, dtype=np.int64)
-    dw = np.zeros(m + 1, dtype=np.int64)
+    size = ws[2]
+    below_lo = ws[3]  # each bucket's cuts below its lo (kept as buckets merge)
+    below_hi = ws[4]  # and below its hi: a pair's cut range without a search
+    dl = ws[5]
+    dw = ws[6]
+    dl[:m + 1] = 0
+    dw[:m + 1] = 0
     z = 0  # cuts below hi[i]: hi non-increasing, walked from the oldest
     for i in range(n - 1, -1, -1):
         s = np.int64(1) << exps[i]
@@ -1326,8 +1331,8 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         dl[z] -= 1
         dw[a] += s - 1
         dw[z] -= s - 1
-    lower = np.empty(m, dtype=np.int64)
-    width = np.empty(m, dtype=np.int64)
+    lower = ws[7]
+    width = ws[8]
     run_l = np.int64(0)
     run_w = np.int64(0)
     for t in range(m):
@@ -1336,17 +1341,20 @@ def _compress_one(exps, hi, lo, cutoff, k, factor, out_e, out_hi, out_lo, at):
         lower[t] = run_l
         width[t] = run_w
     # the greedy passes, oldest pair first, until nothing merges
-    e = exps.copy()
-    blo = lo.copy()
-    nxt = np.empty(n, dtype=np.int64)
-    prv = np.empty(n, dtype=np.int64)
+    e = ws[9]
+    blo = ws[10]
+    e[:n] = exps
+    blo[:n] = lo
+    nxt = ws[11]
+    prv = ws[12]
     for i in range(n):
         nxt[i] = i + 1
         prv[i] = i - 1
     nxt[n - 1] = -1
-    changed_in = np.zeros(n, dtype=np.int64)
-    new_l = np.empty(m, dtype=np.int64)
-    new_w = np.empty(m, dtype=np.int64)
+    changed_in = ws[13]
+    changed_in[:n] = 0
+    new_l = ws[14]
+    new_w = ws[15]
     oldest = n - 1
     changed = True
     sweep = 0
@@ -1432,15 +1440,19 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
     out_lo = np.empty(exps.size, dtype=np.int64)
     counts = np.empty(groups, dtype=np.int64)
     at = np.int64(0)  # not the literal 0: one type at every call of _one (one compilation of it)
+    ws = np.empty((_WS_ROWS, 64), dtype=np.int64)
     for g in range(groups):
         a, b = starts[g], starts[g + 1]
+        if 2 * (b - a) + 2 > ws.shape[1]:
+            ws = np.empty((_WS_ROWS, 4 * (b - a) + 4), dtype=np.int64)
         if order:  # merge_all's order: newest first; ties: larger lo, then the later bucket
             idx = _desc(hi[a:b], lo[a:b])
-            kept = _one(exps[a:b][idx], hi[a:b][idx], lo[a:b][idx], cutoff[g], k, factor, out_e, out_hi, out_lo, at)
+            kept = _one(exps[a:b][idx], hi[a:b][idx], lo[a:b][idx], cutoff[g], k, factor, out_e, out_hi, out_lo, at,
+                        ws)
         else:
             # copies: the arrays _one takes in both branches are of one type (one compilation of it)
             kept = _one(exps[a:b].copy(), hi[a:b].copy(), lo[a:b].copy(), cutoff[g], k, factor, out_e, out_hi,
-                        out_lo, at)
+                        out_lo, at, ws)
         counts[g] = kept
         at += kept
     return out_e[:at], out_hi[:at], out_lo[:at], counts
@@ -1458,6 +1470,7 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     out_merged = np.zeros(groups, dtype=np.bool_)
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
+    ws = np.empty((_WS_ROWS, 64), dtype=np.int64)
     for g in range(groups):
         a, z = gstarts[g], gstarts[g + 1]
         others = False
@@ -1518,7 +1531,9 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
                     j += 1
             part_at[z - a] = j
             idx = _runs_order(th, tl, part_at)
-            kept = _one(te[idx], th[idx], tl[idx], cutoff, k, factor, out_e, out_hi, out_lo, at)
+            if 2 * live + 2 > ws.shape[1]:
+                ws = np.empty((_WS_ROWS, 4 * live + 4), dtype=np.int64)
+            kept = _one(te[idx], th[idx], tl[idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws)
             counts[g] = kept
             at += kept
             out_merged[g] = True
@@ -1546,8 +1561,9 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
     part_at = np.empty(c_max + 1, dtype=np.int64)
     live = np.empty(c_max, dtype=np.int64)
     int64_min = np.int64(-(2**63))
-    at = 0
+    at = np.int64(0)
     o = 0
+    ws = np.empty((_WS_ROWS, 64), dtype=np.int64)
     for g in range(groups):
         c0, c1 = counter_starts[sketch_starts[g]], counter_starts[sketch_starts[g + 1]]
         if c1 == c0:
@@ -1607,7 +1623,9 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
                         j += 1
                 part_at[p] = j
                 idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
-                kept = _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at)
+                if 2 * j + 2 > ws.shape[1]:
+                    ws = np.empty((_WS_ROWS, 4 * j + 4), dtype=np.int64)
+                kept = _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws)
                 at += kept
                 out_count[o] = kept
                 out_merged[o] = True
