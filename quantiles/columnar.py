@@ -453,9 +453,8 @@ def _sums(x: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def _units(b: KeyedCounters) -> np.ndarray:
     """Each sketch's units, as floats."""
-    counts = np.diff(b.col.offsets)
-    owner = np.repeat(b.owner, counts)
-    return np.bincount(owner, weights=np.ldexp(1.0, b.col.exps.astype(np.int64)), minlength=len(b))
+    owner = np.repeat(np.arange(len(b)), np.diff(b.col.offsets[b.offsets]))  # each bucket's sketch
+    return np.bincount(owner, weights=np.ldexp(1.0, b.col.exps), minlength=len(b))
 
 
 def _heads(blobs):
