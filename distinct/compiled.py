@@ -220,7 +220,7 @@ _UNION = None
 def _union_kernel():
     global _UNION
     if _UNION is None:
-        _UNION = compiled.jit(_future_maxima)
+        _UNION = compiled.kernel(_future_maxima)
     return _UNION
 
 
@@ -238,7 +238,7 @@ def _kernel():
     if _COMPILED is None:
         _varint, _gcd = compiled.jit(compiled.read_varint), compiled.jit(compiled.gcd)
         _dec1 = compiled.jit(_decode_one)
-        _COMPILED = compiled.jit(_decode_all)
+        _COMPILED = compiled.kernel(_decode_all)
     return _COMPILED
 
 
@@ -247,7 +247,7 @@ def _encode_kernel():
     if _ENCODE is None:
         _kernel()  # the compiled gcd
         _wvarint = compiled.jit(compiled.write_varint)
-        _ENCODE = compiled.jit(_encode_all)
+        _ENCODE = compiled.kernel(_encode_all)
     return _ENCODE
 
 
@@ -255,7 +255,7 @@ def _counts_kernel():
     global _COUNTS
     if _COUNTS is None:
         _kernel()
-        _COUNTS = compiled.jit(_window_counts)
+        _COUNTS = compiled.kernel(_window_counts)
     return _COUNTS
 
 

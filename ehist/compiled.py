@@ -29,13 +29,15 @@ numba's user cache) after the first call in an environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 
 import numpy as np
 
 from .compress import MARGIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
+__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
            "keyed_union", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
            "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches",
            "encode_varints", "gather", "search_segments", "first_at_least"]
@@ -68,10 +70,58 @@ TOTAL_LIMIT = 2**61
 def jit(fn):
     """``fn`` compiled (numba's ``njit``, cached on disk, without the GIL):
     how every compiled loop of the project is built, the other families'
-    too (:mod:`distinct.compiled`)."""
+    too (:mod:`distinct.compiled`).  A loop called from Python is made with
+    :func:`kernel`."""
     if numba is None:
         raise RuntimeError("the compiled loops need numba: pip install \"ehist[fast]\"")
     return numba.njit(cache=True, nogil=True)(fn)
+
+
+def kernel(fn) -> "_Kernel":
+    """:func:`jit` of a loop called from Python (not from other compiled
+    code), whose first call, where numba compiles it or loads it from its
+    on-disk cache, holds a lock shared by every process of the machine.
+    Two processes that compile one function at once can write a cache
+    that crashes every later load of it (numba issues 4807 and 10128);
+    Spark starts several Python workers per executor, each compiling on
+    its first batch."""
+    return _Kernel(jit(fn))
+
+
+class _Kernel:
+    """A compiled loop whose first call holds :func:`_compile_lock`."""
+
+    __slots__ = ("dispatcher", "ready")
+
+    def __init__(self, dispatcher):
+        self.dispatcher, self.ready = dispatcher, False
+
+    def __call__(self, *args):
+        if self.ready:
+            return self.dispatcher(*args)
+        with _compile_lock():
+            out = self.dispatcher(*args)
+        self.ready = True
+        return out
+
+
+@contextlib.contextmanager
+def _compile_lock():
+    """An exclusive lock on a file in the temporary directory (none where
+    ``fcntl`` is missing or the file cannot be opened)."""
+    try:
+        import fcntl
+
+        f = open(os.path.join(tempfile.gettempdir(), "ehist-numba-compile.lock"), "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def spans(buf, starts, ends, **per_blob) -> tuple:
@@ -1223,46 +1273,46 @@ def _kernel(name: str = "compress"):
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
             _one = jit(_compress_one)
-            _COMPILED[name] = jit(_compress_all)
+            _COMPILED[name] = kernel(_compress_all)
         elif name == "union":
-            _COMPILED[name] = jit(_union_all)
+            _COMPILED[name] = kernel(_union_all)
         elif name == "keyed_union":
-            _COMPILED[name] = jit(_keyed_union_all)
+            _COMPILED[name] = kernel(_keyed_union_all)
         elif name == "crc":
-            _COMPILED[name] = jit(_crc_all)
+            _COMPILED[name] = kernel(_crc_all)
         elif name == "gather":
-            _COMPILED[name] = jit(_gather)
+            _COMPILED[name] = kernel(_gather)
         elif name == "search":
             if _bisect_left is None:
                 _bisect_left = jit(_first_at_least)
-            _COMPILED[name] = jit(_search_segments)
+            _COMPILED[name] = kernel(_search_segments)
         elif name in ("read_keyed", "read_keyed_bounds"):  # after "decode" (and "build": the bounds)
             if _layout is None:
                 _layout = jit(_keyed_layout)
-            _COMPILED[name] = jit(_read_keyed_all if name == "read_keyed" else _read_keyed_bounds_all)
+            _COMPILED[name] = kernel(_read_keyed_all if name == "read_keyed" else _read_keyed_bounds_all)
         elif name == "build":
             _levels, _bounds1 = jit(_canonical_levels), jit(_bucket_bounds_one)
             _vsize = jit(_varint_size)
             _least1 = jit(_canonical_payload_at_least)
-            _COMPILED[name] = jit(_build_all)
+            _COMPILED[name] = kernel(_build_all)
         elif name == "bounds":
-            _COMPILED[name] = jit(_bounds_all)
+            _COMPILED[name] = kernel(_bounds_all)
         elif name == "decode_bounds":
-            _COMPILED[name] = jit(_decode_bounds_all)
+            _COMPILED[name] = kernel(_decode_bounds_all)
         elif name == "encode":
             _wvarint = jit(write_varint)
             _enc1 = jit(_encode_one)
-            _COMPILED[name] = jit(_encode_all)
+            _COMPILED[name] = kernel(_encode_all)
         elif name == "seal":
-            _COMPILED[name] = jit(_seal_all)
+            _COMPILED[name] = kernel(_seal_all)
         elif name == "keyed_payloads":  # after "encode"
-            _COMPILED[name] = jit(_keyed_payloads_all)
+            _COMPILED[name] = kernel(_keyed_payloads_all)
         elif name == "varints":
-            _COMPILED[name] = jit(_encode_varints)
+            _COMPILED[name] = kernel(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
-            _COMPILED[name] = jit(_decode_all)
+            _COMPILED[name] = kernel(_decode_all)
     return _COMPILED[name]
 
 

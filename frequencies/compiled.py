@@ -164,5 +164,5 @@ def _kernel():
         _bisect = compiled.jit(compiled.first_at_least)
         _mix = compiled.jit(_mix)
         _grown = compiled.jit(_grown)
-        _COMPILED = compiled.jit(_walk)
+        _COMPILED = compiled.kernel(_walk)
     return _COMPILED

@@ -90,5 +90,5 @@ def _kernel():
     global _COMPILED, _varint
     if _COMPILED is None:
         _varint = compiled.jit(compiled.read_varint)
-        _COMPILED = compiled.jit(_bin_keys)
+        _COMPILED = compiled.kernel(_bin_keys)
     return _COMPILED

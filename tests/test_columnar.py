@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, ExponentialHistogram, IncompatibleSketchError
 from ehist import columnar
+from ehist import compiled as ehist_compiled
 from ehist.blobs import Blobs
 from ehist.columnar import HistogramColumn, _decode_fast, bounds_from_bytes, exact_forms, histogram_bytes
 from ehist.errors import QueryTimeError
@@ -539,3 +540,32 @@ def test_segment_helpers_against_numpy(name, data):
             lengths = np.array([len(b) for b in blobs])
             got = compiled.crc_matches(buf, np.r_[0, np.cumsum(lengths)[:-1]], lengths)
             assert got.tolist() == [zlib.crc32(b[:-4]) == int.from_bytes(b[-4:], "little") for b in blobs]
+
+
+@pytest.mark.skipif(not ehist_compiled.AVAILABLE, reason="no numba")
+def test_a_kernels_first_call_holds_the_compile_lock(monkeypatch):
+    """compiled.kernel: numba compiles (or loads from its cache) on the
+    first call, under the machine-wide lock; later calls go straight to
+    the compiled loop, and a first call that raises is retried locked."""
+    with ehist_compiled._compile_lock():  # the real one opens and releases (or yields where it cannot lock)
+        pass
+    held = []
+
+    @contextlib.contextmanager
+    def lock():
+        held.append(True)
+        yield
+
+    monkeypatch.setattr(ehist_compiled, "_compile_lock", lock)
+
+    def first_or_fail(x):
+        if x.size == 0:
+            raise ValueError("empty")
+        return x[0] + 1
+
+    k = ehist_compiled.kernel(first_or_fail)
+    with pytest.raises(ValueError):
+        k(np.zeros(0, dtype=np.int64))
+    assert held == [True] and not k.ready
+    assert k(np.array([4])) == 5 and k(np.array([6])) == 7
+    assert held == [True, True] and k.ready
