@@ -1242,6 +1242,7 @@ _COMPILED: dict = {}
 _one = None  # the compiled _compress_one, which the compiled _compress_all calls
 _desc = None  # the compiled _desc_order, which _compress_all and _merge_runs call
 _runs_order = None  # the compiled _merge_runs, which _union_all calls
+_unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all call
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
@@ -1262,7 +1263,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 
 def _kernel(name: str = "compress"):
-    global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1
+    global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _dec1, _decl
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
@@ -1273,6 +1274,7 @@ def _kernel(name: str = "compress"):
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
             _one = jit(_compress_one)
+            _unite1 = jit(_unite_ids)
             _COMPILED[name] = kernel(_compress_all)
         elif name == "union":
             _COMPILED[name] = kernel(_union_all)
@@ -1508,6 +1510,61 @@ def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
     return out_e[:at], out_hi[:at], out_lo[:at], counts
 
 
+def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor, heavy, out_e, out_hi, out_lo,
+               at, sc, ws):
+    """One union of :func:`_union_all` and :func:`_keyed_union_all`: the
+    histograms ``ids[:count]`` (in merge order) cut to their live prefixes
+    (``hi`` above ``cutoff``, all of them with ``all_alive``); one part's
+    copied as it is, several ordered as ``merge_all`` orders them and
+    compressed, written at ``at`` of the outputs.  ``sc`` (5 rows) and
+    ``ws`` are the caller's scratch, at least the histograms' buckets (and
+    ``count + 1``) and twice that plus 2 columns wide.  Returns ``(status,
+    buckets written, merged flag)``: status -1 when the live total reaches
+    ``heavy`` (nothing written), 0 when nothing is live, 1 otherwise."""
+    te, th, tl, part_at, live = sc[0], sc[1], sc[2], sc[3], sc[4]
+    parts = 0
+    part = -1
+    total = 0
+    rough = 0.0
+    for t in range(count):
+        h = ids[t]
+        m = 0
+        for b in range(offsets[h], offsets[h + 1]):  # hi is non-increasing: a live prefix
+            if not all_alive and hi[b] <= cutoff:
+                break
+            m += 1
+            rough += 2.0 ** exps[b]
+        live[t] = m
+        if m:
+            parts += 1
+            part = h
+            total += m
+    if rough >= heavy:
+        return -1, 0, False
+    if parts == 0:
+        return 0, 0, False
+    if parts == 1:
+        b0 = offsets[part]
+        for b in range(b0, b0 + total):
+            out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
+            at += 1
+        return 1, total, merged[part]
+    j = 0
+    p = 0
+    for t in range(count):
+        if live[t] == 0:
+            continue
+        part_at[p] = j  # where each live prefix starts
+        p += 1
+        b0 = offsets[ids[t]]
+        for b in range(b0, b0 + live[t]):
+            te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
+            j += 1
+    part_at[p] = j
+    idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
+    return 1, _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
+
+
 def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, window, k, factor, heavy):
     groups = gstarts.size - 1
     n = exps.size
@@ -1520,7 +1577,9 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     out_merged = np.zeros(groups, dtype=np.bool_)
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
-    ws = np.empty((_WS_ROWS, 64), dtype=np.int64)
+    ids = np.empty(16, dtype=np.int64)
+    sc = np.empty((5, 64), dtype=np.int64)
+    ws = np.empty((_WS_ROWS, 130), dtype=np.int64)
     for g in range(groups):
         a, z = gstarts[g], gstarts[g + 1]
         others = False
@@ -1542,51 +1601,21 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
         out_newest[g] = nw
         all_alive = nw < int64_min + window
         cutoff = int64_min if all_alive else nw - window
-        parts = 0
-        part = -1
-        live = 0
-        rough = 0.0
+        if z - a > ids.size:
+            ids = np.empty(2 * (z - a), dtype=np.int64)
         for h in range(a, z):
-            m = 0
-            for b in range(offsets[h], offsets[h + 1]):  # hi is non-increasing: a live prefix
-                if not all_alive and hi[b] <= cutoff:
-                    break
-                m += 1
-                rough += 2.0 ** exps[b]
-            if m:
-                parts += 1
-                part = h
-                live += m
-        if rough >= heavy:
+            ids[h - a] = h
+        width = max(offsets[z] - offsets[a], z - a + 1)
+        if width > sc.shape[1]:
+            sc = np.empty((5, 2 * width), dtype=np.int64)
+            ws = np.empty((_WS_ROWS, 4 * width + 2), dtype=np.int64)
+        status, kept, m = _unite1(ids, z - a, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor, heavy,
+                                     out_e, out_hi, out_lo, at, sc, ws)
+        if status < 0:
             return False, out_e, out_hi, out_lo, counts, out_newest, out_has, out_merged
-        if parts == 1:
-            b0 = offsets[part]
-            for b in range(b0, b0 + live):
-                out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
-                at += 1
-            counts[g] = live
-            out_merged[g] = merged[part]
-        elif parts >= 2:
-            te = np.empty(live, dtype=np.int64)
-            th = np.empty(live, dtype=np.int64)
-            tl = np.empty(live, dtype=np.int64)
-            part_at = np.empty(z - a + 1, dtype=np.int64)  # where each histogram's live prefix starts
-            j = 0
-            for h in range(a, z):
-                part_at[h - a] = j
-                for b in range(offsets[h], offsets[h + 1]):
-                    if not all_alive and hi[b] <= cutoff:
-                        break
-                    te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
-                    j += 1
-            part_at[z - a] = j
-            idx = _runs_order(th, tl, part_at)
-            if 2 * live + 2 > ws.shape[1]:
-                ws = np.empty((_WS_ROWS, 4 * live + 4), dtype=np.int64)
-            kept = _one(te[idx], th[idx], tl[idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws)
-            counts[g] = kept
-            at += kept
-            out_merged[g] = True
+        counts[g] = kept
+        at += kept
+        out_merged[g] = m
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
 
 
@@ -1604,16 +1633,12 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
     out_key = np.empty(out_group.size, dtype=np.int64)
     out_count = np.empty(out_group.size, dtype=np.int64)
     out_merged = np.empty(out_group.size, dtype=np.bool_)
-    cap = 16
-    te = np.empty(cap, dtype=np.int64)
-    th = np.empty(cap, dtype=np.int64)
-    tl = np.empty(cap, dtype=np.int64)
-    part_at = np.empty(c_max + 1, dtype=np.int64)
-    live = np.empty(c_max, dtype=np.int64)
+    ids = np.empty(c_max + 1, dtype=np.int64)
+    sc = np.empty((5, max(64, c_max + 1)), dtype=np.int64)
+    ws = np.empty((_WS_ROWS, 2 * sc.shape[1] + 2), dtype=np.int64)
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
     o = 0
-    ws = np.empty((_WS_ROWS, 64), dtype=np.int64)
     for g in range(groups):
         c0, c1 = counter_starts[sketch_starts[g]], counter_starts[sketch_starts[g + 1]]
         if c1 == c0:
@@ -1626,62 +1651,25 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
         while r < c1 - c0:
             key = keys[c0 + order[r]]
             e = r
+            width = 0
             while e < c1 - c0 and keys[c0 + order[e]] == key:
+                c = c0 + order[e]
+                ids[e - r] = c
+                width += offsets[c + 1] - offsets[c]
                 e += 1
-            parts = 0
-            total = 0
-            rough = 0.0
-            part = -1
-            for t in range(r, e):
-                c = c0 + order[t]
-                m = 0
-                for b in range(offsets[c], offsets[c + 1]):  # hi is non-increasing: a live prefix
-                    if not all_alive and hi[b] <= cutoff:
-                        break
-                    m += 1
-                    rough += 2.0 ** exps[b]
-                live[t - r] = m
-                if m:
-                    parts += 1
-                    part = c
-                    total += m
-            if rough >= heavy:
+            if width > sc.shape[1]:
+                sc = np.empty((5, 2 * width), dtype=np.int64)
+                ws = np.empty((_WS_ROWS, 4 * width + 2), dtype=np.int64)
+            status, kept, m = _unite1(ids, e - r, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor,
+                                         heavy, out_e, out_hi, out_lo, at, sc, ws)
+            if status < 0:
                 return False, out_group, out_key, out_count, out_merged, out_e, out_hi, out_lo
-            if parts == 1:
-                b0 = offsets[part]
-                for b in range(b0, b0 + total):
-                    out_e[at], out_hi[at], out_lo[at] = exps[b], hi[b], lo[b]
-                    at += 1
-                out_count[o] = total
-                out_merged[o] = merged[part]
-            elif parts >= 2:
-                if total > cap:
-                    cap = max(total, 2 * cap)
-                    te = np.empty(cap, dtype=np.int64)
-                    th = np.empty(cap, dtype=np.int64)
-                    tl = np.empty(cap, dtype=np.int64)
-                j = 0
-                p = 0
-                for t in range(r, e):
-                    if live[t - r] == 0:
-                        continue
-                    part_at[p] = j
-                    p += 1
-                    b0 = offsets[c0 + order[t]]
-                    for b in range(b0, b0 + live[t - r]):
-                        te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
-                        j += 1
-                part_at[p] = j
-                idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
-                if 2 * j + 2 > ws.shape[1]:
-                    ws = np.empty((_WS_ROWS, 4 * j + 4), dtype=np.int64)
-                kept = _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws)
-                at += kept
-                out_count[o] = kept
-                out_merged[o] = True
-            if parts:
+            if status > 0:
                 out_group[o] = g
                 out_key[o] = key
+                out_count[o] = kept
+                out_merged[o] = m
+                at += kept
                 o += 1
             r = e
     return (True, out_group[:o], out_key[:o], out_count[:o], out_merged[:o], out_e[:at], out_hi[:at], out_lo[:at])

@@ -40,7 +40,7 @@ from ehist import compiled
 from ehist.columnar import region_varints, sealed_blobs, sealed_heads
 from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC, varint_stream
-from ehist.segments import gather, order_by
+from ehist.segments import every, gather, order_by
 from ehist.segments import ranges as _ranges
 
 from . import sliding as _q
@@ -467,8 +467,8 @@ def _heads(blobs):
     idx = np.flatnonzero(ok)
     params, probe, newest = None, None, np.zeros(0, dtype=np.int64)
     if idx.size:
-        fields = np.ndarray(idx.size, dtype=_FIELDS, buffer=buf[(starts[idx][:, None] + _PARAMS_AT
-                                                                 + np.arange(_FIELDS.itemsize))].tobytes())
+        at = starts[idx] + _PARAMS_AT
+        fields = np.frombuffer(gather(buf, at, at + _FIELDS.itemsize).tobytes(), dtype=_FIELDS)
         first = fields[0]
         params = (int(first["window"]), float(first["eps"]), float(first["accuracy"]))
         keep = ((fields["window"] == first["window"]) & (fields["eps"] == first["eps"])
@@ -495,8 +495,9 @@ def _decode(buf, starts, ends, newest, probe) -> tuple[KeyedCounters, np.ndarray
     kept = live[read][got]
     bins = bins.take(np.flatnonzero(got))
     # bin keys in place of the counter ids; a window count near int64: from_bytes decides
-    bins = KeyedCounters(bins.offsets, keys[_ranges(k_off[kept], k_off[kept + 1])], bins.col, bins.newest,
-                         bins.has_newest)
+    every_key = every(kept, starts.size) and keys.size == k_off[-1]  # every sketch accepted: the keys as read
+    bins = KeyedCounters(bins.offsets, keys if every_key else keys[_ranges(k_off[kept], k_off[kept + 1])], bins.col,
+                         bins.newest, bins.has_newest)
     heavy = _units(bins) >= 2.0 ** 62
     if heavy.any():
         accepted[kept[heavy]] = False
