@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import zlib
 
 import numpy as np
 
@@ -107,12 +108,16 @@ class _Kernel:
 
 @contextlib.contextmanager
 def _compile_lock():
-    """An exclusive lock on a file in the temporary directory (none where
-    ``fcntl`` is missing or the file cannot be opened)."""
+    """An exclusive lock on a file in the temporary directory, one per
+    numba cache directory (processes with caches of their own, as the
+    test workers have, do not wait for each other); none where ``fcntl``
+    is missing or the file cannot be opened."""
     try:
         import fcntl
 
-        f = open(os.path.join(tempfile.gettempdir(), "ehist-numba-compile.lock"), "a")
+        cache = str(getattr(getattr(numba, "config", None), "CACHE_DIR", "") or "")
+        tag = zlib.crc32(cache.encode()) if cache else 0
+        f = open(os.path.join(tempfile.gettempdir(), f"ehist-numba-compile-{tag:08x}.lock"), "a")
     except (ImportError, OSError):
         yield
         return
