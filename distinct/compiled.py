@@ -97,6 +97,16 @@ def encode_payloads(offsets, reg, rank, age, has):
     -------
     (payload, byte_starts, byte_ends, ticked): sketch ``s``'s payload at
     ``payload[byte_starts[s]:byte_ends[s]]`` and whether it has a tick.
+
+    Examples
+    --------
+    Two entries (registers 3 and 9, ages 4 and 0: a tick of 4), then a
+    sketch without a newest time:
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> payload, starts, ends, ticked = encode_payloads([0, 2, 2], [3, 9], [1, 2], [4, 0], [True, False])
+    >>> payload.tolist(), starts.tolist(), ends.tolist(), ticked.tolist()
+    ([2, 4, 3, 6, 1, 2, 1, 0], [0, 8], [8, 8], [True, False])
     """
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     reg, rank = np.ascontiguousarray(reg, dtype=np.int64), np.ascontiguousarray(rank, dtype=np.int64)

@@ -286,6 +286,23 @@ def keyed_union(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_star
     holding units (by group, then key) its group, key, bucket count and
     merged flag; the buckets.  ``ok`` False, nothing else computed, when a
     counter's total reaches ``TOTAL_LIMIT / 2`` (the exact paths decide).
+
+    Examples
+    --------
+    Two quantile sketches in one group, as of time 4: their five bins
+    share one key, so the union holds four, the shared one of two units:
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> from ehist.keyed_counters import KeyedCounters
+    >>> from ehist.validation import k_of_eps
+    >>> from quantiles import SlidingQuantiles
+    >>> a = SlidingQuantiles(100).update([1, 2, 3], [5.0, 50.0, 500.0])
+    >>> b = SlidingQuantiles(100).update([2, 4], [50.0, 7.0])
+    >>> kc = KeyedCounters.of_sketches([a, b]); c = kc.col
+    >>> ok, group, keys, counts, merged, exps, hi, lo = keyed_union(
+    ...     kc.keys, c.offsets, c.exps, c.hi, c.lo, c.merged, kc.offsets, [0, 2], [4], 100, k_of_eps(c.eps))
+    >>> ok, group.tolist(), keys.tolist() == sorted(set(kc.keys.tolist())), int((1 << exps.astype(int)).sum())
+    (True, [0, 0, 0, 0], True, 5)
     """
     exps = np.ascontiguousarray(exps, dtype=np.int8)
     keys, offsets, hi, lo, counter_starts, sketch_starts, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (
@@ -348,7 +365,8 @@ def keyed_payloads(prefix, prefix_offsets, keys, offsets, exps, hi, lo, bucket_o
     Returns
     -------
     (payload, byte_starts, byte_ends): sketch ``s``'s bytes at
-    ``payload[byte_starts[s]:byte_ends[s]]``, one after the other.
+    ``payload[byte_starts[s]:byte_ends[s]]``, one after the other (read
+    back in :func:`read_keyed`'s example).
     """
     exps = np.ascontiguousarray(exps, dtype=np.int8)
     prefix = np.ascontiguousarray(prefix, dtype=np.uint64)
@@ -421,6 +439,23 @@ def read_keyed(buf, starts, ends, size, least: int, newest, window: int, l: int)
     accepted regions, in order, its key, bucket count and merged flag; the
     buckets.  A rejected region leaves nothing behind (the caller's slow
     path decides it).
+
+    Examples
+    --------
+    Two quantile sketches' counters written by :func:`keyed_payloads` and
+    read back (keys below ``2**40``; compact histograms of 3 bytes or more):
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> from ehist.keyed_counters import KeyedCounters
+    >>> from quantiles import SlidingQuantiles
+    >>> a = SlidingQuantiles(100).update([1, 2, 3], [5.0, 50.0, 500.0])
+    >>> b = SlidingQuantiles(100).update([2, 4], [50.0, 7.0])
+    >>> kc = KeyedCounters.of_sketches([a, b]); c = kc.col
+    >>> buf, starts, ends = keyed_payloads(np.zeros(0, np.uint64), [0, 0, 0], kc.keys, kc.offsets, c.exps, c.hi,
+    ...                                    c.lo, c.offsets, c.newest, c.has_newest, c.merged, [True, True])
+    >>> ok, n, keys, counts, merged, exps, hi, lo = read_keyed(buf, starts, ends, 2**40, 3, [3, 4], 100, c._l)
+    >>> ok.tolist(), n.tolist(), keys.tolist() == kc.keys.tolist(), hi.tolist() == c.hi.tolist()
+    ([True, True], [3, 2], True, True)
     """
     buf, starts, ends = spans(buf, starts, ends, newest=newest)
     size = np.ascontiguousarray(np.broadcast_to(np.asarray(size, dtype=np.int64), starts.shape))
