@@ -282,6 +282,27 @@ def test_compiled_loops_refuse_bad_input():
         future_maxima([0, 4], z, z, z + 128, [0], 10, [False])
     with pytest.raises(ValueError, match="one value per group"):
         future_maxima([0, 4], z, z, z, [0, 1], 10, [False])
+    from distinct.compiled import encode_payloads
+
+    b = np.zeros(8, dtype=np.uint8)
+    with pytest.raises(ValueError, match="spans must lie in the buffer of 8 bytes"):
+        compiled.read_keyed(b, [0], [9], 10, 3, [5], 10, 5)
+    with pytest.raises(ValueError, match="window and l must be at least 1"):
+        compiled.read_keyed(b, [0], [8], 10, 3, [5], 10, 0)
+    with pytest.raises(ValueError, match="spans must lie in the buffer of 8 bytes"):
+        compiled.read_keyed_bounds(b, [0], [9], 10, 3, [5], 10, 5, [0])
+    with pytest.raises(ValueError, match="one keyed column"):
+        compiled.keyed_union(z, [0, 1, 2, 3], z, z, z, z.astype(bool), [0, 4], [0, 1], [5], 10, 2)
+    with pytest.raises(ValueError, match="into sketches and groups"):
+        compiled.keyed_union(z, [0, 1, 2, 3, 4], z, z, z, z.astype(bool), [0, 4], [0, 2], [5], 10, 2)
+    with pytest.raises(ValueError, match="one run per sketch"):
+        compiled.keyed_payloads(z.astype(np.uint64), [0, 3], z, [0, 4], z, z, z, [0, 1, 2, 3, 4], z, z, z, [True])
+    with pytest.raises(ValueError, match="exponents must lie in"):
+        compiled.keyed_payloads(z[:0], [0, 0], z, [0, 4], z + 63, z, z, [0, 1, 2, 3, 4], z, z, z, [True])
+    with pytest.raises(ValueError, match="one run per sketch"):
+        encode_payloads([0, 3], z, z, z, [True])
+    with pytest.raises(ValueError, match="ranks must fit a byte"):
+        encode_payloads([0, 4], z, z + 256, z, [True])
     from frequencies.compiled import walk
 
     g1 = (np.zeros((1, 2), dtype=np.int64), np.ones(1), np.array([4, 8]), np.uint64(1), np.zeros(2, dtype=np.uint64))
