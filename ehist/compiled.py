@@ -1287,6 +1287,8 @@ _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs cal
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _WS_ROWS = 16  # the scratch rows _compress_one uses
+_SC_ROWS = 9  # the scratch rows _unite_ids uses
+_FEW = 16  # unions of at most this many buckets are ordered by insertion (no allocation)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
 _enc1 = None  # the compiled _encode_one
@@ -1556,7 +1558,7 @@ def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, 
     histograms ``ids[:count]`` (in merge order) cut to their live prefixes
     (``hi`` above ``cutoff``, all of them with ``all_alive``); one part's
     copied as it is, several ordered as ``merge_all`` orders them and
-    compressed, written at ``at`` of the outputs.  ``sc`` (5 rows) and
+    compressed, written at ``at`` of the outputs.  ``sc`` (:data:`_SC_ROWS` rows) and
     ``ws`` are the caller's scratch, at least the histograms' buckets (and
     ``count + 1``) and twice that plus 2 columns wide.  Returns ``(status,
     buckets written, merged flag)``: status -1 when the live total reaches
@@ -1573,7 +1575,7 @@ def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, 
             if not all_alive and hi[b] <= cutoff:
                 break
             m += 1
-            rough += 2.0 ** exps[b]
+            rough += np.float64(np.int64(1) << exps[b])
         live[t] = m
         if m:
             parts += 1
@@ -1601,8 +1603,21 @@ def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, 
             te[j], th[j], tl[j] = exps[b], hi[b], lo[b]
             j += 1
     part_at[p] = j
-    idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
-    return 1, _one(te[:j][idx], th[:j][idx], tl[:j][idx], cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
+    if j <= _FEW:  # a few buckets (a bin's or a key's handful): sorted in place, nothing allocated
+        idx = sc[5]
+        for q in range(j):
+            t = q
+            while t > 0 and (th[q] > th[idx[t - 1]] or (th[q] == th[idx[t - 1]] and tl[q] >= tl[idx[t - 1]])):
+                idx[t] = idx[t - 1]  # q is the later position: first on a tie of (hi, lo)
+                t -= 1
+            idx[t] = q
+    else:
+        idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
+    oe, oh, ol = sc[6], sc[7], sc[8]
+    for q in range(j):
+        y = idx[q]
+        oe[q], oh[q], ol[q] = te[y], th[y], tl[y]
+    return 1, _one(oe[:j], oh[:j], ol[:j], cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
 
 
 def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, window, k, factor, heavy):
@@ -1618,7 +1633,7 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
     ids = np.empty(16, dtype=np.int64)
-    sc = np.empty((5, 64), dtype=np.int64)
+    sc = np.empty((_SC_ROWS, 64), dtype=np.int64)
     ws = np.empty((_WS_ROWS, 130), dtype=np.int64)
     for g in range(groups):
         a, z = gstarts[g], gstarts[g + 1]
@@ -1647,7 +1662,7 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
             ids[h - a] = h
         width = max(offsets[z] - offsets[a], z - a + 1)
         if width > sc.shape[1]:
-            sc = np.empty((5, 2 * width), dtype=np.int64)
+            sc = np.empty((_SC_ROWS, 2 * width), dtype=np.int64)
             ws = np.empty((_WS_ROWS, 4 * width + 2), dtype=np.int64)
         status, kept, m = _unite1(ids, z - a, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor, heavy,
                                      out_e, out_hi, out_lo, at, sc, ws)
@@ -1674,7 +1689,7 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
     out_count = np.empty(out_group.size, dtype=np.int64)
     out_merged = np.empty(out_group.size, dtype=np.bool_)
     ids = np.empty(c_max + 1, dtype=np.int64)
-    sc = np.empty((5, max(64, c_max + 1)), dtype=np.int64)
+    sc = np.empty((_SC_ROWS, max(64, c_max + 1)), dtype=np.int64)
     ws = np.empty((_WS_ROWS, 2 * sc.shape[1] + 2), dtype=np.int64)
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
@@ -1697,11 +1712,24 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
                 ids[e - r] = c
                 width += offsets[c + 1] - offsets[c]
                 e += 1
-            if width > sc.shape[1]:
-                sc = np.empty((5, 2 * width), dtype=np.int64)
-                ws = np.empty((_WS_ROWS, 4 * width + 2), dtype=np.int64)
-            status, kept, m = _unite1(ids, e - r, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor,
-                                         heavy, out_e, out_hi, out_lo, at, sc, ws)
+            if e - r == 1:  # the key of one sketch (most keys): its live prefix as it is, no call
+                c = ids[0]
+                kept = 0
+                rough = 0.0
+                for b in range(offsets[c], offsets[c + 1]):
+                    if not all_alive and hi[b] <= cutoff:
+                        break
+                    rough += np.float64(np.int64(1) << exps[b])
+                    out_e[at + kept], out_hi[at + kept], out_lo[at + kept] = exps[b], hi[b], lo[b]
+                    kept += 1
+                status = -1 if rough >= heavy else (1 if kept else 0)
+                m = merged[c]
+            else:
+                if width > sc.shape[1]:
+                    sc = np.empty((_SC_ROWS, 2 * width), dtype=np.int64)
+                    ws = np.empty((_WS_ROWS, 4 * width + 2), dtype=np.int64)
+                status, kept, m = _unite1(ids, e - r, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor,
+                                          heavy, out_e, out_hi, out_lo, at, sc, ws)
             if status < 0:
                 return False, out_group, out_key, out_count, out_merged, out_e, out_hi, out_lo
             if status > 0:

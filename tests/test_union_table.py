@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ehist import ExponentialHistogram
 from ehist import columnar_union as cu
+from ehist import compiled
 from ehist.columnar import HistogramColumn
 from ehist.errors import SumOverflowError
 
@@ -81,6 +82,31 @@ def test_union_column_of_many_keys_is_each_keys_merge_all(name):
     ends = np.append(starts[1:], len(hists))
     for i in rng.choice(len(starts), 300, replace=False):
         assert united[i] == ExponentialHistogram.merge_all(hists[starts[i]:ends[i]]).to_bytes()
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_unions_either_side_of_the_few_bucket_sort_are_merge_all(name):
+    """Unions of up to compiled._FEW buckets are ordered by insertion, larger
+    ones by merging runs: groups of every size from 2 to 3 * _FEW buckets,
+    their histograms sharing timestamps (ties of hi and lo across
+    histograms, which merge_all breaks by position), byte for byte."""
+    rng = np.random.default_rng(17)
+    groups = []
+    for total in range(2, 3 * compiled._FEW + 1):
+        hists, left = [], total
+        while left:
+            n = int(rng.integers(1, left + 1))  # a count's buckets: one per row
+            ts = np.sort(rng.choice([3, 5, 8, 8, 9], n))  # a handful of times: ties across histograms
+            hists.append(ExponentialHistogram(100, 0.2).update(ts))
+            left -= n
+        groups.append(hists)
+    for _ in range(20):  # sums: several buckets of one timestamp per row
+        groups.append([ExponentialHistogram(100, 0.2).update(np.sort(rng.choice([3, 5, 8], 3)), rng.integers(1, 40, 3))
+                       for _ in range(int(rng.integers(2, 5)))])
+    flat = [h for g in groups for h in g]
+    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+    united = union_column(HistogramColumn.from_histograms(flat), starts, name).to_bytes()
+    assert united == [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
 
 
 @pytest.mark.parametrize("name", ENGINES)
