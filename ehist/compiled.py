@@ -1180,8 +1180,11 @@ def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
             a = c_start[k]
             f = buf[a]
             d = c_decl[k]
-            if not _dec1(buf, a + 1, a + c_len[k], f, True, newest[i], d, window, l, exps, hi, lo, deltas, shared,
-                         widths, at, run_e, run_n):
+            one = False
+            if d == 1:  # most counters: one bucket, read without the general decoder's call
+                one, exps[at], hi[at], lo[at] = _unit(buf, a + 1, a + c_len[k], f, newest[i], window)
+            if not one and not _dec1(buf, a + 1, a + c_len[k], f, True, newest[i], d, window, l, exps, hi, lo, deltas,
+                                     shared, widths, at, run_e, run_n):
                 ok[i] = False
                 break
             out_keys[o] = keys[k]
@@ -1214,8 +1217,11 @@ def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cu
         for k in range(first[i], first[i] + n[i]):
             a = c_start[k]
             d = c_decl[k]
-            if not _dec1(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d, window, l, exps, hi, lo, deltas, shared,
-                         widths, 0, run_e, run_n):
+            one = False
+            if d == 1:  # as in _read_keyed_all
+                one, exps[0], hi[0], lo[0] = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
+            if not one and not _dec1(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d, window, l, exps, hi, lo,
+                                     deltas, shared, widths, 0, run_e, run_n):
                 ok[i] = False
                 break
             out_keys[o] = keys[k]
@@ -1286,12 +1292,15 @@ _unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
+_INT64_MIN = np.int64(-(2**63))  # a global: a constant to numba (np.iinfo in a loop is built per call)
 _WS_ROWS = 16  # the scratch rows _compress_one uses
 _SC_ROWS = 9  # the scratch rows _unite_ids uses
 _FEW = 16  # unions of at most this many buckets are ordered by insertion (no allocation)
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
 _enc1 = None  # the compiled _encode_one
+_unit = None  # the compiled _one_bucket, which the keyed readers call
+_NO_BUCKET = (False, np.int64(0), np.int64(0), np.int64(0))  # _one_bucket's refusal
 _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
 _bounds1 = None
 _gcd = None
@@ -1306,7 +1315,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
-    global _dec1, _decl
+    global _dec1, _decl, _unit
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1355,6 +1364,7 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = kernel(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
+            _unit = jit(_one_bucket)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = kernel(_decode_all)
     return _COMPILED[name]
@@ -1922,7 +1932,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     is_shared = (f & _FLAG_SHARED) != 0
     is_tick = (f & _FLAG_TICK) != 0
     merged = (f & _FLAG_MERGED) != 0
-    if newest == np.iinfo(np.int64).min:  # check_newest's rule: from_bytes names it
+    if newest == _INT64_MIN:  # check_newest's rule: from_bytes names it
         return False
     n_u, pos, good = _varint(buf, start, end)
     if not good:
@@ -2086,6 +2096,55 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
         if not fine or (m > 0 and (run_e[jj] != jj or run_n[jj] != m)):
             return False
     return True
+
+
+def _one_bucket(buf, start, end, f, newest, window):
+    """:func:`_decode_one` of a compact histogram (format version 2) with
+    flags ``f`` declaring one bucket, as most counters of a keyed sketch
+    do, without its loops or scratch: ``(True, exponent, hi, lo)`` only
+    where every check of the general path passes (the same varints, the
+    tick and gcd rules, int64 room, the window; unmerged, the canonical
+    form of one unit, a bucket of size 1, for every ``l``); ``(False, 0,
+    0, 0)`` leaves the blob to the general path, which decides it.
+    Values, not writes: the caller's arrays are not passed (a call passing
+    arrays costs more than this whole read)."""
+    tick_flag, merged = (f & _FLAG_TICK) != 0, (f & _FLAG_MERGED) != 0
+    if (f & _FLAG_SHARED) != 0 or newest == _INT64_MIN:
+        return _NO_BUCKET
+    n_u, pos, good = _varint(buf, start, end)
+    if not good or n_u != np.uint64(1):
+        return _NO_BUCKET
+    r_u, pos, good = _varint(buf, pos, end)
+    e, pos, good2 = _varint(buf, pos, end)
+    ln, pos, good3 = _varint(buf, pos, end)
+    if not (good and good2 and good3) or r_u != np.uint64(1) or ln != np.uint64(1) or e > np.uint64(60):
+        return _NO_BUCKET
+    tick = np.uint64(1)
+    if tick_flag:
+        tick, pos, good = _varint(buf, pos, end)
+        if not good or tick < np.uint64(2):
+            return _NO_BUCKET
+    d, pos, good = _varint(buf, pos, end)
+    w, pos, good2 = _varint(buf, pos, end)
+    if not (good and good2) or pos != end:
+        return _NO_BUCKET
+    g = _gcd(d, w)
+    if (tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2)):
+        return _NO_BUCKET
+    if not merged and (e != np.uint64(0) or w != np.uint64(0)):  # canonical: one unit, size 1 (for every l)
+        return _NO_BUCKET
+    edge = np.uint64(1) << np.uint64(61)
+    limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
+    top_bit = np.uint64(1) << np.uint64(63)
+    if d > limit or w > limit:
+        return _NO_BUCKET
+    cum = d * tick
+    if cum >= edge or cum > (np.uint64(newest) ^ top_bit) or cum >= np.uint64(window):
+        return _NO_BUCKET
+    h = newest - np.int64(cum)
+    if w * tick > (np.uint64(h) ^ top_bit):
+        return _NO_BUCKET
+    return True, np.int64(e), h, np.int64(np.uint64(h) - w * tick)
 
 
 def _declared(buf, starts, ends, flags):

@@ -262,6 +262,57 @@ def test_compiled_keyed_read_and_union_are_the_numpy_steps(family, data):
         assert np.array_equal(a, b)
 
 
+def _varints(values) -> bytes:
+    out = bytearray()
+    for v in values:
+        while True:
+            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                break
+    return bytes(out)
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="no numba")
+@settings(max_examples=examples(400), deadline=None)
+@given(flags=st.sampled_from([1, 3, 9, 11, 5, 13, 7]), runs=st.sampled_from([1, 1, 1, 2]),
+       exponent=st.sampled_from([0, 0, 0, 1, 7, 60, 61, 62, 63]), length=st.sampled_from([1, 1, 1, 2]),
+       tick=st.sampled_from([0, 1, 2, 3, 1000, 2**40, 2**61, 2**63]), delta=st.sampled_from([0, 1, 1, 2, 6, 2**20, 2**62]),
+       width=st.sampled_from([0, 0, 1, 2, 3, 2**61]), extra=st.sampled_from([b"", b"", b"\x00"]),
+       newest=st.sampled_from([10**9, -(2**63), -(2**63) + 5, 2**63 - 1]),
+       window=st.sampled_from([1, 7, 10**6, 2**62]), eps=st.sampled_from([0.9, 0.5, 0.1]))
+def test_one_bucket_counters_read_as_the_numpy_reader(flags, runs, exponent, length, tick, delta, width, extra,
+                                                     newest, window, eps):
+    """Counters declaring one bucket take the compiled readers' short path
+    (compiled._one_bucket): every field at and past the checks' edges (the
+    tick and gcd rules, a merged or canonical bucket, int64 room, the
+    window, trailing bytes) accepted and decoded, or refused, as the
+    general compiled decoder does, and what it accepts the numpy reader
+    accepts alike (the compiled loops leave totals of 2**62 and more to it)."""
+    from ehist.keyed_counters import KeyedCounters
+
+    fields = [1, runs, exponent, length] + ([tick] if flags & 8 else []) + [delta, width]
+    counter = bytes([flags]) + _varints(fields) + extra
+    region = _varints([1, 0, len(counter)]) + counter  # one counter, key 0
+    buf = np.frombuffer(region, dtype=np.uint8)
+    args = (buf, np.array([0]), np.array([buf.size]), 4, window, eps, np.array([newest]))
+    with engine("auto"):
+        got_ok, got = KeyedCounters.read(*args)
+        l = got.col._l
+        bounds_ok = compiled.read_keyed_bounds(buf, [0], [buf.size], 4, 3, [newest], window, l,
+                                               [max(newest - 1, -(2**63))])[0]
+    general = compiled.decode_histograms(buf, [buf.size - len(counter) + 1], [buf.size], [flags], [True], [newest],
+                                         window, l)
+    assert got_ok.tolist() == general[0].tolist() == bounds_ok.tolist()
+    if got_ok[0]:
+        assert [got.col.exps.tolist(), got.col.hi.tolist(), got.col.lo.tolist()] == [a.tolist() for a in general[2:]]
+        with engine("numpy"):
+            want_ok, want = KeyedCounters.read(*args)
+        assert want_ok[0]
+        for a, b in zip(_arrays(want), _arrays(got)):
+            assert np.array_equal(a, b)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_sketches_of_different_parameters_give_none(family):
     rng = np.random.default_rng(5)
