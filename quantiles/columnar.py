@@ -285,16 +285,18 @@ class QuantileColumn(KeyedColumn):
         if n == 0:
             return []
         b = self.bins
-        counts = np.diff(b.offsets)
-        owner = b.owner
-        local = np.arange(b.keys.size) - b.offsets[:-1][owner]
         if compiled.active():  # the bin keys' varints, then the counters, in one compiled pass; framed in another
-            flat, v_off = _key_varints(b, counts, owner, local)
+            from .compiled import key_varints
+
+            flat, v_off, local = key_varints(b.keys, b.offsets)
             c = b.col
             payload, starts, ends = compiled.keyed_payloads(flat, v_off, local, b.offsets, c.exps, c.hi, c.lo,
                                                             c.offsets, c.newest, c.has_newest, c.merged, b.has_newest)
             head = _q.LAYOUT.head.pack(MAGIC, FAMILIES["SlidingQuantiles"], _q.LAYOUT.version, 0, *self.params)
             return sealed_blobs(head, b.has_newest.astype(np.uint16), b.newest, b.has_newest, payload, starts, ends)
+        counts = np.diff(b.offsets)
+        owner = b.owner
+        local = np.arange(b.keys.size) - b.offsets[:-1][owner]
         regions, r_off = KeyedCounters(b.offsets, local, b.col, b.newest, b.has_newest).write()
         # the bin keys: m, then the first zigzag-encoded, then key - previous key - 1
         flat, v_off = _key_varints(b, counts, owner, local)

@@ -1,4 +1,4 @@
-"""Compiled reading of quantile sketches' bin keys (numba, optional).
+"""Compiled reading and writing of quantile sketches' bin keys (numba, optional).
 
 Every answer of stored :class:`~quantiles.SlidingQuantiles` sketches first
 reads each sketch's bin keys: a count, the first key zigzag-encoded, then
@@ -6,7 +6,9 @@ the gaps between keys, all varints.  In numpy that is a pass over every
 stop byte of the batch and a dozen passes over every bin (0.46 s of the
 1.4 s that answering 100k stored sketches takes, measured); when
 :func:`ehist.compiled.active`, :func:`bin_keys` reads them in one compiled
-pass per sketch, with the same checks, to the same keys.
+pass per sketch, with the same checks, to the same keys; :func:`key_varints`
+writes them (the values of those varints, and each bin's position in its
+sketch) in one pass, where numpy took a dozen over every bin.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from ehist import compiled
 
-__all__ = ["bin_keys"]
+__all__ = ["bin_keys", "key_varints"]
 
 
 def bin_keys(buf, starts, ends, max_bins: int):
@@ -82,6 +84,51 @@ def _bin_keys(buf, starts, ends, max_bins):
     return bad, m, k_off, keys, region
 
 
+def key_varints(keys, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The varint values :func:`bin_keys` reads, for sketches whose bin keys
+    (ascending) are ``keys[offsets[s]:offsets[s + 1]]``: ``(values,
+    value offsets, positions)``, sketch ``s``'s values (its count, the
+    first key zigzag-encoded, then each key - the previous one - 1) at
+    ``values[value_offsets[s]:value_offsets[s + 1]]``, and each bin's
+    position in its sketch.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> values, v_off, local = key_varints([2, 3, 6, -1], [0, 3, 3, 4])
+    >>> values.tolist(), v_off.tolist(), local.tolist()
+    ([3, 4, 0, 2, 0, 1, 1], [0, 4, 5, 7], [0, 1, 2, 0])
+    """
+    keys = np.ascontiguousarray(keys, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != keys.size or np.any(
+            np.diff(offsets) < 0):
+        raise ValueError(f"offsets must run from 0 to {keys.size} without falling, got {offsets.tolist()[:8]}")
+    global _WRITE
+    if _WRITE is None:
+        _WRITE = compiled.kernel(_key_varints)
+    return _WRITE(keys, offsets)
+
+
+def _key_varints(keys, offsets):
+    sketches = offsets.size - 1
+    v_off = np.empty(sketches + 1, dtype=np.int64)
+    v_off[0] = 0
+    for s in range(sketches):
+        v_off[s + 1] = v_off[s] + 1 + offsets[s + 1] - offsets[s]
+    values = np.empty(v_off[sketches], dtype=np.uint64)
+    local = np.empty(keys.size, dtype=np.int64)
+    for s in range(sketches):
+        a, z, at = offsets[s], offsets[s + 1], v_off[s]
+        values[at] = np.uint64(z - a)
+        for c in range(a, z):
+            local[c] = c - a
+            if c == a:
+                values[at + 1] = np.uint64((keys[c] << 1) ^ (keys[c] >> 63))
+            else:
+                values[at + 1 + c - a] = np.uint64(keys[c] - keys[c - 1] - 1)
+    return values, v_off, local
+
+
+_WRITE = None
 _COMPILED = None
 _varint = None  # the compiled ehist.compiled.read_varint
 
