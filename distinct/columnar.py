@@ -540,20 +540,29 @@ class SketchColumn:
         """``from_sketches(sketches_from_bytes(blobs))``, without the objects
         (chunks with a blob the vectorized checks refuse go through them)."""
         blobs = _as_bytes(blobs)
+        if ehist_compiled.active() and len(blobs):  # one compiled pass over all (chunks only after a refusal)
+            whole = cls._of_parsed(*_decode_fast(blobs))
+            if whole is not None:
+                return whole
         parts = []
         for i, j in _chunks(blobs):
-            ok, parsed = _decode_fast(blobs[i:j])
-            if not ok.all():
-                parts.append(cls.from_sketches(_decode_chunk(blobs[i:j])))
-                continue
-            f = parsed.fields
-            parts.append(cls(f["window"].astype(np.int64), f["precision"].astype(np.int64),
-                             f["seed"].astype(np.uint64), np.ones(j - i, dtype=bool), f["newest"].astype(np.int64),
-                             np.diff(parsed.offsets).astype(np.int64), parsed.reg.astype(np.int64),
-                             parsed.ts.astype(np.int64), parsed.rank.astype(np.int64)))
+            part = cls._of_parsed(*_decode_fast(blobs[i:j]))
+            parts.append(part if part is not None else cls.from_sketches(_decode_chunk(blobs[i:j])))
         if not parts:
             return cls.from_sketches([])
         return cls(*(np.concatenate([getattr(p, a) for p in parts]) for a in cls.__slots__))
+
+    @classmethod
+    def _of_parsed(cls, ok, parsed) -> "SketchColumn | None":
+        """The column of :func:`_decode_fast`'s blobs when it accepted them
+        all (None otherwise)."""
+        if not ok.all():
+            return None
+        f = parsed.fields
+        as64 = (lambda a: a.astype(np.int64, copy=False))  # the compiled decoder's are int64 already: no copy
+        return cls(as64(f["window"]), as64(f["precision"]), f["seed"].astype(np.uint64), np.ones(ok.size, dtype=bool),
+                   as64(f["newest"]), as64(np.diff(parsed.offsets)), as64(parsed.reg), as64(parsed.ts),
+                   as64(parsed.rank))
 
     def take(self, indices) -> "SketchColumn":
         """The sketches at ``indices``, in that order."""
