@@ -1218,18 +1218,24 @@ def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cu
             a = c_start[k]
             d = c_decl[k]
             one = False
-            if d == 1:  # as in _read_keyed_all
-                one, exps[0], hi[0], lo[0] = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
-            if not one and not _dec1(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d, window, l, exps, hi, lo,
-                                     deltas, shared, widths, 0, run_e, run_n):
+            if d == 1:  # as in _read_keyed_all, and bounded here: no call passing arrays
+                one, e1, h1, l1 = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
+            if one:
+                cut = cutoffs[i]
+                units[o] = np.int64(1) << e1
+                upper[o] = units[o] if h1 > cut else 0
+                lower[o] = 0 if h1 <= cut else (units[o] if l1 > cut else 1)  # _bucket_bounds_one's rule
+            elif _dec1(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d, window, l, exps, hi, lo, deltas, shared,
+                       widths, 0, run_e, run_n):
+                lower[o], upper[o] = _bounds1(exps, hi, lo, d, cutoffs[i])
+                total = np.int64(0)  # below 2**62: _decode_one refuses more
+                for j in range(d):
+                    total += np.int64(1) << np.int64(exps[j])
+                units[o] = total
+            else:
                 ok[i] = False
                 break
             out_keys[o] = keys[k]
-            lower[o], upper[o] = _bounds1(exps, hi, lo, d, cutoffs[i])
-            total = np.int64(0)  # below 2**62: _decode_one refuses more
-            for j in range(d):
-                total += np.int64(1) << np.int64(exps[j])
-            units[o] = total
             o += 1
         if not ok[i]:
             o = o0

@@ -280,9 +280,10 @@ def _varints(values) -> bytes:
        tick=st.sampled_from([0, 1, 2, 3, 1000, 2**40, 2**61, 2**63]), delta=st.sampled_from([0, 1, 1, 2, 6, 2**20, 2**62]),
        width=st.sampled_from([0, 0, 1, 2, 3, 2**61]), extra=st.sampled_from([b"", b"", b"\x00"]),
        newest=st.sampled_from([10**9, -(2**63), -(2**63) + 5, 2**63 - 1]),
-       window=st.sampled_from([1, 7, 10**6, 2**62]), eps=st.sampled_from([0.9, 0.5, 0.1]))
+       window=st.sampled_from([1, 7, 10**6, 2**62]), eps=st.sampled_from([0.9, 0.5, 0.1]),
+       back=st.sampled_from([0, 1, 2, 3, 1000, 2**30]))
 def test_one_bucket_counters_read_as_the_numpy_reader(flags, runs, exponent, length, tick, delta, width, extra,
-                                                     newest, window, eps):
+                                                     newest, window, eps, back):
     """Counters declaring one bucket take the compiled readers' short path
     (compiled._one_bucket): every field at and past the checks' edges (the
     tick and gcd rules, a merged or canonical bucket, int64 room, the
@@ -299,13 +300,17 @@ def test_one_bucket_counters_read_as_the_numpy_reader(flags, runs, exponent, len
     with engine("auto"):
         got_ok, got = KeyedCounters.read(*args)
         l = got.col._l
-        bounds_ok = compiled.read_keyed_bounds(buf, [0], [buf.size], 4, 3, [newest], window, l,
-                                               [max(newest - 1, -(2**63))])[0]
+        cut = max(newest - back, -(2**63))
+        bounds_ok, _, _, lower, upper, units = compiled.read_keyed_bounds(buf, [0], [buf.size], 4, 3, [newest], window,
+                                                                          l, [cut])
     general = compiled.decode_histograms(buf, [buf.size - len(counter) + 1], [buf.size], [flags], [True], [newest],
                                          window, l)
     assert got_ok.tolist() == general[0].tolist() == bounds_ok.tolist()
     if got_ok[0]:
         assert [got.col.exps.tolist(), got.col.hi.tolist(), got.col.lo.tolist()] == [a.tolist() for a in general[2:]]
+        (e,), (h,), (lo,) = (a.tolist() for a in general[2:])  # the bucket's bounds after the cutoff
+        assert (lower.tolist(), upper.tolist(), units.tolist()) == (
+            [(1 << e if lo > cut else 1) if h > cut else 0], [1 << e if h > cut else 0], [1 << e])
         with engine("numpy"):
             want_ok, want = KeyedCounters.read(*args)
         assert want_ok[0]
