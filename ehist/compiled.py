@@ -1306,6 +1306,7 @@ _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
 _enc1 = None  # the compiled _encode_one
 _unit = None  # the compiled _one_bucket, which the keyed readers call
+_tick = None  # the compiled read_tick, which _decode_one and _one_bucket call
 _NO_BUCKET = (False, np.int64(0), np.int64(0), np.int64(0))  # _one_bucket's refusal
 _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
 _bounds1 = None
@@ -1321,7 +1322,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
-    global _dec1, _decl, _unit
+    global _dec1, _decl, _unit, _tick
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1370,6 +1371,7 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = kernel(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
+            _tick = jit(read_tick)
             _unit = jit(_one_bucket)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = kernel(_decode_all)
@@ -1976,11 +1978,9 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
         prev_e = ei
     if not fine or filled != n:
         return False
-    tick = np.uint64(1)
-    if is_tick:
-        tick, pos, good = _varint(buf, pos, end)
-        if not good or tick < np.uint64(2):
-            return False
+    tick, pos, good = _tick(buf, pos, end, is_tick)
+    if not good:
+        return False
     # the shared-timestamps bitmap: one-byte words, 7 bits each, padding and bit 0 clear
     n_shared = 0
     for i in range(n):
@@ -2104,6 +2104,16 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     return True
 
 
+def read_tick(buf, pos, end, ticked):
+    """(tick, next position, ok): a histogram's tick, the varint at
+    ``buf[pos]`` (2 or more) when its flags say ``ticked``, else 1 read from
+    nothing; for the compiled decoders."""
+    if not ticked:
+        return np.uint64(1), pos, True
+    tick, pos, good = _varint(buf, pos, end)
+    return tick, pos, good and tick >= np.uint64(2)
+
+
 def _one_bucket(buf, start, end, f, newest, window):
     """:func:`_decode_one` of a compact histogram (format version 2) with
     flags ``f`` declaring one bucket, as most counters of a keyed sketch
@@ -2125,11 +2135,9 @@ def _one_bucket(buf, start, end, f, newest, window):
     ln, pos, good3 = _varint(buf, pos, end)
     if not (good and good2 and good3) or r_u != np.uint64(1) or ln != np.uint64(1) or e > np.uint64(60):
         return _NO_BUCKET
-    tick = np.uint64(1)
-    if tick_flag:
-        tick, pos, good = _varint(buf, pos, end)
-        if not good or tick < np.uint64(2):
-            return _NO_BUCKET
+    tick, pos, good = _tick(buf, pos, end, tick_flag)
+    if not good:
+        return _NO_BUCKET
     d, pos, good = _varint(buf, pos, end)
     w, pos, good2 = _varint(buf, pos, end)
     if not (good and good2) or pos != end:
