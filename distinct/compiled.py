@@ -185,7 +185,8 @@ def _future_maxima(starts, reg, ts, rank, newest, window, keep_all):
             for q in range(m):
                 i = idx[q]
                 key[q] = (reg[i] << 45) | (np.int64(np.uint64(ts[i]) - np.uint64(t_lo)) << 7) | rank[i]
-            idx = idx[np.argsort(key)]
+            neg = -key  # each sketch's entries arrive sorted by key: their runs merged, not sorted
+            idx = idx[_runs_sort(neg, neg)]
         else:
             idx = idx[np.argsort(ts[idx], kind="mergesort")]
             idx = idx[np.argsort(reg[idx], kind="mergesort")]
@@ -225,11 +226,13 @@ def _future_maxima(starts, reg, ts, rank, newest, window, keep_all):
 
 
 _UNION = None
+_runs_sort = None  # ehist's compiled _desc_order (natural runs merged), which _future_maxima calls
 
 
 def _union_kernel():
-    global _UNION
+    global _UNION, _runs_sort
     if _UNION is None:
+        _runs_sort = compiled.run_merge_order()
         _UNION = compiled.kernel(_future_maxima)
     return _UNION
 

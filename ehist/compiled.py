@@ -1545,6 +1545,15 @@ def _first_at_least(a, v):
 first_at_least = _first_at_least
 
 
+def run_merge_order():
+    """The compiled :func:`_desc_order` (positions by ``hi`` descending,
+    then ``lo``, then position; the natural runs of the input merged), for
+    other packages' compiled loops to call: a key that arrives as a few
+    sorted runs is ordered in a few merge passes, not sorted."""
+    _kernel("compress")
+    return _desc
+
+
 def _compress_all(exps, hi, lo, starts, cutoff, k, factor, order):
     groups = starts.size - 1
     out_e = np.empty(exps.size, dtype=np.int64)
