@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ehist import compiled
+from ehist.validation import INT64_MIN
 
 __all__ = ["decode_entries", "future_maxima", "window_rank_counts", "encode_payloads"]
 
@@ -239,7 +240,6 @@ def _union_kernel():
 
 _COMPILED = None
 _COUNTS = None
-_INT64_MIN = np.int64(-(2**63))  # a constant to numba (np.iinfo is built per call)
 _ENCODE = None
 _wvarint = None  # the compiled ehist.compiled.write_varint, which _encode_all calls
 _varint = None  # the compiled ehist.compiled.read_varint and gcd, and _decode_one, which _decode_all calls
@@ -392,7 +392,7 @@ def _decode_one(buf, start, end, n, ticked, version_2, newest, window, precision
     into ``reg``, ``ts`` and ``rank`` at ``at``; whether every check of
     ``SlidingHyperLogLog.from_bytes`` passed."""
     top_bit = np.uint64(1) << np.uint64(63)
-    if n == 0 or newest == _INT64_MIN:
+    if n == 0 or newest == INT64_MIN:
         return False
     _, pos, _ = _varint(buf, start, end)
     tick = np.uint64(1)

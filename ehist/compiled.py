@@ -37,6 +37,7 @@ import zlib
 import numpy as np
 
 from .compress import MARGIN
+from .validation import INT64_MIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
            "keyed_union", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
@@ -1298,7 +1299,6 @@ _unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
-_INT64_MIN = np.int64(-(2**63))  # a global: a constant to numba (np.iinfo in a loop is built per call)
 _WS_ROWS = 16  # the scratch rows _compress_one uses
 _SC_ROWS = 9  # the scratch rows _unite_ids uses
 _FEW = 16  # unions of at most this many buckets are ordered by insertion (no allocation)
@@ -1549,7 +1549,13 @@ def run_merge_order():
     """The compiled :func:`_desc_order` (positions by ``hi`` descending,
     then ``lo``, then position; the natural runs of the input merged), for
     other packages' compiled loops to call: a key that arrives as a few
-    sorted runs is ordered in a few merge passes, not sorted."""
+    sorted runs is ordered in a few merge passes, not sorted.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> key = np.array([-1, -4, -9, -2, -3])        # two runs of a negated ascending key
+    >>> run_merge_order()(key, key).tolist()          # key descending: 1, 2, 3, 4, 9
+    [0, 3, 4, 1, 2]
+    """
     _kernel("compress")
     return _desc
 
@@ -1949,7 +1955,7 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
     is_shared = (f & _FLAG_SHARED) != 0
     is_tick = (f & _FLAG_TICK) != 0
     merged = (f & _FLAG_MERGED) != 0
-    if newest == _INT64_MIN:  # check_newest's rule: from_bytes names it
+    if newest == INT64_MIN:  # check_newest's rule: from_bytes names it
         return False
     n_u, pos, good = _varint(buf, start, end)
     if not good:
@@ -2116,7 +2122,16 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
 def read_tick(buf, pos, end, ticked):
     """(tick, next position, ok): a histogram's tick, the varint at
     ``buf[pos]`` (2 or more) when its flags say ``ticked``, else 1 read from
-    nothing; for the compiled decoders."""
+    nothing; for the compiled decoders.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> _ = _kernel("decode")                       # the compiled varint reader it calls
+    >>> buf = np.array([0x83, 0x01, 7], dtype=np.uint8)    # the varint 131, then a byte
+    >>> [(int(t), p, bool(ok)) for t, p, ok in (read_tick(buf, 0, 3, True), read_tick(buf, 0, 3, False))]
+    [(131, 2, True), (1, 0, True)]
+    >>> bool(read_tick(np.array([1], dtype=np.uint8), 0, 1, True)[2])     # a tick of 1 is refused
+    False
+    """
     if not ticked:
         return np.uint64(1), pos, True
     tick, pos, good = _varint(buf, pos, end)
@@ -2134,7 +2149,7 @@ def _one_bucket(buf, start, end, f, newest, window):
     Values, not writes: the caller's arrays are not passed (a call passing
     arrays costs more than this whole read)."""
     tick_flag, merged = (f & _FLAG_TICK) != 0, (f & _FLAG_MERGED) != 0
-    if (f & _FLAG_SHARED) != 0 or newest == _INT64_MIN:
+    if (f & _FLAG_SHARED) != 0 or newest == INT64_MIN:
         return _NO_BUCKET
     n_u, pos, good = _varint(buf, start, end)
     if not good or n_u != np.uint64(1):

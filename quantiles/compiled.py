@@ -102,6 +102,11 @@ def key_varints(keys, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != keys.size or np.any(
             np.diff(offsets) < 0):
         raise ValueError(f"offsets must run from 0 to {keys.size} without falling, got {offsets.tolist()[:8]}")
+    rises = np.diff(keys) > 0
+    firsts = offsets[1:-1]
+    rises[firsts[(firsts > 0) & (firsts < keys.size)] - 1] = True  # a sketch's first key may follow any other
+    if not rises.all():
+        raise ValueError("each sketch's bin keys must be strictly ascending")
     global _WRITE
     if _WRITE is None:
         _WRITE = compiled.kernel(_key_varints)

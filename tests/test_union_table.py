@@ -283,9 +283,16 @@ def test_compiled_loops_refuse_bad_input():
     from distinct.compiled import decode_entries
     from ehist import compiled
 
+    from quantiles.compiled import key_varints
+
     z = np.zeros(4, dtype=np.int64)
     with pytest.raises(ValueError, match="of one length"):
         compiled.compress_groups(z, z[:3], z, [0, 4], [0], 2)
+    with pytest.raises(ValueError, match="strictly ascending"):
+        key_varints([1, 5, 5], [0, 3])
+    with pytest.raises(ValueError, match="offsets must run from 0 to 3"):
+        key_varints([1, 5, 6], [0, 4])
+    assert key_varints([7, 2, 3], [0, 0, 1, 3])[0].tolist() == [0, 1, 14, 2, 4, 0]  # a key may fall between sketches
     with pytest.raises(ValueError, match="group_starts must run from 0 to 4"):
         compiled.compress_groups(z, z, z, [0, 5], [0], 2)
     with pytest.raises(ValueError, match="one value per group"):
