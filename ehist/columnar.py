@@ -1218,8 +1218,11 @@ def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
     ``newest[i]`` where ``has_newest[i]``, its payload
     ``payload[byte_starts[i]:byte_ends[i]]`` (uint8) and the CRC-32 of all
     of it (:mod:`ehist.serialization`'s framing); one compiled pass when
-    the compiled loops run."""
-    if compiled.active():
+    the compiled loops run and the blobs are small (large ones: zlib's
+    CRC-32 each, see :data:`ZLIB_CRC_FROM`)."""
+    count = np.size(byte_starts)
+    large = count and int(np.sum(np.asarray(byte_ends) - np.asarray(byte_starts))) >= ZLIB_CRC_FROM * count
+    if compiled.active() and not large:
         buf, offsets = compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT)
         whole = buf.tobytes()
         bounds = offsets.tolist()

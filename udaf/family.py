@@ -28,13 +28,13 @@ import numpy as np
 
 from ehist.blobs import Blobs
 from ehist.segments import gather
-from ehist.serialization import FAMILIES as FAMILY_IDS, family_of
+from ehist.serialization import FAMILIES as FAMILY_IDS, PREAMBLE_BYTES, family_of
 
 from .exact import as_key_sum_overflow
 from .inputs import bad_value
 
 __all__ = ["Family", "Answers", "Estimator", "FAMILIES", "ENTRY_POINTS", "load_families", "extension_modules",
-           "spec_for_bytes", "sketch_family"]
+           "spec_for_bytes", "sketch_family", "one_parameter_set"]
 
 #: Every family's classes by family name (``'eh'``, ``'sliding_hll'``...),
 #: filled in as the family modules are imported.
@@ -144,6 +144,23 @@ class Family:
         return Answers(est, lower, upper)
 
     @classmethod
+    def column_answers(cls, blobs, nows, window, column, layout) -> Answers:
+        """:meth:`answers` of a batch through a family's columnar codec
+        ``column`` (``column.from_bytes(sketches).estimates(nows,
+        window)``, one call for every present sketch) when the sketches
+        share one set of parameters (``layout``'s, see
+        :func:`one_parameter_set`); else one sketch at a time
+        (:meth:`Family.answers`)."""
+        blobs = Blobs.of(blobs)
+        rows = np.flatnonzero(blobs.present)
+        raw = blobs.take(rows)
+        if not len(raw) or not one_parameter_set(raw, layout):
+            return Family.answers.__func__(cls, blobs, nows, window)
+        out = np.full(len(blobs), np.nan)
+        out[rows] = column.from_bytes(raw).estimates(None if nows is None else np.asarray(nows)[rows], window)
+        return Answers(out)
+
+    @classmethod
     def union_answers(cls, blobs: list, starts: np.ndarray, nows, window) -> Answers:
         """Answers of unions of stored sketches: group ``i`` is
         ``blobs[starts[i]:starts[i + 1]]`` (bytes, none null, no group
@@ -223,6 +240,15 @@ class Family:
         :func:`ehist.columnar_union.union_column`)."""
         ends = np.append(starts[1:], len(blobs)).tolist()
         return [cls.merge(blobs[a:z]) for a, z in zip(np.asarray(starts).tolist(), ends)]
+
+
+def one_parameter_set(raw, layout) -> bool:
+    """Whether sketch bytes (none null) share one set of parameters: the
+    bytes ``layout`` (:class:`ehist.serialization.Layout`) puts after the
+    preamble.  A family's columnar paths take such a batch; a batch of
+    several sets goes one sketch at a time, where the class refuses what
+    it cannot unite."""
+    return len(Blobs.of(raw).groups(PREAMBLE_BYTES, layout.head.size - PREAMBLE_BYTES)) == 1
 
 
 def _ddl_type(ddl: str):

@@ -17,8 +17,8 @@ from distinct import SlidingFM
 from distinct.fm import LAYOUT
 from distinct.fm_columnar import FMColumn
 from ehist.blobs import Blobs
-from ehist.serialization import PREAMBLE_BYTES
 
+from .family import one_parameter_set
 from .hashed_items import HashedItems
 from .spec import Answers
 
@@ -43,14 +43,7 @@ class DistinctFM(HashedItems, family="sliding_fm", sketch=SlidingFM, one_step="s
         """Every sketch of a batch decoded and estimated at once
         (:class:`~distinct.fm_columnar.FMColumn`), the estimates to the
         last bit; sketches of different parameters: one at a time."""
-        blobs = Blobs.of(blobs)
-        rows = np.flatnonzero(blobs.present)
-        raw = blobs.take(rows)
-        if not len(raw) or not _alike(raw):
-            return super().answers(blobs, nows, window)
-        out = np.full(len(blobs), np.nan)
-        out[rows] = FMColumn.from_bytes(raw).estimates(None if nows is None else np.asarray(nows)[rows], window)
-        return Answers(out)
+        return cls.column_answers(blobs, nows, window, FMColumn, LAYOUT)
 
     @classmethod
     def merge_groups(cls, blobs, starts):
@@ -84,4 +77,4 @@ class DistinctFM(HashedItems, family="sliding_fm", sketch=SlidingFM, one_step="s
 
 def _alike(raw) -> bool:
     """Whether the sketches share one window, num_bitmaps and seed."""
-    return len(Blobs.of(raw).groups(PREAMBLE_BYTES, LAYOUT.head.size - PREAMBLE_BYTES)) == 1
+    return one_parameter_set(raw, LAYOUT)

@@ -16,14 +16,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ehist.blobs import Blobs
 from ehist.hashing import hash64
 from lp_norms import SlidingLpNorm, median_abs_stable, rows_for
+from lp_norms.columnar import LpColumn
+from lp_norms.sliding import LAYOUT
 
 from .exact import in_window, per_key_lp_norms
 from .frames import frame_lp_norms, frame_lp_norms_exact
 from .inputs import INTEGRAL, ITEM, NUMERIC, items, reals
 from .capabilities import NativeAnswer, NativePerRow
 from .data import Data, StateWords, Word
+from .family import one_parameter_set
 from .spec import Answers, Spec, key_now
 from .sql_text import ROWS_PER_TIME, checked_sum, overflow_error, quote, raise_bad_value, sum_per_time
 
@@ -74,10 +78,48 @@ class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_
     def update(self, sketch, t, data):
         return sketch.update_hashes(t, self._hashes(data), data.arrays.get("value"))
 
+    @classmethod
+    def answers(cls, blobs, nows, window):
+        """Every sketch of a batch decoded and estimated at once
+        (:class:`~lp_norms.columnar.LpColumn`), the estimates to the last
+        bit; sketches of different parameters: one at a time."""
+        return cls.column_answers(blobs, nows, window, LpColumn, LAYOUT)
+
+    @classmethod
+    def merge_groups(cls, blobs, starts):
+        """Every group's :meth:`merge` in one pass
+        (:meth:`~lp_norms.columnar.LpColumn.union`: each group's sketches
+        in byte order, re-bucketed as ``merge_all`` does), byte for byte.
+        Sketches of different parameters: the per-group merge, which
+        refuses them in one group."""
+        raw = Blobs.of(blobs)
+        if not len(raw) or not one_parameter_set(raw, LAYOUT):
+            return super().merge_groups(raw, starts)
+        return LpColumn.from_bytes(cls.merge_order(raw, starts)).union(starts).to_bytes()
+
+    @classmethod
+    def union_answers(cls, blobs, starts, nows, window):
+        """The estimates of every group's union, united in one pass and
+        never encoded."""
+        raw = Blobs.of(blobs)
+        if not len(raw) or not one_parameter_set(raw, LAYOUT):
+            return super().union_answers(raw, starts, nows, window)
+        united = LpColumn.from_bytes(cls.merge_order(raw, starts)).union(starts)
+        return Answers(united.estimates(nows, window))
+
     def union(self, blobs, starts, at=None):
         """Each key's partial sketches summed as of its newest time (the
         sketch is linear), in byte order so the float sums are the same on
-        every run."""
+        every run; every key at once
+        (:meth:`~lp_norms.columnar.LpColumn.sum_estimates`)."""
+        raw = Blobs.of(blobs)
+        if not len(raw) or not raw.present.all() or not one_parameter_set(raw, LAYOUT):
+            return self._union_each(raw, starts, at)
+        return Answers(LpColumn.from_bytes(self.merge_order(raw, starts)).sum_estimates(starts, at))
+
+    def _union_each(self, blobs, starts, at):
+        """:meth:`union` one key at a time, through the class (partials
+        that may be null or of several parameter sets)."""
         ends = np.append(starts[1:], len(blobs)).tolist()
         out = []
         for a, b in zip(starts.tolist(), ends):

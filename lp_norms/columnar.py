@@ -1,0 +1,341 @@
+"""Many sliding L_p sketches at once, in flat arrays.
+
+A stored table of :class:`~lp_norms.SlidingLpNorm` sketches (one per key
+and site) is answered and united one sketch at a time by the class:
+decoding and estimating one costs ~90 us, uniting a key's four sketches
+~5 ms (each of its ~60 bucket decisions takes a median through numpy
+calls; 48 KB sketches at eps 0.1, measured).  :class:`LpColumn` keeps the
+buckets of many sketches of one set of parameters in three arrays and
+does each step for all of them in one compiled loop
+(:mod:`lp_norms.compiled`, when :func:`ehist.compiled.active`; else one
+sketch at a time through the class):
+
+* :meth:`LpColumn.from_bytes`: decode, with every check of
+  ``SlidingLpNorm.from_bytes`` (what the loop does not accept goes to it,
+  and it names what is wrong);
+* :meth:`LpColumn.union`: each group's ``SlidingLpNorm.merge_all``, byte
+  for byte;
+* :meth:`LpColumn.estimates`: ``SlidingLpNorm.estimate`` of each, and
+  :meth:`LpColumn.sum_estimates` the norm of each group's sketches added
+  as of one time (``LpNorm.union``), the same floats;
+* :meth:`LpColumn.to_bytes`: ``SlidingLpNorm.to_bytes`` of each.
+
+For instance, two sketches of one stream's halves, united:
+
+>>> import numpy as np
+>>> from lp_norms import SlidingLpNorm
+>>> ts = np.arange(0, 400, 3)
+>>> parts = [SlidingLpNorm(2.0, 200, 0.3, 0.3).update(ts[p::2], ts[p::2] % 17) for p in range(2)]
+>>> col = LpColumn.from_bytes([s.to_bytes() for s in parts])
+>>> united = col.union([0])
+>>> united.to_bytes() == [SlidingLpNorm.merge_all(parts).to_bytes()]
+True
+>>> united.estimates([500], 150).tolist() == [SlidingLpNorm.merge_all(parts).estimate(500, 150)]
+True
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ehist import compiled as ehist_compiled
+from ehist.blobs import Blobs
+from ehist.columnar import sealed_blobs, sealed_heads
+from ehist.errors import IncompatibleSketchError
+from ehist.segments import gather
+from ehist.serialization import MAGIC, PREAMBLE_BYTES, VERSION_AT
+from ehist.validation import INT64_MIN, coerce_times
+
+from .sliding import LAYOUT, SlidingLpNorm
+
+__all__ = ["LpColumn"]
+
+_NEWEST_AT = LAYOUT.head.size  # the newest timestamp follows the preamble and parameters
+_LITTLE = sys.byteorder == "little"
+
+
+class LpColumn:
+    """The buckets of many :class:`~lp_norms.SlidingLpNorm` sketches of
+    one set of parameters ``params`` (p, window, eps, delta, seed, rows).
+
+    Sketch ``s`` has buckets ``offsets[s]:offsets[s + 1]``, newest first:
+    their sums ``sk`` (one row of ``rows`` float64 each), newest and
+    oldest times ``hi`` and ``lo``; and a newest time ``newest[s]`` where
+    ``has_newest[s]`` (a sketch without one holds no bucket).
+    """
+
+    __slots__ = ("params", "offsets", "hi", "lo", "newest", "has_newest", "data", "at", "_sk")
+
+    def __init__(self, params, offsets, sk, hi, lo, newest, has_newest):
+        self.params = tuple(params)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.hi = np.asarray(hi, dtype=np.int64)
+        self.lo = np.asarray(lo, dtype=np.int64)
+        self.newest = np.asarray(newest, dtype=np.int64)
+        self.has_newest = np.asarray(has_newest, dtype=bool)
+        self._sk = np.ascontiguousarray(sk, dtype=np.float64).reshape(-1, int(self.params[5]))
+        self.data = self._sk.reshape(-1).view(np.uint8)
+        self.at = 8 * int(self.params[5]) * self.offsets[:-1]
+
+    @classmethod
+    def _in_bytes(cls, params, offsets, data, at, hi, lo, newest, has_newest) -> "LpColumn":
+        """A column whose sketch ``s`` has its sums (native float64) at
+        ``data[at[s]:]``, one bucket after the other: the stored bytes
+        themselves, read in place."""
+        out = cls(params, offsets, np.zeros((0, int(params[5]))), hi, lo, newest, has_newest)
+        out.data, out.at, out._sk = data, np.asarray(at, dtype=np.int64), None
+        return out
+
+    @property
+    def sk(self) -> np.ndarray:
+        """The sums of every bucket (buckets x rows), in sketch order."""
+        if self._sk is None:
+            rows = int(self.params[5])
+            ends = self.at + 8 * rows * np.diff(self.offsets)
+            self._sk = gather(self.data, self.at, ends).view(np.float64).reshape(-1, rows)
+        return self._sk
+
+    def __len__(self) -> int:
+        return int(self.newest.size)
+
+    def __repr__(self) -> str:
+        return f"LpColumn(sketches={len(self)}, buckets={self.hi.size}, rows={self.params[5]})"
+
+    def _empty(self) -> SlidingLpNorm:
+        return SlidingLpNorm(*self.params[:5], rows=self.params[5])
+
+    def __getitem__(self, s: int) -> SlidingLpNorm:
+        """Sketch ``s`` as a :class:`~lp_norms.SlidingLpNorm`."""
+        out = self._empty()
+        if self.has_newest[s]:
+            a, b = int(self.offsets[s]), int(self.offsets[s + 1])
+            start, rows = int(self.at[s]), int(self.params[5])
+            out._sk = self.data[start:start + 8 * rows * (b - a)].view(np.float64).reshape(b - a, rows).copy()
+            out._hi, out._lo = self.hi[a:b].copy(), self.lo[a:b].copy()
+            out._newest = int(self.newest[s])
+        return out
+
+    # ------------------------------------------------------------ building
+    @classmethod
+    def from_sketches(cls, sketches) -> "LpColumn":
+        """The column of sketches of one set of parameters."""
+        sketches = list(sketches)
+        if not sketches:
+            raise ValueError("from_sketches needs at least one sketch")
+        params = {s._params() for s in sketches}
+        if len(params) > 1:
+            raise IncompatibleSketchError(f"a column holds sketches of one p, window, eps, delta, seed and rows, "
+                                          f"got {sorted(params)}")
+        rows = sketches[0].rows
+        return cls(sketches[0]._params(), np.concatenate([[0], np.cumsum([len(s) for s in sketches])]),
+                   np.concatenate([s._sk for s in sketches]).reshape(-1, rows) if sketches else np.zeros((0, rows)),
+                   np.concatenate([s._hi for s in sketches]), np.concatenate([s._lo for s in sketches]),
+                   [0 if s.newest is None else s.newest for s in sketches], [s.newest is not None for s in sketches])
+
+    @classmethod
+    def from_bytes(cls, blobs) -> "LpColumn":
+        """Decode many ``SlidingLpNorm.to_bytes`` outputs of one set of
+        parameters at once.
+
+        Raises
+        ------
+        CorruptSketchError
+            As ``SlidingLpNorm.from_bytes`` raises it, for the first blob
+            (in order) the compiled checks do not pass and it refuses.
+        IncompatibleSketchError
+            Sketches of different parameters.
+        """
+        blobs = Blobs.of(blobs)
+        if not len(blobs):
+            raise ValueError("from_bytes needs at least one blob")
+        ok, parsed = _decode_fast(blobs) if ehist_compiled.active() and _LITTLE else \
+            (np.zeros(len(blobs), dtype=bool), None)
+        slow = np.flatnonzero(~ok)
+        slow_col = cls.from_sketches([SlidingLpNorm.from_bytes(blobs[i]) for i in slow.tolist()]) if slow.size \
+            else None  # raises for corrupt bytes
+        if slow_col is None:
+            return parsed
+        if parsed is None:
+            return slow_col
+        position = np.empty(len(blobs), dtype=np.int64)
+        position[np.flatnonzero(ok)] = np.arange(len(parsed))
+        position[slow] = len(parsed) + np.arange(slow.size)
+        return cls.concat([parsed, slow_col]).take(position)
+
+    @classmethod
+    def concat(cls, columns) -> "LpColumn":
+        """The sketches of several columns of one set of parameters, in order."""
+        cols = list(columns)
+        if len({c.params for c in cols}) > 1:
+            raise IncompatibleSketchError(f"a column holds sketches of one p, window, eps, delta, seed and rows, "
+                                          f"got {sorted({c.params for c in cols})}")
+        shift = np.cumsum([0] + [int(c.offsets[-1]) for c in cols[:-1]])
+        return cls(cols[0].params, np.concatenate([[0]] + [c.offsets[1:] + s for c, s in zip(cols, shift)]),
+                   *(np.concatenate([getattr(c, a) for c in cols]) for a in ("sk", "hi", "lo", "newest",
+                                                                              "has_newest")))
+
+    def take(self, indices) -> "LpColumn":
+        """The sketches at ``indices``, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        a, b = self.offsets[idx], self.offsets[idx + 1]
+        rows = np.repeat(a - np.concatenate([[0], np.cumsum(b - a)[:-1]]), b - a) + np.arange(int((b - a).sum()))
+        return LpColumn(self.params, np.concatenate([[0], np.cumsum(b - a)]), self.sk[rows], self.hi[rows],
+                        self.lo[rows], self.newest[idx], self.has_newest[idx])
+
+    # --------------------------------------------------------------- union
+    def union(self, group_starts) -> "LpColumn":
+        """Each group's ``SlidingLpNorm.merge_all`` (group ``i``: sketches
+        ``group_starts[i]`` to the next start, united in that order), the
+        same bytes."""
+        starts = _check_starts(group_starts, len(self))
+        if not _compiled(self.params):
+            ends = np.append(starts[1:], len(self)).tolist()
+            return LpColumn.from_sketches([SlidingLpNorm.merge_all([self[i] for i in range(a, z)])
+                                           for a, z in zip(starts.tolist(), ends)])
+        probe = self._empty()
+        from . import compiled
+
+        offsets, sk, hi, lo, newest, has = compiled.union(
+            self.data, self.at, self.hi, self.lo, self.offsets, self.newest, self.has_newest, starts, self.params[1],
+            self.params[5], probe._cf / probe._k, probe._q, probe._median)
+        return LpColumn(self.params, offsets, sk, hi, lo, newest, has)
+
+    # --------------------------------------------------------------- query
+    def estimates(self, now=None, window: int | None = None) -> np.ndarray:
+        """``self[s].estimate(now[s], window)`` of every sketch (``now``:
+        one time, one per sketch, or None for each one's newest), the same
+        floats.
+
+        Raises
+        ------
+        ValueError
+            A ``now`` before a sketch's newest time, a window outside
+            ``[1, window]``: as ``estimate`` raises them, for the first.
+        """
+        count = len(self)
+        at = None if now is None else np.broadcast_to(coerce_times(now, "now"), (count,)).astype(np.int64)
+        self._check_query(at, window)
+        return self._estimates(at, window, np.arange(count, dtype=np.int64))
+
+    def sum_estimates(self, group_starts, at=None) -> np.ndarray:
+        """The norm of each group's sketches added (the sketch is linear),
+        as of ``at`` (one time for all, or None: each group's newest),
+        each over its whole window: ``LpNorm.union``'s answers, the same
+        floats (a group without a newest time: 0.0).
+
+        Raises
+        ------
+        ValueError
+            ``at`` before a sketch's newest time, as ``sketch`` raises it.
+        """
+        starts = _check_starts(group_starts, len(self))
+        count = len(self)
+        group_of = np.repeat(np.arange(starts.size), np.diff(np.append(starts, count)))
+        if at is None:
+            newest = np.full(starts.size, INT64_MIN, dtype=np.int64)
+            np.maximum.at(newest, group_of[self.has_newest], self.newest[self.has_newest])
+            times = newest[group_of]
+        else:
+            times = np.full(count, int(at), dtype=np.int64)
+            self._check_query(times, None)
+        return self._estimates(times, None, starts)
+
+    def _check_query(self, at, window) -> None:
+        """Raise what ``estimate`` raises for the first sketch a query
+        time or the window does not suit."""
+        count = len(self)
+        late = np.zeros(count, dtype=bool) if at is None else (at < self.newest) & self.has_newest
+        if count and (late.any() or window is not None):
+            bad = int(np.argmax(late)) if late.any() else 0
+            self[bad].estimate(None if at is None else int(at[bad]), window)
+
+    def _estimates(self, at, window, group_starts) -> np.ndarray:
+        """Each group's sketches composed as of ``at`` (None: each
+        sketch's newest) over ``window``, added in order, estimated."""
+        if not _compiled(self.params):
+            ends = np.append(group_starts[1:], len(self)).tolist()
+            return np.array([
+                float(np.median(np.abs(sum(self[s].sketch(None if at is None else int(at[s]), window)
+                                           for s in range(a, z))))) / self._empty()._median
+                for a, z in zip(group_starts.tolist(), ends)], dtype=np.float64)
+        w = self.params[1] if window is None else int(window)
+        times = self.newest if at is None else at
+        # max(now - window, INT64_MIN); a sketch without a time has no bucket
+        low = times < INT64_MIN + w
+        cutoffs = np.where(low, INT64_MIN, times - np.where(low, 0, w))
+        from . import compiled
+
+        return compiled.window_estimates(self.data, self.at, self.lo, self.offsets, cutoffs, group_starts,
+                                         self.params[5], self._empty()._median)
+
+    # --------------------------------------------------------- serialization
+    def to_bytes(self) -> list:
+        """``[self[s].to_bytes() for s in range(len(self))]``, in one pass."""
+        if not len(self):
+            return []
+        if not _compiled(self.params):
+            return [self[s].to_bytes() for s in range(len(self))]
+        from . import compiled
+
+        payload, ends = compiled.payloads(self.data, self.at, self.hi, self.lo, self.offsets, self.newest,
+                                          self.has_newest, self.params[5])
+        head = LAYOUT.head.pack(MAGIC, LAYOUT.family_id, LAYOUT.version, 0, *self.params)
+        return sealed_blobs(head, self.has_newest.astype(np.int64), self.newest, self.has_newest, payload, ends[:-1],
+                            ends[1:])
+
+
+def _compiled(params) -> bool:
+    """Whether the compiled loops give the class's floats and bytes for
+    sketches of ``params``: numba runs, the machine is little-endian (the
+    loops read stored sums in place), and the sketches have two rows or
+    more (numpy sums a single column of buckets pairwise, the loops in
+    order)."""
+    return ehist_compiled.active() and _LITTLE and params[5] >= 2
+
+
+def _check_starts(group_starts, n: int) -> np.ndarray:
+    starts = np.asarray(group_starts, dtype=np.int64)
+    if starts.ndim != 1 or (n and (starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0)
+                                   or starts[-1] >= n)) or (not n and starts.size):
+        raise ValueError(f"group_starts must start at 0 and increase strictly below {n}, got {starts!r}")
+    return starts
+
+
+def _decode_fast(blobs: Blobs):
+    """``(accepted mask, column of the accepted)``: the sketches with a
+    newest time whose every check of ``SlidingLpNorm.from_bytes`` passes
+    in the compiled reader; the rest (empty sketches, anything suspect,
+    parameters other than the first accepted sketch's) are left to it."""
+    ok, buf, starts, lengths = sealed_heads(blobs, LAYOUT.family_id, _NEWEST_AT + 8 + 1 + 4, 0)
+    ok[ok] = buf[starts[ok] + VERSION_AT] == LAYOUT.version
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return ok, None
+    fields = buf[starts[idx][:, None] + np.arange(PREAMBLE_BYTES, _NEWEST_AT)]
+    params = LAYOUT.head.unpack(b"\0" * PREAMBLE_BYTES + fields[0].tobytes())[4:]
+    try:
+        probe = SlidingLpNorm(*params[:5], rows=params[5])
+    except (ValueError, TypeError, OverflowError):
+        ok[:] = False  # from_bytes names the bad parameter
+        return ok, None
+    if probe._params() != params:
+        ok[:] = False
+        return ok, None
+    newest = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_NEWEST_AT, _NEWEST_AT + 8)]).view(
+        "<i8").ravel().astype(np.int64)
+    same = (fields == fields[0]).all(axis=1) & (newest != INT64_MIN)
+    ok[idx[~same]] = False
+    idx, newest = idx[same], newest[same]
+    from . import compiled
+
+    rows, window = int(params[5]), int(params[1])
+    read, n, hi, lo, at = compiled.decode(buf, starts[idx] + _NEWEST_AT + 8, starts[idx] + lengths[idx] - 4, newest,
+                                          rows, window)
+    ok[idx[~read]] = False
+    idx, newest = idx[read], newest[read]
+    if not idx.size:
+        return ok, None
+    return ok, LpColumn._in_bytes(params, np.concatenate([[0], np.cumsum(n)]), buf, at, hi, lo, newest,
+                                  np.ones(idx.size, dtype=bool))

@@ -1,0 +1,531 @@
+"""Compiled loops over many stored sliding L_p sketches (numba, optional).
+
+A :class:`~lp_norms.SlidingLpNorm` is a few dozen buckets of ``rows``
+float64 sums each.  One at a time, a key's union (``merge_all``) costs
+milliseconds: each of the ~60 bucket decisions of a re-bucketing computes a
+median through half a dozen numpy calls, 5 ms per key for four sites' 25
+flows at eps 0.1 (measured).  Here the same decisions run in one compiled
+loop over the groups, with the same float operations in the same order, so
+the bytes are those of ``merge_all``:
+
+* :func:`decode` reads every sketch's bucket times with the checks of
+  ``SlidingLpNorm.from_bytes``;
+* :func:`union` is ``SlidingLpNorm.merge_all`` of every group (the
+  sketches united one after the other, each union re-bucketed by the
+  greedy rule of ``SlidingLpNorm._rebuild``);
+* :func:`window_estimates` composes each sketch's buckets inside a window,
+  or each group's sketches' (``LpNorm.union``), and estimates the norm;
+* :func:`payloads` writes the bytes after each sketch's head.
+
+The medians are numpy's (the mean of the two middle values of an even
+count) and the powers the C library's ``pow``, as numpy calls it.  Used by
+:class:`lp_norms.columnar.LpColumn` when :func:`ehist.compiled.active`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ehist import compiled
+from ehist.validation import INT64_MIN
+
+__all__ = ["decode", "union", "window_estimates", "payloads"]
+
+
+def decode(buf, starts, ends, newest, rows: int, window: int):
+    """Read the bytes ``buf[starts[i]:ends[i]]`` of stored sliding L_p
+    sketches after their newest time, before the CRC (the head, checksum
+    and parameters checked by the caller), given their newest times.
+
+    A sketch is accepted only when every check ``SlidingLpNorm.from_bytes``
+    makes of these bytes passes: the bucket count, deltas within the
+    window, times within int64, interval widths, exactly the sketch's
+    sums left, the oldest bucket live and every sum finite.
+
+    Returns
+    -------
+    (accepted mask, buckets per accepted sketch, hi, lo, sums at): the
+    buckets' newest and oldest times of the accepted sketches in order,
+    and where each accepted sketch's float64 sums start in ``buf``.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> from lp_norms import SlidingLpNorm
+    >>> s = SlidingLpNorm(1.0, 100, rows=3).update([5, 9], [1, 2])
+    >>> b = np.frombuffer(s.to_bytes(), dtype=np.uint8)
+    >>> ok, n, hi, lo, at = decode(b, [58], [b.size - 4], [9], 3, 100)
+    >>> ok.tolist(), n.tolist(), hi.tolist() == s._hi.tolist(), lo.tolist() == s._lo.tolist()
+    ([True], [2], True, True)
+    >>> b[at[0]:at[0] + 48].view("<f8").reshape(2, 3).tolist() == s._sk.tolist()
+    True
+    """
+    buf, starts, ends = compiled.spans(buf, starts, ends, newest=newest)
+    if not 1 <= rows <= 1 << 20 or window < 1:
+        raise ValueError(f"rows must be in [1, {1 << 20}] and window positive, got {rows} and {window}")
+    newest = np.ascontiguousarray(newest, dtype=np.int64)
+    ok, n, at = _kernels()["read"](buf, starts, ends, newest, np.int64(rows), np.int64(window))
+    offsets = np.concatenate([[0], np.cumsum(np.where(ok, n, 0))]).astype(np.int64)
+    read = ok.copy()
+    hi, lo = _kernels()["times"](buf, starts, ends, newest, ok, offsets)
+    if not np.array_equal(ok, read):  # an interval past int64: its sketch's buckets dropped
+        keep = np.repeat(ok[read], n[read])
+        hi, lo = hi[keep], lo[keep]
+    return ok, n[ok], hi, lo, at[ok]
+
+
+def union(data, at, hi, lo, offsets, newest, has_newest, group_starts, window: int, rows: int, limit: float,
+          q: float, median: float):
+    """Every group's ``SlidingLpNorm.merge_all``: group ``g`` is sketches
+    ``group_starts[g]`` to ``group_starts[g + 1]`` (the last to the end),
+    united in that order.  Sketch ``s`` has buckets ``offsets[s]`` to
+    ``offsets[s + 1]``, newest first: times ``hi`` and ``lo``, and
+    ``rows`` float64 sums each, one bucket after the other from byte
+    ``at[s]`` of ``data`` (native byte order).  ``limit`` is Invariant
+    3's ``C_f / k``, ``q`` the power of the norm compared and ``median``
+    the stable law's ``median |X_p|``.
+
+    Returns
+    -------
+    (bucket offsets, sums (buckets x rows), hi, lo, newest, has_newest) of
+    the unions.
+    """
+    return _kernels()["union"](*_sources(data, at, offsets, rows), *_ints(hi, lo, newest),
+                               np.ascontiguousarray(has_newest, dtype=np.bool_), *_ints(group_starts),
+                               np.int64(window), float(limit), float(q), float(median))
+
+
+def window_estimates(data, at, lo, offsets, cutoffs, group_starts, rows: int, median: float) -> np.ndarray:
+    """The estimate of each group's sketches composed over a window:
+    sketch ``s``'s buckets (sums as :func:`union` takes them) whose oldest
+    time is after ``cutoffs[s]``, summed newest first (as
+    ``SlidingLpNorm.sketch`` sums them), the group's sketches' sums added
+    in order (as ``sum`` adds them in ``LpNorm.union``), then
+    ``np.median(np.abs(sum)) / median``: the same floats.  One group per
+    sketch (``group_starts`` ``0, 1, ...``) gives each sketch's
+    ``estimate``."""
+    return _kernels()["estimates"](*_sources(data, at, offsets, rows), *_ints(lo, cutoffs, group_starts),
+                                   float(median))
+
+
+def payloads(data, at, hi, lo, offsets, newest, has_newest, rows: int):
+    """The bytes after each sketch's newest time and before its CRC, as
+    ``SlidingLpNorm.to_bytes`` writes them (a sketch without a newest
+    time: none), of sketches as :func:`union` takes them (sums in
+    little-endian byte order): ``(payload, byte offsets)``."""
+    return _kernels()["write"](*_sources(data, at, offsets, rows), *_ints(hi, lo, newest),
+                               np.ascontiguousarray(has_newest, dtype=np.bool_))
+
+
+def _ints(*arrays) -> list:
+    return [np.ascontiguousarray(x, dtype=np.int64) for x in arrays]
+
+
+def _sources(data, at, offsets, rows: int) -> tuple:
+    """``(data, at, offsets, rows)`` checked before a loop reads the sums
+    of sketch ``s`` at ``data[at[s]:at[s] + 8 * rows * buckets]``."""
+    data = np.ascontiguousarray(data, dtype=np.uint8)
+    at, offsets = _ints(at, offsets)
+    if offsets.size != at.size + 1 or (at.size and (at.min() < 0 or np.any(
+            at + 8 * rows * np.diff(offsets) > data.size))):
+        raise ValueError("each sketch's sums must lie in the data")
+    return data, at, offsets, np.int64(rows)
+
+
+# ----------------------------------------------------------------- the loops
+def _read_all(buf, starts, ends, newest, rows, window):
+    count = starts.size
+    ok = np.zeros(count, dtype=np.bool_)
+    n_out = np.zeros(count, dtype=np.int64)
+    at = np.zeros(count, dtype=np.int64)
+    per_bucket = 8 * rows + 2
+    room_top = np.uint64(0)
+    for i in range(count):
+        v, pos, good = _varint(buf, starts[i], ends[i])
+        end = ends[i]
+        if not good or v > np.uint64((end - pos) // per_bucket):
+            continue
+        n = np.int64(v)
+        if n == 0:
+            if pos == end:
+                ok[i] = True
+                at[i] = pos
+            continue
+        # newest - (INT64_MIN + 1): the largest age a bucket may have
+        room_top = np.uint64(newest[i]) - np.uint64(INT64_MIN) - np.uint64(1)
+        age = np.uint64(0)
+        bad = False
+        for j in range(n):
+            d, pos, good = _varint(buf, pos, end)
+            if not good or d >= np.uint64(window):
+                bad = True
+                break
+            grown = age + d
+            if grown < age:
+                bad = True
+                break
+            age = grown
+        if bad or age > room_top:
+            continue
+        # the oldest bucket is live: newest - age > newest - window
+        if age >= np.uint64(window):
+            continue
+        for j in range(n):
+            w, pos, good = _varint(buf, pos, end)
+            if not good:
+                bad = True
+                break
+        if bad or end - pos != 8 * rows * n:
+            continue
+        sums = buf[pos:end].view(np.float64)  # (x86 and ARM load unaligned floats)
+        for r in range(sums.size):
+            if not np.isfinite(sums[r]):
+                bad = True
+                break
+        if bad:
+            continue
+        ok[i] = True
+        n_out[i] = n
+        at[i] = pos
+    return ok, n_out, at
+
+
+def _times_all(buf, starts, ends, newest, ok, offsets):
+    total = offsets[offsets.size - 1]
+    hi = np.zeros(total, dtype=np.int64)
+    lo = np.zeros(total, dtype=np.int64)
+    k = 0
+    for i in range(starts.size):
+        if not ok[i]:
+            continue
+        end = ends[i]
+        v, pos, good = _varint(buf, starts[i], end)
+        n = np.int64(v)
+        top = np.uint64(newest[i])
+        a = k
+        for j in range(n):
+            d, pos, good = _varint(buf, pos, end)
+            top -= d
+            hi[k] = np.int64(top)
+            k += 1
+        for j in range(n):
+            w, pos, good = _varint(buf, pos, end)
+            low = np.int64(np.uint64(hi[a + j]) - w)  # modular: a width past int64 wraps above hi
+            if low > hi[a + j] or low == INT64_MIN:
+                ok[i] = False
+            lo[a + j] = low
+    return hi, lo
+
+
+def _fhat(v, a, b, median, q):
+    """``(np.median(np.abs(v)) / median) ** q`` (NaN where ``v`` has one);
+    ``a``, ``b``: room for ``v``."""
+    return (_median_abs_c(v, a, b) / median) ** q
+
+
+def _median_abs(v, a, b):
+    """``np.median(np.abs(v))``, NaN where ``v`` has one (``a``, ``b``:
+    room for ``v``): the value below which half of them lie, or the mean
+    of the two middle ones of an even count, as numpy computes it.
+
+    A quickselect whose partition has no branch on the data: each value is
+    written to both ends of the other buffer and one end advances.  The
+    values of stored sketches are random, so a partition that branches
+    mispredicts every other value: numba's ``np.median`` took ~5 us for
+    405 of them, this ~1.9 us (measured on stored sums)."""
+    n = v.size
+    for i in range(n):
+        x = abs(v[i])
+        if x != x:
+            return np.nan
+        a[i] = x
+    half = n >> 1
+    k = half  # the upper middle (the middle of an odd count)
+    src, dst = a, b
+    off = 0
+    left_max = -1.0  # the largest value put below the k-th (none yet)
+    while n > 16:
+        x0, x1, x2 = src[off], src[off + (n >> 1)], src[off + n - 1]
+        pivot = max(min(x0, x1), min(max(x0, x1), x2))
+        lo, hi = 0, n - 1
+        for i in range(off, off + n):
+            x = src[i]
+            c = x < pivot
+            dst[lo] = x
+            dst[hi] = x
+            lo += c
+            hi -= 1 - c
+        if lo == 0:  # the pivot is the least value: take its copies out instead
+            lo, hi = 0, n - 1
+            for i in range(off, off + n):
+                x = src[i]
+                c = x <= pivot
+                dst[lo] = x
+                dst[hi] = x
+                lo += c
+                hi -= 1 - c
+            if k < lo:
+                return _mid_c(pivot, left_max if k == 0 else pivot, v.size)
+        if k < lo:
+            n = lo
+            off = 0
+        else:
+            m = dst[0]
+            for i in range(1, lo):
+                m = max(m, dst[i])
+            left_max = max(left_max, m)
+            k -= lo
+            n -= lo
+            off = lo
+        src, dst = dst, src
+    # insertion sort of the last few
+    for i in range(off + 1, off + n):
+        x = src[i]
+        j = i - 1
+        while j >= off and src[j] > x:
+            src[j + 1] = src[j]
+            j -= 1
+        src[j + 1] = x
+    up = src[off + k]
+    low = src[off + k - 1] if k > 0 else left_max
+    return _mid_c(up, low, v.size)
+
+def _mid(up, low, count):
+    """The median of ``count`` values from its upper and lower middle."""
+    if count & 1:
+        return up
+    return (low + up) / 2
+
+
+def _rebuild(sk, n, hi, lo, limit, q, median, out_sk, out_hi, out_lo, prefix, work):
+    """``SlidingLpNorm._rebuild`` of one block of ``n`` units (``sk[:n]``,
+    newest first) into ``out_*``; returns the number of buckets.
+    ``prefix``: room for ``n + 1`` rows, ``work``: five."""
+    rows = sk.shape[1]
+    for u in range(n):
+        for r in range(rows):
+            prefix[u + 1, r] = prefix[u, r] + sk[u, r] if u else sk[u, r]
+    a, b, cand, base, cur = work[0], work[1], work[2], work[3], work[4]
+    total = 0.0
+    open_ = False
+    cur_hi = cur_lo = np.int64(0)
+    out = 0
+    i = 0
+    while i < n:
+        if not open_:
+            cur[:] = sk[i]
+            cur_hi, cur_lo = hi[i], lo[i]
+            open_ = True
+            i += 1
+            continue
+        bound = limit * total
+        for r in range(rows):
+            base[r] = cur[r] - prefix[i, r]
+        best, step = i, 1
+        while best + step <= n:
+            for r in range(rows):
+                cand[r] = base[r] + prefix[best + step, r]
+            if not _fhat_c(cand, a, b, median, q) <= bound:
+                break
+            best += step
+            step *= 2
+        top = min(n, best + step - 1)
+        while best < top:
+            mid = (best + top + 1) // 2
+            for r in range(rows):
+                cand[r] = base[r] + prefix[mid, r]
+            if _fhat_c(cand, a, b, median, q) <= bound:
+                best = mid
+            else:
+                top = mid - 1
+        if best > i:
+            for r in range(rows):
+                cur[r] = base[r] + prefix[best, r]
+            cur_lo = lo[best - 1]
+            i = best
+        if i < n:  # unit i does not fit: the bucket is finished
+            total += _fhat_c(cur, a, b, median, q)
+            out_sk[out] = cur
+            out_hi[out] = cur_hi
+            out_lo[out] = cur_lo
+            out += 1
+            open_ = False
+    if open_:
+        out_sk[out] = cur
+        out_hi[out] = cur_hi
+        out_lo[out] = cur_lo
+        out += 1
+    return out
+
+
+def _sums(data, at, offsets, rows, s, b):
+    """The sums of bucket ``b`` (of sketch ``s``) in ``data``, a view."""
+    p = at[s] + 8 * rows * (b - offsets[s])
+    return data[p:p + 8 * rows].view(np.float64)
+
+
+def _union_all(data, at_s, offsets, rows, hi, lo, newest, has_newest, gstarts, window, limit, q, median):
+    count = newest.size
+    groups = gstarts.size
+    out_off = np.zeros(groups + 1, dtype=np.int64)
+    # room for every bucket (the pages past the unions' are never touched)
+    out_sk = np.empty((hi.size, rows))
+    out_hi = np.empty(hi.size, dtype=np.int64)
+    out_lo = np.empty(hi.size, dtype=np.int64)
+    out_newest = np.zeros(groups, dtype=np.int64)
+    out_has = np.zeros(groups, dtype=np.bool_)
+    most = 0  # the most buckets of a group: room for any union of its sketches
+    for g in range(groups):
+        z = gstarts[g + 1] if g + 1 < groups else count
+        most = max(most, offsets[z] - offsets[gstarts[g]])
+    block = np.empty((most, rows))
+    prefix = np.empty((most + 1, rows))
+    work = np.empty((5, rows))
+    units = np.empty(most, dtype=np.int64)  # positions: < m ours (at + u), else theirs
+    u_hi = np.empty(most, dtype=np.int64)
+    u_lo = np.empty(most, dtype=np.int64)
+    b_hi = np.empty(most, dtype=np.int64)
+    b_lo = np.empty(most, dtype=np.int64)
+    for g in range(groups):
+        a = gstarts[g]
+        z = gstarts[g + 1] if g + 1 < groups else count
+        at = out_off[g]
+        # the first sketch as it is; each next one united into it
+        m = offsets[a + 1] - offsets[a]
+        for b in range(m):
+            out_sk[at + b] = _sums_c(data, at_s, offsets, rows, a, offsets[a] + b)
+        out_hi[at:at + m] = hi[offsets[a]:offsets[a + 1]]
+        out_lo[at:at + m] = lo[offsets[a]:offsets[a + 1]]
+        has = has_newest[a]
+        new = newest[a]
+        for s in range(a + 1, z):
+            if not has_newest[s]:
+                continue
+            new = max(new, newest[s]) if has else newest[s]
+            has = True
+            all_live = new < INT64_MIN + window
+            cut = INT64_MIN if all_live else new - window
+            b0, b1 = offsets[s], offsets[s + 1]
+            n = 0
+            for u in range(m):
+                if all_live or out_hi[at + u] > cut:
+                    units[n] = u
+                    u_hi[n] = out_hi[at + u]
+                    u_lo[n] = out_lo[at + u]
+                    n += 1
+            for u in range(b1 - b0):
+                if all_live or hi[b0 + u] > cut:
+                    units[n] = m + u
+                    u_hi[n] = hi[b0 + u]
+                    u_lo[n] = lo[b0 + u]
+                    n += 1
+            # np.lexsort((lo, hi))[::-1]: hi, then lo, descending; of equal
+            # pairs the later unit first
+            by_lo = np.argsort(u_lo[:n], kind="mergesort")
+            order = by_lo[np.argsort(u_hi[:n][by_lo], kind="mergesort")][::-1]
+            for j in range(n):
+                u = units[order[j]]
+                if u < m:
+                    block[j] = out_sk[at + u]
+                else:
+                    block[j] = _sums_c(data, at_s, offsets, rows, s, b0 + u - m)
+                b_hi[j] = u_hi[order[j]]
+                b_lo[j] = u_lo[order[j]]
+            built = _rebuild_c(block, n, b_hi, b_lo, limit, q, median, out_sk[at:], out_hi[at:], out_lo[at:], prefix,
+                               work)
+            # _fix_intervals: each bucket's oldest time widened to the
+            # minimum over the units from the first of its newest time on
+            first = np.searchsorted(-b_hi[:n], -out_hi[at:at + built])
+            for b in range(built):
+                f = first[b]
+                e = first[b + 1] if b + 1 < built else n
+                low = b_lo[f]
+                for u in range(f + 1, e):
+                    low = min(low, b_lo[u])
+                out_lo[at + b] = min(out_lo[at + b], low)
+            m = built
+        out_off[g + 1] = at + m
+        out_newest[g] = new if has else 0
+        out_has[g] = has
+    total = out_off[groups]
+    return out_off, out_sk[:total], out_hi[:total].copy(), out_lo[:total].copy(), out_newest, out_has
+
+
+def _estimates_all(data, at_s, offsets, rows, lo, cutoffs, gstarts, median):
+    count = offsets.size - 1
+    groups = gstarts.size
+    out = np.empty(groups)
+    acc = np.empty(rows)
+    own = np.empty(rows)
+    a_ = np.empty(rows)
+    b_ = np.empty(rows)
+    for g in range(groups):
+        a = gstarts[g]
+        z = gstarts[g + 1] if g + 1 < groups else count
+        acc[:] = 0.0
+        for s in range(a, z):
+            own[:] = 0.0
+            for b in range(offsets[s], offsets[s + 1]):
+                if lo[b] > cutoffs[s]:
+                    v = _sums_c(data, at_s, offsets, rows, s, b)
+                    for r in range(rows):
+                        own[r] += v[r]
+            for r in range(rows):
+                acc[r] += own[r]
+        out[g] = _median_abs_c(acc, a_, b_) / median
+    return out
+
+
+def _write_all(data, at_s, offsets, rows, hi, lo, newest, has):
+    count = newest.size
+    ends = np.zeros(count + 1, dtype=np.int64)
+    for s in range(count):
+        size = 0
+        if has[s]:
+            a, z = offsets[s], offsets[s + 1]
+            size = _vsize_c(np.uint64(z - a)) + 8 * rows * (z - a)
+            for b in range(a, z):
+                top = newest[s] if b == a else hi[b - 1]
+                size += _vsize_c(np.uint64(top) - np.uint64(hi[b])) + _vsize_c(np.uint64(hi[b]) - np.uint64(lo[b]))
+        ends[s + 1] = ends[s] + size
+    out = np.empty(ends[count], dtype=np.uint8)
+    for s in range(count):
+        if not has[s]:
+            continue
+        a, z = offsets[s], offsets[s + 1]
+        p = _wvarint(out, ends[s], np.uint64(z - a))
+        for b in range(a, z):
+            top = newest[s] if b == a else hi[b - 1]
+            p = _wvarint(out, p, np.uint64(top) - np.uint64(hi[b]))
+        for b in range(a, z):
+            p = _wvarint(out, p, np.uint64(hi[b]) - np.uint64(lo[b]))
+        nbytes = 8 * rows * (z - a)
+        out[p:p + nbytes] = data[at_s[s]:at_s[s] + nbytes]
+    return out, ends
+
+
+def _vsize(v):
+    size = 1
+    while v >= np.uint64(0x80):
+        v >>= np.uint64(7)
+        size += 1
+    return size
+
+
+_KERNELS: dict = {}
+# the compiled helpers the loops call
+_varint = _wvarint = _fhat_c = _rebuild_c = _vsize_c = _median_abs_c = _mid_c = _sums_c = None
+
+
+def _kernels() -> dict:
+    global _varint, _wvarint, _fhat_c, _rebuild_c, _vsize_c, _median_abs_c, _mid_c, _sums_c
+    if not _KERNELS:
+        _sums_c = compiled.jit(_sums)
+        _varint, _wvarint = compiled.jit(compiled.read_varint), compiled.jit(compiled.write_varint)
+        _mid_c = compiled.jit(_mid)
+        _median_abs_c = compiled.jit(_median_abs)
+        _fhat_c = compiled.jit(_fhat)
+        _rebuild_c = compiled.jit(_rebuild)
+        _vsize_c = compiled.jit(_vsize)
+        _KERNELS.update(read=compiled.kernel(_read_all), times=compiled.kernel(_times_all),
+                        union=compiled.kernel(_union_all), estimates=compiled.kernel(_estimates_all),
+                        write=compiled.kernel(_write_all))
+    return _KERNELS
