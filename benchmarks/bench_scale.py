@@ -66,6 +66,14 @@ sketches of those hours united (``union_table``) or answered as arrays
 too where they are asked: a dense key's hour, 167 of its 4,000 flows,
 takes a sketch of ~26 KB against the day's ~175 KB).
 
+L_p norms (``EHIST_BENCH_SCALE_KINDS=l2``, asked alone and of a few
+thousand keys: a sketch holds ``rows_for(2, 0.1, 0.1)`` = 405 doubles per
+bucket, ~48 KB for a key's 25 flows): the L2 norm of each source's bytes
+per destination, ``LpNorm("dst", value="bytes", p=2, eps=0.1,
+delta=0.1)`` against the rollup that answers it exactly, per source,
+destination and minute the ``sum(bytes)``, read as ``sqrt(sum(f * f))``
+over each destination's ``f = sum(b)`` in the window.
+
 Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
 holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
 more than the flows themselves, so sums of sparse keys are where sketches
@@ -94,9 +102,10 @@ SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
 TIERS = os.environ.get("EHIST_BENCH_SCALE_TIERS", "1") != "0"
 SITES = 4
 WINDOWS = os.environ.get("EHIST_BENCH_SCALE_WINDOWS", "1 hour,1 day").split(",")
-KINDS = {"count + distinct": ["n", "d"], "p99": ["q"], "sums": ["b"], "heavy hitters": ["h"]}
+KINDS = {"count + distinct": ["n", "d"], "p99": ["q"], "sums": ["b"], "heavy hitters": ["h"], "l2": ["l"]}
 ASKED = [k.strip() for k in os.environ.get("EHIST_BENCH_SCALE_KINDS", "count + distinct,p99,sums").split(",")]
 HEAVY = "heavy hitters" in ASKED  # asked of the data sets with a Zipf law only (dense keys, heavy items)
+L2 = "l2" in ASKED  # L2 norms of bytes per destination (sketches of ~48 KB per key and site: a few thousand keys)
 PHI = 0.05  # heavy destinations: at least 5% of a source's flows in the window
 TOP = round(1 / PHI)  # approx_top_k's k: at most 1 / phi items reach phi
 START = dt.datetime(2026, 1, 1)
@@ -115,7 +124,7 @@ def tables(spark, request, tmp_path_factory):
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from udaf import Count, Distinct, HeavyHitters, Quantile, Sum, sketch_table
+    from udaf import Count, Distinct, HeavyHitters, LpNorm, Quantile, Sum, sketch_table
 
     name, keys, per, skew = request.param
     heavy_asked = HEAVY and skew > 0
@@ -134,9 +143,14 @@ def tables(spark, request, tmp_path_factory):
     events.groupBy("site", "src", F.date_trunc("minute", "ts").alias("slot")).agg(
         F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h"),
         F.kll_sketch_agg_bigint("bytes").alias("k"), *top).write.parquet(str(base / "rollup"))
+    if L2:  # the rollup that answers L2 norms exactly: each destination's bytes per source and minute
+        events.groupBy("site", "src", "dst", F.date_trunc("minute", "ts").alias("slot")).agg(
+            F.sum("bytes").alias("b")).write.parquet(str(base / "items"))
     native_build = time.perf_counter() - t
     t = time.perf_counter()
     heavy = {"h": HeavyHitters("dst", "1 day", phi=PHI, bits=32)} if heavy_asked else {}
+    if L2:
+        heavy["l"] = LpNorm("dst", "1 day", value="bytes", p=2.0, eps=0.1, delta=0.1)
     sketch_table(events, ["site", "src"], "ts", n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01),
                  d=Distinct("dst", "1 day"), q=Quantile("bytes", "1 day", q=0.99), **heavy).write.parquet(
         str(base / "sketches"))
@@ -149,15 +163,18 @@ def tables(spark, request, tmp_path_factory):
                      q=Quantile("bytes", "1 day", q=0.99), **heavy).write.partitionBy("hour").parquet(
                          str(base / "hourly"))
         hourly_build = time.perf_counter() - t
-    size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet")) for t in ("rollup", "sketches", "hourly")}
+    size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet"))
+            for t in ("rollup", "sketches", "hourly", "items")}
     RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES, "skew": skew,
                                         "heavy": heavy_asked,
                                         "native_seconds": native_build, "ehist_seconds": ehist_build,
                                         "rollup_bytes": size["rollup"], "sketch_bytes": size["sketches"],
-                                        "hourly_seconds": hourly_build, "hourly_bytes": size["hourly"] or None}
+                                        "hourly_seconds": hourly_build, "hourly_bytes": size["hourly"] or None,
+                                        "items_bytes": size["items"] or None}
     hourly = spark.read.parquet(str(base / "hourly")) if TIERS else None
+    items = spark.read.parquet(str(base / "items")) if L2 else None  # the per-destination rollup
     return (name, keys, per, skew, events, spark.read.parquet(str(base / "rollup")),
-            spark.read.parquet(str(base / "sketches")), hourly)
+            spark.read.parquet(str(base / "sketches")), hourly, items)
 
 
 def _noop(df) -> None:
@@ -177,7 +194,7 @@ def _recent_hours(hourly, window: str):
     return hourly.where(F.col("hour") >= F.lit(first.to_pydatetime()))
 
 
-def _paths(roll, sketches, columns: list, window: str, hourly=None) -> dict:
+def _paths(roll, sketches, columns: list, window: str, hourly=None, items=None) -> dict:
     """(question -> {path -> action}) of the last ``window``; ``native``
     first in each; with ``hourly`` tables and a window under a day, the
     tiered paths after the day's table's."""
@@ -192,10 +209,17 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None) -> dict:
     def answers(df):
         est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
                "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a),
-               "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, F.lit(PHI), *a)}
+               "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, F.lit(PHI), *a),
+               "l": U.sliding_lp_sketch_estimate}
         return df.select("src", *[est[c](c, now, window).alias(c) for c in columns])
 
+    if columns == ["l"]:  # L2 norms: the rollup per source and destination
+        roll = items
+
     def native(rows):
+        if columns == ["l"]:  # each destination's bytes in the window, then the norm per source
+            return rows.where(F.col("slot") > start).groupBy("src", "dst").agg(F.sum("b").alias("f")).groupBy(
+                "src").agg(F.sqrt(F.sum(F.col("f") * F.col("f"))).alias("l"))
         aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
                 "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d"),
                 "q": F.kll_sketch_get_quantile_bigint(F.kll_merge_agg_bigint("k"), F.lit(0.99)).alias("q"),
@@ -207,7 +231,7 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None) -> dict:
 
     def union_aggs(df):  # the column functions' union: the path issue 40 first measured (99x at 20k keys)
         unite = {"n": U.eh_union_agg, "b": U.eh_union_agg, "d": U.sliding_hll_union_agg,
-                 "q": U.sliding_quantile_union_agg, "h": U.sliding_hh_union_agg}
+                 "q": U.sliding_quantile_union_agg, "h": U.sliding_hh_union_agg, "l": U.sliding_lp_union_agg}
         return df.groupBy("src").agg(*[unite[c](c).alias(c) for c in columns])
 
     site = F.col("site") == 0
@@ -275,15 +299,24 @@ def _check(events, sketches, keys: int, hourly=None, heavy_asked: bool = False) 
             if heavy:
                 want = {x.dst for x in per_dst if x.src == r.src and x["count"] >= PHI * e.n}
                 assert want <= {h.item for h in r.h}
+    if L2:  # the L2 norms of the last hour within the sketches' accuracy (eps 0.1 with probability 0.9)
+        per_item = recent.groupBy("src", "dst").agg(F.sum("bytes").alias("f")).groupBy("src").agg(
+            F.sqrt(F.sum(F.col("f") * F.col("f"))).alias("l")).collect()
+        norms = {r.src: r.l for r in per_item}
+        for table in [sketches] + ([_recent_hours(hourly, "1 hour")] if hourly is not None else []):
+            got = union_table(table.where(F.col("src").isin(sample)), "src", "l").select(
+                "src", U.sliding_lp_sketch_estimate("l", now, "1 hour").alias("l")).collect()
+            ratios = [r.l / norms[r.src] for r in got if norms.get(r.src)]
+            assert ratios and 0.8 <= float(np.median(ratios)) <= 1.2 and min(ratios) >= 0.5 and max(ratios) <= 1.5
 
 
 def test_scale(tables):
-    name, keys, per, skew, events, roll, sketches, hourly = tables
+    name, keys, per, skew, events, roll, sketches, hourly, items = tables
     heavy_asked = HEAVY and skew > 0
     _check(events, sketches, keys, hourly, heavy_asked)
     kinds = [(k, KINDS[k]) for k in ASKED if (SUMS or k != "sums") and (heavy_asked or k != "heavy hitters")]
     for window, (kind, columns) in ((w, k) for w in WINDOWS for k in kinds):
-        for question, paths in _paths(roll, sketches, columns, window, hourly).items():
+        for question, paths in _paths(roll, sketches, columns, window, hourly, items).items():
             # the unions of the largest sketches run once (minutes at many keys)
             rounds = ROUNDS if not (columns in (["b"], ["h"]) and question.startswith("unite")) else 1
             seconds = {p: [] for p in paths}
