@@ -42,13 +42,16 @@ import numpy as np
 
 from ehist import compiled as ehist_compiled
 from ehist.blobs import Blobs
-from ehist.columnar import sealed_blobs, sealed_heads
+from ehist.columnar import check_starts, sealed_blobs, sealed_heads
 from ehist.errors import IncompatibleSketchError
+from ehist.hashing import as_hashes
 from ehist.segments import gather
 from ehist.serialization import MAGIC, PREAMBLE_BYTES, VERSION_AT
-from ehist.validation import INT64_MIN, coerce_times
+from ehist.validation import INT64_MIN, coerce_times, coerce_timestamps
 
-from .sliding import LAYOUT, SlidingLpNorm
+from .sliding import _BLOCK_CELLS, LAYOUT, SlidingLpNorm
+from .stable import stable_variates
+from .stable_sketch import float_values
 
 __all__ = ["LpColumn"]
 
@@ -133,6 +136,89 @@ class LpColumn:
                    np.concatenate([s._sk for s in sketches]).reshape(-1, rows) if sketches else np.zeros((0, rows)),
                    np.concatenate([s._hi for s in sketches]), np.concatenate([s._lo for s in sketches]),
                    [0 if s.newest is None else s.newest for s in sketches], [s.newest is not None for s in sketches])
+
+    @classmethod
+    def build(cls, timestamps, starts, hashes, values=None, *, params) -> "LpColumn":
+        """One sketch of ``params`` (p, window, eps, delta, seed, rows) per
+        run of rows (run ``i``: rows ``starts[i]`` to ``starts[i + 1]``,
+        the last to the end), each ``SlidingLpNorm(...).update_hashes(ts,
+        hashes, values)`` of its rows, the same bytes: every run's
+        timestamp sketches in a few numpy passes over the batch (each
+        index's stable variables generated once), then every run bucketed
+        in one compiled loop.
+
+        Raises
+        ------
+        ValueError
+            As ``update_hashes`` raises it, for the first run it refuses.
+        """
+        params = tuple(params)
+        ts = coerce_timestamps(timestamps)
+        h = as_hashes(hashes)
+        if h.size != ts.size:
+            raise ValueError(f"timestamps and indices have different lengths ({ts.size} and {h.size})")
+        v = float_values(values, ts.size, nonnegative=True, against="timestamps")
+        starts = check_starts(starts, ts.size)
+        ends = np.append(starts[1:], ts.size)
+        probe = SlidingLpNorm(*params[:5], rows=params[5])
+        ts0, h0, v0 = ts, h, v
+        if not starts.size:
+            return cls(params, [0], np.zeros((0, int(params[5]))), [], [], [], [])
+        if not _compiled(params) or not ts.size or int(ts.min()) == INT64_MIN:
+            return cls.from_sketches([SlidingLpNorm(*params[:5], rows=params[5]).update_hashes(
+                ts[a:z], h[a:z], v[a:z]) for a, z in zip(starts.tolist(), ends.tolist())])
+        runs, rows, window = starts.size, int(params[5]), int(params[1])
+        run_of = np.repeat(np.arange(runs, dtype=np.int64), ends - starts)
+        # each run stably by time (update's sort), cut to its window as of its newest row, zeros dropped
+        order = np.lexsort((ts, run_of))
+        ts, h, v, run_of = ts[order], h[order], v[order], run_of[order]
+        has = ends > starts
+        newest = np.zeros(runs, dtype=np.int64)
+        newest[has] = ts[ends[has] - 1]
+        run_new = newest[run_of]
+        keep = ((run_new < INT64_MIN + window) | (ts > run_new - np.where(run_new < INT64_MIN + window, 0, window))) \
+            & (v > 0)
+        ts, h, v, run_of = ts[keep], h[keep], v[keep], run_of[keep]
+        # SlidingLpNorm._atoms: each (time, index)'s values summed in row order, each time's sketch the sum over its
+        # indexes in hash order of the index's variables times that sum
+        order = np.lexsort((h, ts, run_of))
+        ts, h, v, run_of = ts[order], h[order], v[order], run_of[order]
+        new_pair = np.r_[True, (run_of[1:] != run_of[:-1]) | (ts[1:] != ts[:-1]) | (h[1:] != h[:-1])] if ts.size \
+            else np.zeros(0, dtype=bool)
+        pair = np.flatnonzero(new_pair)
+        vals = np.add.reduceat(v, pair) if pair.size else v[:0]
+        ts, h, run_of = ts[pair], h[pair], run_of[pair]
+        atom = np.flatnonzero(np.r_[True, (run_of[1:] != run_of[:-1]) | (ts[1:] != ts[:-1])]) if ts.size else pair
+        atoms = np.empty((atom.size, rows))
+        step = max(1, _BLOCK_CELLS // rows)  # about this many (time, index) pairs per chunk, cut at an atom's start
+        a = 0
+        while a < atom.size:
+            p0 = int(atom[a])
+            z = atom.size if ts.size - p0 <= step else max(a + 1, int(np.searchsorted(atom, p0 + step, "right")) - 1)
+            p1 = int(atom[z]) if z < atom.size else ts.size
+            uniq, inverse = np.unique(h[p0:p1], return_inverse=True)
+            x = stable_variates(params[0], params[4], rows, uniq)
+            atoms[a:z] = np.add.reduceat(x.T[inverse] * vals[p0:p1, None], atom[a:z] - p0, axis=0)
+            a = z
+        from . import compiled
+
+        key_off = np.concatenate([[0], np.cumsum(np.bincount(run_of[atom], minlength=runs))]).astype(np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            offsets, sk, hi, lo = compiled.build(atoms, ts[atom], key_off, max(1, _BLOCK_CELLS // rows),
+                                                 probe._cf / probe._k, probe._q, probe._median)
+            # every window's sum finite (update's check): surely so when the largest value times the most
+            # buckets of a run is; else each run's column sums, as update adds them
+            most = int(np.diff(offsets).max()) if runs else 0
+            finite = not sk.size or float(np.abs(sk).max()) * most < 1e300
+            if not finite:
+                owner = np.repeat(np.arange(runs), np.diff(offsets))
+                sums = np.zeros((runs, rows))
+                np.add.at(sums, owner, np.abs(sk))
+                finite = bool(np.isfinite(sums).all())
+        if not finite:  # update refuses a state its bytes could not hold: its message, for the first run
+            return cls.from_sketches([SlidingLpNorm(*params[:5], rows=params[5]).update_hashes(
+                ts0[a:z], h0[a:z], v0[a:z]) for a, z in zip(starts.tolist(), ends.tolist())])
+        return cls(params, offsets, sk, hi, lo, newest, has)
 
     @classmethod
     def from_bytes(cls, blobs) -> "LpColumn":

@@ -12,7 +12,8 @@ the bytes are those of ``merge_all``:
   ``SlidingLpNorm.from_bytes``;
 * :func:`union` is ``SlidingLpNorm.merge_all`` of every group (the
   sketches united one after the other, each union re-bucketed by the
-  greedy rule of ``SlidingLpNorm._rebuild``);
+  greedy rule of ``SlidingLpNorm._rebuild``), and :func:`build` the same
+  rule over fresh sketches' timestamps;
 * :func:`window_estimates` composes each sketch's buckets inside a window,
   or each group's sketches' (``LpNorm.union``), and estimates the norm;
 * :func:`payloads` writes the bytes after each sketch's head.
@@ -29,7 +30,7 @@ import numpy as np
 from ehist import compiled
 from ehist.validation import INT64_MIN
 
-__all__ = ["decode", "union", "window_estimates", "payloads"]
+__all__ = ["decode", "union", "build", "window_estimates", "payloads"]
 
 
 def decode(buf, starts, ends, newest, rows: int, window: int):
@@ -91,6 +92,22 @@ def union(data, at, hi, lo, offsets, newest, has_newest, group_starts, window: i
     return _kernels()["union"](*_sources(data, at, offsets, rows), *_ints(hi, lo, newest),
                                np.ascontiguousarray(has_newest, dtype=np.bool_), *_ints(group_starts),
                                np.int64(window), float(limit), float(q), float(median))
+
+
+def build(atoms, atom_t, key_offsets, per_block: int, limit: float, q: float, median: float):
+    """The buckets of fresh sketches of many keys: key ``k``'s units are the
+    rows ``key_offsets[k]`` to ``key_offsets[k + 1]`` of ``atoms`` (each a
+    timestamp's sketch, ``SlidingLpNorm._atoms``), oldest first, at times
+    ``atom_t``, bucketed newest first by ``SlidingLpNorm._rebuild`` in its
+    blocks of ``per_block`` units (``limit``, ``q``, ``median`` as for
+    :func:`union`).
+
+    Returns
+    -------
+    (bucket offsets, sums (buckets x rows), hi, lo) per key.
+    """
+    return _kernels()["build"](np.ascontiguousarray(atoms, dtype=np.float64), *_ints(atom_t, key_offsets),
+                               np.int64(per_block), float(limit), float(q), float(median))
 
 
 def window_estimates(data, at, lo, offsets, cutoffs, group_starts, rows: int, median: float) -> np.ndarray:
@@ -295,65 +312,109 @@ def _mid(up, low, count):
     return (low + up) / 2
 
 
-def _rebuild(sk, n, hi, lo, limit, q, median, out_sk, out_hi, out_lo, prefix, work):
-    """``SlidingLpNorm._rebuild`` of one block of ``n`` units (``sk[:n]``,
-    newest first) into ``out_*``; returns the number of buckets.
-    ``prefix``: room for ``n + 1`` rows, ``work``: five."""
+def _rebuild(sk, bounds, hi, lo, limit, q, median, out_sk, out_hi, out_lo, prefix, work):
+    """``SlidingLpNorm._rebuild`` of units ``sk`` (newest first) given in
+    blocks (block ``j`` ends at unit ``bounds[j]``; the last at the last
+    unit), into ``out_*``; returns the number of buckets.  ``prefix``:
+    room for the largest block and one row more, ``work``: five rows."""
     rows = sk.shape[1]
-    for u in range(n):
-        for r in range(rows):
-            prefix[u + 1, r] = prefix[u, r] + sk[u, r] if u else sk[u, r]
     a, b, cand, base, cur = work[0], work[1], work[2], work[3], work[4]
+    prefix[0] = 0.0
     total = 0.0
     open_ = False
     cur_hi = cur_lo = np.int64(0)
     out = 0
-    i = 0
-    while i < n:
-        if not open_:
-            cur[:] = sk[i]
-            cur_hi, cur_lo = hi[i], lo[i]
-            open_ = True
-            i += 1
-            continue
-        bound = limit * total
-        for r in range(rows):
-            base[r] = cur[r] - prefix[i, r]
-        best, step = i, 1
-        while best + step <= n:
+    s0 = 0
+    for blk in range(bounds.size):
+        n = bounds[blk] - s0
+        for u in range(n):
             for r in range(rows):
-                cand[r] = base[r] + prefix[best + step, r]
-            if not _fhat_c(cand, a, b, median, q) <= bound:
-                break
-            best += step
-            step *= 2
-        top = min(n, best + step - 1)
-        while best < top:
-            mid = (best + top + 1) // 2
+                prefix[u + 1, r] = prefix[u, r] + sk[s0 + u, r] if u else sk[s0 + u, r]
+        i = 0
+        while i < n:
+            if not open_:
+                cur[:] = sk[s0 + i]
+                cur_hi, cur_lo = hi[s0 + i], lo[s0 + i]
+                open_ = True
+                i += 1
+                continue
+            bound = limit * total
             for r in range(rows):
-                cand[r] = base[r] + prefix[mid, r]
-            if _fhat_c(cand, a, b, median, q) <= bound:
-                best = mid
-            else:
-                top = mid - 1
-        if best > i:
-            for r in range(rows):
-                cur[r] = base[r] + prefix[best, r]
-            cur_lo = lo[best - 1]
-            i = best
-        if i < n:  # unit i does not fit: the bucket is finished
-            total += _fhat_c(cur, a, b, median, q)
-            out_sk[out] = cur
-            out_hi[out] = cur_hi
-            out_lo[out] = cur_lo
-            out += 1
-            open_ = False
+                base[r] = cur[r] - prefix[i, r]
+            best, step = i, 1
+            while best + step <= n:
+                for r in range(rows):
+                    cand[r] = base[r] + prefix[best + step, r]
+                if not _fhat_c(cand, a, b, median, q) <= bound:
+                    break
+                best += step
+                step *= 2
+            top = min(n, best + step - 1)
+            while best < top:
+                mid = (best + top + 1) // 2
+                for r in range(rows):
+                    cand[r] = base[r] + prefix[mid, r]
+                if _fhat_c(cand, a, b, median, q) <= bound:
+                    best = mid
+                else:
+                    top = mid - 1
+            if best > i:
+                for r in range(rows):
+                    cur[r] = base[r] + prefix[best, r]
+                cur_lo = lo[s0 + best - 1]
+                i = best
+            if i < n:  # unit i does not fit: the bucket is finished
+                total += _fhat_c(cur, a, b, median, q)
+                out_sk[out] = cur
+                out_hi[out] = cur_hi
+                out_lo[out] = cur_lo
+                out += 1
+                open_ = False
+        s0 = bounds[blk]
     if open_:
         out_sk[out] = cur
         out_hi[out] = cur_hi
         out_lo[out] = cur_lo
         out += 1
     return out
+
+
+def _build_all(atoms, atom_t, key_off, per_block, limit, q, median):
+    keys = key_off.size - 1
+    rows = atoms.shape[1]
+    most = 0
+    for k in range(keys):
+        most = max(most, key_off[k + 1] - key_off[k])
+    block = np.empty((most, rows))
+    b_t = np.empty(most, dtype=np.int64)
+    prefix = np.empty((min(most, per_block) + 1, rows))
+    work = np.empty((5, rows))
+    bounds = np.empty(most // per_block + 2, dtype=np.int64)
+    out_off = np.zeros(keys + 1, dtype=np.int64)
+    out_sk = np.empty((atoms.shape[0], rows))
+    out_hi = np.empty(atoms.shape[0], dtype=np.int64)
+    out_lo = np.empty(atoms.shape[0], dtype=np.int64)
+    for k in range(keys):
+        a, z = key_off[k], key_off[k + 1]
+        n = z - a
+        for u in range(n):  # newest first
+            block[u] = atoms[z - 1 - u]
+            b_t[u] = atom_t[z - 1 - u]
+        # SlidingLpNorm._atoms' blocks: per_block atoms at a time from the newest
+        nb = 0
+        e = per_block
+        while e < n:
+            bounds[nb] = e
+            nb += 1
+            e += per_block
+        bounds[nb] = n
+        nb += 1
+        at = out_off[k]
+        built = _rebuild_c(block[:n], bounds[:nb], b_t[:n], b_t[:n], limit, q, median, out_sk[at:], out_hi[at:],
+                           out_lo[at:], prefix, work) if n else 0
+        out_off[k + 1] = at + built
+    total = out_off[keys]
+    return out_off, out_sk[:total], out_hi[:total].copy(), out_lo[:total].copy()
 
 
 def _sums(data, at, offsets, rows, s, b):
@@ -379,6 +440,7 @@ def _union_all(data, at_s, offsets, rows, hi, lo, newest, has_newest, gstarts, w
     block = np.empty((most, rows))
     prefix = np.empty((most + 1, rows))
     work = np.empty((5, rows))
+    one = np.empty(1, dtype=np.int64)  # a union is one block of units
     units = np.empty(most, dtype=np.int64)  # positions: < m ours (at + u), else theirs
     u_hi = np.empty(most, dtype=np.int64)
     u_lo = np.empty(most, dtype=np.int64)
@@ -429,8 +491,9 @@ def _union_all(data, at_s, offsets, rows, hi, lo, newest, has_newest, gstarts, w
                     block[j] = _sums_c(data, at_s, offsets, rows, s, b0 + u - m)
                 b_hi[j] = u_hi[order[j]]
                 b_lo[j] = u_lo[order[j]]
-            built = _rebuild_c(block, n, b_hi, b_lo, limit, q, median, out_sk[at:], out_hi[at:], out_lo[at:], prefix,
-                               work)
+            one[0] = n
+            built = _rebuild_c(block[:n], one, b_hi[:n], b_lo[:n], limit, q, median, out_sk[at:], out_hi[at:],
+                               out_lo[at:], prefix, work)
             # _fix_intervals: each bucket's oldest time widened to the
             # minimum over the units from the first of its newest time on
             first = np.searchsorted(-b_hi[:n], -out_hi[at:at + built])
@@ -527,5 +590,6 @@ def _kernels() -> dict:
         _vsize_c = compiled.jit(_vsize)
         _KERNELS.update(read=compiled.kernel(_read_all), times=compiled.kernel(_times_all),
                         union=compiled.kernel(_union_all), estimates=compiled.kernel(_estimates_all),
+                        build=compiled.kernel(_build_all),
                         write=compiled.kernel(_write_all))
     return _KERNELS

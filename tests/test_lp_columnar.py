@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ehist import compiled
@@ -277,3 +277,78 @@ def test_the_compiled_median_is_numpys():
             v[rng.integers(0, n)] = np.nan
         got, want = lp._median_abs_c(v, a, b), np.median(np.abs(v))
         assert got == want or (np.isnan(got) and np.isnan(want)), (kind, n)
+
+
+@st.composite
+def runs_of_rows(draw):
+    """Runs of (time, index hash, value) rows and sketch parameters: times
+    unsorted within a run, repeated, near int64's edges; zero values."""
+    p = draw(st.sampled_from([0.5, 1.0, 1.5, 2.0]))
+    rows = draw(st.sampled_from([1, 2, 5, 40]))
+    window = draw(st.sampled_from([1, 7, 300, 2**62]))
+    base = draw(st.sampled_from([0, INT64_MIN + 1, INT64_MAX - 400]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    lens = rng.integers(0, 30, int(rng.integers(1, 7)))
+    n = int(lens.sum())
+    ts = base + rng.integers(0, 400, n)
+    from ehist.hashing import hash64
+
+    hashes = hash64(rng.integers(0, 12, n), 5)
+    values = rng.integers(0, 4, n) * 10.0 ** rng.integers(-3, 4, n)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    return (p, window, 0.3, 0.3, 5, rows), ts, starts, hashes, values
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=runs_of_rows())
+def test_build_is_update_per_run(case, loops):  # (loops: one engine for every example)
+    params, ts, starts, hashes, values = case
+    ends = np.append(starts[1:], ts.size)
+    want = [SlidingLpNorm(*params[:5], rows=params[5]).update_hashes(ts[a:z], hashes[a:z], values[a:z]).to_bytes()
+            for a, z in zip(starts.tolist(), ends.tolist())]
+    assert LpColumn.build(ts, starts, hashes, values, params=params).to_bytes() == want
+
+
+def test_build_splits_long_runs_into_updates_blocks():
+    """More timestamps than ``_atoms`` puts in one block (4M cells / rows):
+    the buckets span the blocks as update builds them."""
+    from ehist.hashing import hash64
+
+    rng = np.random.default_rng(2)
+    params = (2.0, 10**6, 0.3, 0.3, 5, 2000)  # 2,097 timestamps per block
+    ts, hashes, values = np.arange(5000), hash64(rng.integers(0, 50, 5000), 5), rng.random(5000) * 100
+    want = [SlidingLpNorm(*params[:5], rows=2000).update_hashes(ts[a:z], hashes[a:z], values[a:z]).to_bytes()
+            for a, z in ((0, 1000), (1000, 5000))]
+    assert LpColumn.build(ts, [0, 1000], hashes, values, params=params).to_bytes() == want
+
+
+def test_build_refuses_what_update_refuses():
+    params = (1.0, 100, 0.3, 0.3, 5, 4)
+    ts, hashes = np.arange(6), np.arange(6, dtype=np.uint64)
+    for values in (np.array([1, 2, -1, 3, 4, 5.0]), np.array([1, 2, 3, np.nan, 4, 5]),
+                   np.array([1, 1, 1, 1, 1e308, 1e308])):  # the last: sums past float64, in the second run
+        with pytest.raises(ValueError) as exc:
+            for a, z in ((0, 3), (3, 6)):
+                SlidingLpNorm(*params[:5], rows=4).update_hashes(ts[a:z], hashes[a:z], values[a:z])
+        with pytest.raises(ValueError) as got:
+            LpColumn.build(ts, [0, 3], hashes, values, params=params)
+        assert str(got.value) == str(exc.value)
+
+
+def test_spec_partials_are_the_per_key_ones(loops):
+    pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    from udaf import LpNorm
+    from udaf.spec import Spec
+
+    rng = np.random.default_rng(4)
+    n = 400
+    t = np.sort(rng.integers(0, 5000, n))
+    keys = np.sort(rng.integers(0, 30, n))
+    order = np.lexsort((t, keys))
+    t, keys = t[order], keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    dst = pa.array([None if i % 17 == 0 else f"d{i % 23}" for i in rng.integers(0, 1000, n)])
+    for spec in (LpNorm("dst", 1000, p=1.0, eps=0.3, delta=0.3), LpNorm("dst", 1000, value="v", p=2.0)):
+        data = spec.read({"column": dst, "value": pa.array(rng.integers(0, 100, n))}, n)
+        assert spec.partials(t, starts, data, 1000)[0] == Spec.partials(spec, t, starts, data, 1000)[0]

@@ -78,6 +78,20 @@ class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_
     def update(self, sketch, t, data):
         return sketch.update_hashes(t, self._hashes(data), data.arrays.get("value"))
 
+    def partials(self, t, starts, data, window, now=None):
+        """Every key's sketch built at once
+        (:meth:`~lp_norms.columnar.LpColumn.build`: each index's stable
+        variables generated once per batch, every key bucketed in one
+        compiled loop), the bytes of :meth:`update` per key."""
+        present = data.present
+        first = np.concatenate([[0], np.cumsum(present)])[np.asarray(starts, dtype=np.int64)]
+        params = self.make(window)._params()
+        try:
+            column = LpColumn.build(t[present], first, self._hashes(data), data.arrays.get("value"), params=params)
+        except ValueError:  # the per-key path raises it for the first key it refuses, as update does
+            return super().partials(t, starts, data, window, now)
+        return column.to_bytes(), None
+
     @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and estimated at once
