@@ -8,6 +8,8 @@ the set bits of many sketches (sketch ``s``: cells ``offsets[s]:offsets[s
 + 1]``, ``cell = bitmap * 64 + bit`` ascending, each with its timestamp)
 and does each step for all of them in a few numpy passes:
 
+* :meth:`FMColumn.build`: each run of rows' sketch, as ``update``
+  builds it;
 * :meth:`FMColumn.from_bytes`: decode, with every check of
   ``SlidingFM.from_bytes`` (what the vectorized checks do not pass goes
   to it, and it names what is wrong);
@@ -39,10 +41,11 @@ import math
 
 import numpy as np
 
-from ehist.columnar import payload_varints, sealed_blobs, sealed_heads
+from ehist.columnar import check_starts, payload_varints, sealed_blobs, sealed_heads
 from ehist.errors import IncompatibleSketchError
+from ehist.hashing import as_hashes
 from ehist.serialization import MAGIC, PREAMBLE_BYTES, varint_stream
-from ehist.validation import INT64_MIN, coerce_times
+from ehist.validation import INT64_MIN, coerce_times, coerce_timestamps
 from ehist.segments import ranges
 
 from . import fm as _fm
@@ -118,6 +121,54 @@ class FMColumn:
         return cls(first.window, first.num_bitmaps, first.seed, np.concatenate([[0], np.cumsum(counts)]),
                    np.concatenate(cells), np.concatenate(stamps),
                    [0 if s.newest is None else s.newest for s in sketches], [s.newest is not None for s in sketches])
+
+    @classmethod
+    def build(cls, timestamps, starts, hashes, *, window: int, m: int, seed: int = 0) -> "FMColumn":
+        """One sketch per run of rows (run ``i``: rows ``starts[i]`` to
+        ``starts[i + 1]``, the last to the end), each ``SlidingFM(window,
+        m, seed).update_hashes(ts, hashes)`` of its rows, in a few numpy
+        passes over the batch: each row's cell (bitmap ``hash % m``, bit
+        the trailing zeros of ``hash // m``), the newest time of each run
+        and cell, the bits at or before the run's newest less the window
+        dropped.
+
+        >>> from ehist.hashing import hash64
+        >>> ts, h = np.array([5, 9, 2]), hash64(np.array([7, 8, 9]), 0)
+        >>> col = FMColumn.build(ts, [0, 2], h, window=100, m=8)
+        >>> col.to_bytes() == [SlidingFM(100, 8).update_hashes(ts[:2], h[:2]).to_bytes(),
+        ...                    SlidingFM(100, 8).update_hashes(ts[2:], h[2:]).to_bytes()]
+        True
+        """
+        SlidingFM(window, m, seed)  # the parameters' checks
+        ts = coerce_timestamps(timestamps)
+        h = as_hashes(hashes)
+        if h.shape != ts.shape:
+            raise ValueError(f"timestamps and hashes have different lengths ({ts.size} and {h.size})")
+        starts = check_starts(starts, ts.size)
+        runs = starts.size
+        ends = np.append(starts[1:], ts.size)
+        if ts.size and int(ts.min()) == INT64_MIN:  # update refuses it: its message
+            return cls.from_sketches([SlidingFM(window, m, seed).update_hashes(ts[a:z], h[a:z])
+                                      for a, z in zip(starts.tolist(), ends.tolist())])
+        has = ends > starts
+        newest = np.zeros(runs, dtype=np.int64)
+        if has.any():
+            newest[has] = np.maximum.reduceat(ts, starts[has])
+        run_of = np.repeat(np.arange(runs, dtype=np.int64), ends - starts)
+        cells = (h % _U64(m)).astype(np.int64) * _BITS + _fm.trailing_zeros(h // _U64(m), _BITS - 1)
+        key = run_of * (m * _BITS) + cells
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, dtype=np.int64)
+        stamp = np.maximum.reduceat(ts[order], first) if key.size else ts[:0]
+        run, cell = run_of[order][first], cells[order][first]
+        # SlidingFM._expire: bits at or before newest - window (when that is a time) unset
+        g_new = newest[run]
+        low = g_new < INT64_MIN + window
+        live = low | (stamp > g_new - np.where(low, 0, window))
+        run, cell, stamp = run[live], cell[live], stamp[live]
+        return cls(window, m, seed, np.concatenate([[0], np.cumsum(np.bincount(run, minlength=runs))]), cell, stamp,
+                   newest, has)
 
     @classmethod
     def from_bytes(cls, blobs) -> "FMColumn":

@@ -141,3 +141,49 @@ def test_golden_files_decode_as_from_bytes_decodes_them(name):
     assert column[1] == sketch
     assert column.to_bytes() == [sketch.to_bytes()] * 2
     assert column.estimates().tolist() == [sketch.estimate()] * 2
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(window=st.sampled_from([1, 50, 10**6, 2**62]), m=st.sampled_from([2, 16, 64]),
+       base=st.sampled_from([0, INT64_MIN + 1, INT64_MAX - 10**4]), seed=st.integers(0, 2**32 - 1))
+def test_build_is_update_per_run(window, m, base, seed):
+    from ehist.hashing import hash64
+
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(0, 40, int(rng.integers(1, 7)))
+    n = int(lens.sum())
+    ts = base + rng.integers(0, min(3 * window + 2, 5000), n)  # unsorted in a run, repeated, at the window's edge
+    hashes = hash64(rng.integers(0, 300, n), 3)
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    ends = np.append(starts[1:], n)
+    want = [SlidingFM(window, m, seed=3).update_hashes(ts[a:z], hashes[a:z]).to_bytes()
+            for a, z in zip(starts.tolist(), ends.tolist())]
+    assert FMColumn.build(ts, starts, hashes, window=window, m=m, seed=3).to_bytes() == want
+
+
+def test_build_refuses_what_update_refuses():
+    with pytest.raises(ValueError) as exc:
+        SlidingFM(100, 8).update_hashes([INT64_MIN, 5], [1, 2])
+    with pytest.raises(ValueError) as got:
+        FMColumn.build([3, INT64_MIN, 5], [0, 1], [1, 1, 2], window=100, m=8)
+    assert str(got.value) == str(exc.value)
+    with pytest.raises(ValueError, match="num_bitmaps"):
+        FMColumn.build([1], [0], [1], window=100, m=1)
+
+
+def test_spec_partials_are_the_per_key_ones():
+    pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    from udaf import DistinctFM
+    from udaf.spec import Spec
+
+    rng = np.random.default_rng(4)
+    n = 500
+    keys = np.sort(rng.integers(0, 40, n))
+    t = rng.integers(0, 5000, n)
+    order = np.lexsort((t, keys))
+    t, keys = t[order], keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    spec = DistinctFM("dst", 1000, num_bitmaps=16)
+    data = spec.read({"column": pa.array([None if i % 13 == 0 else f"d{i}" for i in rng.integers(0, 300, n)])}, n)
+    assert spec.partials(t, starts, data, 1000)[0] == Spec.partials(spec, t, starts, data, 1000)[0]

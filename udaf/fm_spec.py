@@ -38,6 +38,16 @@ class DistinctFM(HashedItems, family="sliding_fm", sketch=SlidingFM, one_step="s
     num_bitmaps: int = 64
     seed: int = 0
 
+    def partials(self, t, starts, data, window, now=None):
+        """Every key's sketch built at once
+        (:meth:`~distinct.fm_columnar.FMColumn.build`), the bytes of
+        :meth:`update` per key."""
+        present = data.present
+        first = np.concatenate([[0], np.cumsum(present)])[np.asarray(starts, dtype=np.int64)]
+        column = FMColumn.build(t[present], first, self._hashes(data), window=window, m=self.num_bitmaps,
+                                seed=self.seed)
+        return column.to_bytes(), None
+
     @classmethod
     def answers(cls, blobs, nows, window):
         """Every sketch of a batch decoded and estimated at once
