@@ -42,6 +42,7 @@ import numpy as np
 from ehist import compiled
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_heads
+from ehist.hashing import as_hashes
 from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
 from ehist.segments import gather, search_segments
@@ -256,6 +257,47 @@ class CountMinColumn(KeyedColumn):
         depth = self._size // self._width
         lower, upper, _ = _row_sums(lo, up, c.owner * depth + c.keys // self._width, n * depth)
         return lower.reshape(n, depth).max(axis=1), upper.reshape(n, depth).min(axis=1)
+
+    def frequencies_of_hashes(self, hashes, now=None, window: int | None = None):
+        """Each sketch's :meth:`SlidingCountMin.frequencies_of_hashes` of
+        one item (``hashes[i]``, a ``hash64`` value, for sketch ``i``):
+        ``(estimate, lower, upper)`` arrays, the same numbers, every
+        sketch's counters bounded in one pass (``now``: None or one time
+        per sketch, as :meth:`bounds` takes it).
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingCountMin(100, eps=0.05).update([1, 2, 3], ["x", "x", "y"])
+        >>> b = SlidingCountMin(100, eps=0.05).update([4], ["x"])
+        >>> col = CountMinColumn.from_sketches([a, b])
+        >>> h = hash64(np.array(["x", "x"]), 0)
+        >>> est, lower, upper = col.frequencies_of_hashes(h)
+        >>> est.tolist(), [a.frequency("x"), b.frequency("x")]
+        ([2.0, 1.0], [2.0, 1.0])
+        """
+        n = len(self)
+        h = as_hashes(hashes)
+        if h.shape != (n,):
+            raise ValueError(f"frequencies_of_hashes takes one hash per sketch ({n}), got shape {h.shape}")
+        lo, up = self._counter_bounds(now, window)
+        c = self.counters
+        depth = self._size // self._width
+        _, row_upper, wide = _row_sums(lo, up, c.owner * depth + c.keys // self._width, n * depth)
+        total = row_upper.reshape(n, depth).min(axis=1) if n else row_upper
+        # each (sketch, row)'s counter of the item, among the held ones (keys ascending within a sketch)
+        held = c.owner * self._size + c.keys
+        want = np.arange(n, dtype=np.int64)[None, :] * self._size + _cm.counter_ids(h, self._width, depth)
+        at = np.minimum(np.searchsorted(held, want), max(held.size - 1, 0))
+        found = (held[at] == want) if held.size else np.zeros(want.shape, dtype=bool)
+        low, high = np.where(found, lo[at] if held.size else 0, 0), np.where(found, up[at] if held.size else 0, 0)
+        estimate = (low * 0.5 + high * 0.5).min(axis=0)
+        slack = np.ceil(self.params[1] * total.astype(np.float64)).astype(np.int64)
+        lower, upper = np.maximum(low.min(axis=0) - slack, 0), high.min(axis=0)
+        near = np.flatnonzero(wide.reshape(n, depth).max(axis=1) >= 2.0 ** 62) if n else wide[:0].astype(np.int64)
+        for i in near.tolist():  # totals near int64: the sketch's own arithmetic
+            at_i = None if now is None else int(np.broadcast_to(np.asarray(now, dtype=np.int64), (n,))[i])
+            e, lw, up_i = self[i].frequencies_of_hashes(h[i:i + 1], at_i, window)
+            estimate[i], lower[i], upper[i] = e[0], lw[0], up_i[0]
+        return estimate, lower, upper
 
     def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each group's window total bounds from its sketches' summed counter
@@ -476,6 +518,18 @@ class HeavyHittersColumn:
     def depth(self) -> int:
         """Levels per sketch."""
         return len(levels_of(self.bits, self.level_bits))
+
+    def frequencies(self, ids, now=None, window: int | None = None):
+        """Each sketch's :meth:`SlidingHeavyHitters.frequencies` of one id
+        (``ids[i]``, uint64 below ``2**bits``, for sketch ``i``): its last
+        level's counters (whole ids), every sketch at once
+        (:meth:`CountMinColumn.frequencies_of_hashes`)."""
+        from ehist.hashing import hash64
+
+        n, levels = len(self), self.depth
+        last = CountMinColumn(self.levels.params, self.levels.counters.take(np.arange(n) * levels + levels - 1))
+        return last.frequencies_of_hashes(hash64(np.asarray(ids, dtype=np.uint64), self.levels.params[4]), now,
+                                          window)
 
     def __len__(self) -> int:
         return len(self.levels) // self.depth

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ehist import compiled
 from ehist.blobs import Blobs
 from ehist.errors import CorruptSketchError
+from ehist.hashing import hash64
 from ehist.validation import k_of_eps
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
@@ -104,6 +105,17 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
             got = column.union_bounds(starts)
             expect = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(*got)] == [tuple(map(int, e)) for e in expect]
+            # one item per sketch (held ones and others), as of each newest and of a later time and window
+            item = np.random.default_rng(len(flat)).integers(0, 4096, len(flat))
+            hashes = hash64(item, flat[0].seed)
+            later = [(s.newest or 0) + 7 for s in flat]
+            w = flat[0].window // 2 + 1
+            for now, win in ((None, None), (later, w)):
+                got = column.frequencies_of_hashes(hashes, now, win)
+                expect = [s.frequencies_of_hashes(hashes[i:i + 1], None if now is None else now[i], win)
+                          for i, s in enumerate(flat)]
+                assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
+                    [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
         if family is SlidingHeavyHitters:  # the walks down the levels, all at once: the same lists
             later = max(s.newest or 0 for s in flat) + 3
             w = flat[0].window // 2 + 1
@@ -358,6 +370,21 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
         expect = [family.from_bytes(b).estimate(5000, 500) for b in blobs] + [np.nan]
         assert np.array_equal(got.estimate, expect, equal_nan=True)
         union = spec.union(blobs, starts)
+        if family in (SlidingCountMin, SlidingHeavyHitters):  # *_sketch_frequency of a batch: each row's item
+            import pyarrow as pa
+
+            # nulls and, for 12-bit heavy hitters, ids past 2**12 (and negative ones): NaN
+            item = pa.array([None if i % 5 == 0 else int(i) - 100 for i in rng.integers(0, 4200, len(blobs) + 1)])
+
+            def one(b, x):
+                if x is None or (family is SlidingHeavyHitters and not 0 <= x < 4096):
+                    return np.nan
+                return family.from_bytes(b).frequencies([x], 5000, 500)[0][0]
+
+            got = cls.estimate_frequency(blobs + [None], {"item": item}, np.append(nows, 0), 500).to_numpy(
+                zero_copy_only=False)
+            expect = [one(b, x) for b, x in zip(blobs, item.to_pylist())] + [np.nan]
+            assert np.array_equal(got, expect, equal_nan=True)
         if family is SlidingCountMin:
             bounds = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(union.lower, union.upper)] == \

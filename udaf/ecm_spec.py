@@ -277,9 +277,12 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         literal), hashed with each sketch's seed."""
         import pyarrow as pa
 
-        sketches = cls.decoded(blobs)
         item_array = arrays["item"]
         present, kept = items(item_array, "item", "ecm_sketch_frequency")
+        got = cls._column_frequencies(blobs, present, kept, nows, window)
+        if got is not None:
+            return pa.array(got, type=pa.float64(), from_pandas=True)
+        sketches = cls.decoded(blobs)
         out = np.full(len(sketches), np.nan)
         kept_rows = np.flatnonzero(present)
         for i, s in enumerate(sketches):
@@ -291,6 +294,27 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
             out[i] = est[0]
         return pa.array(out, type=pa.float64(), from_pandas=True)
 
+
+    @classmethod
+    def _column_frequencies(cls, blobs, present, kept, nows, window):
+        """The estimates of :meth:`estimate_frequency`, every sketch of a
+        batch decoded and its item's counters bounded at once
+        (:meth:`~frequencies.columnar.CountMinColumn.frequencies_of_hashes`;
+        NaN where the sketch or the item is null); None when the sketches
+        hold different parameters."""
+        blobs = Blobs.of(blobs)
+        rows = np.flatnonzero(blobs.present & present)
+        out = np.full(len(blobs), np.nan)
+        if not rows.size:
+            return out
+        column = cls.column_type.from_bytes(blobs.take(rows))
+        if column is None:
+            return None
+        item_at = np.cumsum(present) - 1  # each row's item among the present ones
+        hashes = hash64(kept[item_at[rows]], column.params[4])
+        out[rows] = column.frequencies_of_hashes(
+            hashes, None if nows is None else np.asarray(nows, dtype=np.int64)[rows], window)[0]
+        return out
 
     @classmethod
     def estimate_inner_product(cls, blobs, arrays, nows, window):
@@ -517,8 +541,11 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         """``sliding_hh_sketch_frequency``: one id per row."""
         import pyarrow as pa
 
-        sketches = cls.decoded(blobs)
         present, kept = items(arrays["item"], "item", "sliding_hh_sketch_frequency")
+        got = cls._column_frequencies(blobs, present, kept, nows, window)
+        if got is not None:
+            return pa.array(got, type=pa.float64(), from_pandas=True)
+        sketches = cls.decoded(blobs)
         kept_rows = np.flatnonzero(present)
         out = np.full(len(sketches), np.nan)
         for i, s in enumerate(sketches):
@@ -529,6 +556,30 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
                 continue  # an id the sketch cannot hold: null
             out[i] = s.frequencies(x, None if nows is None else int(nows[i]), window)[0][0]
         return pa.array(out, type=pa.float64(), from_pandas=True)
+
+
+    @classmethod
+    def _column_frequencies(cls, blobs, present, kept, nows, window):
+        """The estimates of :meth:`estimate_frequency`, every sketch of a
+        batch decoded and its id's counters bounded at once
+        (:meth:`~frequencies.columnar.HeavyHittersColumn.frequencies`; NaN
+        where the sketch or the id is null, or the id past the sketches'
+        bits); None when the sketches hold different parameters."""
+        blobs = Blobs.of(blobs)
+        ids = np.zeros(len(blobs), dtype=np.uint64)
+        ids[present] = np.asarray(kept, dtype=np.int64).view(np.uint64)
+        out = np.full(len(blobs), np.nan)
+        rows = np.flatnonzero(blobs.present & present)
+        if not rows.size:
+            return out
+        column = HeavyHittersColumn.from_bytes(blobs.take(rows))
+        if column is None:
+            return None
+        fits = ids[rows] < np.uint64(1 << column.bits) if column.bits < 64 else np.ones(rows.size, dtype=bool)
+        est = column.frequencies(np.where(fits, ids[rows], np.uint64(0)),
+                                 None if nows is None else np.asarray(nows, dtype=np.int64)[rows], window)[0]
+        out[rows] = np.where(fits, est, np.nan)
+        return out
 
 
 def _hitter_lists(blobs, phi, nows, window) -> list:
