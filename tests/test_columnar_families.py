@@ -385,6 +385,16 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
                 zero_copy_only=False)
             expect = [one(b, x) for b, x in zip(blobs, item.to_pylist())] + [np.nan]
             assert np.array_equal(got, expect, equal_nan=True)
+            # arrays of sketches (rows 0 and 3 without any): each row's merge, then its item
+            rows = np.r_[0, starts[:2], starts[2:3], starts[2:]]
+            item = pa.array([None if i % 4 == 1 else int(i) for i in rng.integers(0, 4096, rows.size)])
+            got = cls.estimate_frequency_of_unions(blobs, rows, {"item": item}, np.full(rows.size, 5000),
+                                                   500).to_numpy(zero_copy_only=False)
+            merge = (lambda g: family.merge_all(sorted(g, key=lambda x: x.to_bytes())))  # merge_groups' order
+            merged = [None] + [merge(g) for g in groups[:2]] + [None] + [merge(g) for g in groups[2:]]
+            expect = [np.nan if m is None or x is None else m.frequencies([x], 5000, 500)[0][0]
+                      for m, x in zip(merged, item.to_pylist())]
+            assert np.array_equal(got, expect, equal_nan=True)
         if family is SlidingCountMin:
             bounds = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(union.lower, union.upper)] == \

@@ -66,6 +66,46 @@ class _Weighted(Spec):
             return column.union(starts).to_bytes()
 
     @classmethod
+    def _united(cls, blobs, starts):
+        """``(rows, column)``: the rows of arrays of sketches (row ``i``:
+        ``blobs[starts[i]:starts[i + 1]]``) that hold a sketch, and each
+        one's union as :meth:`merge_groups` makes it, not encoded; None
+        for sketches of different parameters."""
+        blobs = Blobs.of(blobs)
+        starts = np.asarray(starts, dtype=np.int64)
+        present = blobs.present
+        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+        rows = np.flatnonzero(np.bincount(run, minlength=starts.size))
+        if not rows.size:
+            return rows, None
+        first = np.searchsorted(run, rows)
+        column = cls.column_type.from_bytes(cls.merge_order(blobs.take(present), first))
+        if column is None:
+            return None
+        with as_key_sum_overflow():
+            return rows, column.union(first)
+
+    @classmethod
+    def _frequencies_of_unions(cls, blobs, starts, arrays, nows, window, frequencies):
+        """The answers of ``estimate_frequency`` of each row's union (NaN
+        for a row without a sketch or an item): the union made once for
+        every row, then ``frequencies(united, rows, present, kept, at)``
+        of the rows that hold a sketch; None for sketches of different
+        parameters."""
+        import pyarrow as pa
+
+        got = cls._united(blobs, starts)
+        if got is None:
+            return None
+        rows, united = got
+        present, kept = items(arrays["item"], "item", f"{cls.family}_sketch_frequency")
+        out = np.full(np.size(starts), np.nan)
+        if rows.size:
+            at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
+            out[rows] = frequencies(united, rows, present, kept, at)
+        return pa.array(out, type=pa.float64(), from_pandas=True)
+
+    @classmethod
     def _column_bounds(cls, blobs, nows, window):
         """``(present, lower, upper)``: every sketch's window total bounds,
         all decoded and bounded at once (:mod:`frequencies.columnar`); None
@@ -317,6 +357,20 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         return out
 
     @classmethod
+    def estimate_frequency_of_unions(cls, blobs, starts, arrays, nows, window):
+        """``ecm_sketch_frequency`` of arrays of sketches: each row's merge
+        (:meth:`merge_groups`' union, not encoded and decoded again), then
+        its item's frequency, every row at once."""
+        def frequencies(united, rows, present, kept, at):
+            item_at = np.cumsum(present) - 1
+            has = present[rows]
+            hashes = np.zeros(rows.size, dtype=np.uint64)
+            hashes[has] = hash64(kept[item_at[rows[has]]], united.params[4])
+            return np.where(has, united.frequencies_of_hashes(hashes, at, window)[0], np.nan)
+
+        return cls._frequencies_of_unions(blobs, starts, arrays, nows, window, frequencies)
+
+    @classmethod
     def estimate_inner_product(cls, blobs, arrays, nows, window):
         """``ecm_sketch_inner_product``: each row's sketch joined with the
         row's ``other`` sketch (null when either is null)."""
@@ -566,8 +620,6 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         where the sketch or the id is null, or the id past the sketches'
         bits); None when the sketches hold different parameters."""
         blobs = Blobs.of(blobs)
-        ids = np.zeros(len(blobs), dtype=np.uint64)
-        ids[present] = np.asarray(kept, dtype=np.int64).view(np.uint64)
         out = np.full(len(blobs), np.nan)
         rows = np.flatnonzero(blobs.present & present)
         if not rows.size:
@@ -575,11 +627,29 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         column = HeavyHittersColumn.from_bytes(blobs.take(rows))
         if column is None:
             return None
-        fits = ids[rows] < np.uint64(1 << column.bits) if column.bits < 64 else np.ones(rows.size, dtype=bool)
-        est = column.frequencies(np.where(fits, ids[rows], np.uint64(0)),
-                                 None if nows is None else np.asarray(nows, dtype=np.int64)[rows], window)[0]
-        out[rows] = np.where(fits, est, np.nan)
+        out[rows] = _id_frequencies(column, rows, present, kept,
+                                    None if nows is None else np.asarray(nows, dtype=np.int64)[rows], window)
         return out
+
+    @classmethod
+    def estimate_frequency_of_unions(cls, blobs, starts, arrays, nows, window):
+        """``sliding_hh_sketch_frequency`` of arrays of sketches: each
+        row's merge (not encoded and decoded again), then its id's
+        frequency, every row at once."""
+        return cls._frequencies_of_unions(blobs, starts, arrays, nows, window,
+                                          lambda united, rows, present, kept, at:
+                                          _id_frequencies(united, rows, present, kept, at, window))
+
+
+def _id_frequencies(column, rows, present, kept, at, window) -> np.ndarray:
+    """The frequencies of row ``rows[j]``'s id in ``column``'s sketch ``j``
+    (NaN for a null id or one past the sketches' bits)."""
+    ids = np.zeros(present.size, dtype=np.uint64)
+    ids[present] = np.asarray(kept, dtype=np.int64).view(np.uint64)
+    ids = ids[rows]
+    fits = present[rows] & ((ids < np.uint64(1 << column.bits)) if column.bits < 64 else True)
+    est = column.frequencies(np.where(fits, ids, np.uint64(0)), at, window)[0]
+    return np.where(fits, est, np.nan)
 
 
 def _hitter_lists(blobs, phi, nows, window) -> list:
