@@ -299,6 +299,65 @@ class CountMinColumn(KeyedColumn):
             estimate[i], lower[i], upper[i] = e[0], lw[0], up_i[0]
         return estimate, lower, upper
 
+    def union_frequencies_of_hashes(self, group_starts, hashes, now=None, window: int | None = None):
+        """Each group's frequency of one item (``hashes[g]`` for group
+        ``g``: sketches ``group_starts[g]`` to the next start) from its
+        sketches' summed counter bounds, without merging them:
+        ``SlidingCountMin.answers_from_bounds`` of
+        :meth:`SlidingCountMin.union_bounds` as of ``now`` (one time per
+        group; default: the group's newest), the same numbers; a group
+        whose sums come near int64 through those methods (which raise
+        SumOverflowError past it).
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
+        >>> b = SlidingCountMin(10).update([2, 3], ["x", "x"])
+        >>> est, lower, upper = CountMinColumn.from_sketches([a, b]).union_frequencies_of_hashes([0], hash64(["x"], 0))
+        >>> est.tolist(), upper.tolist()
+        ([3.0], [3])
+        """
+        starts = np.asarray(group_starts, dtype=np.int64)
+        h = as_hashes(hashes)
+        if h.shape != starts.shape:
+            raise ValueError(f"union_frequencies_of_hashes takes one hash per group ({starts.size}), got {h.shape}")
+        c = self.counters
+        groups, n = starts.size, len(c)
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        group_now = _group_times(group_of, groups, c.has_newest, c.newest, now)
+        lo, up = self._counter_bounds(np.where(c.has_newest, group_now[group_of], c.newest), window)
+        depth = self._size // self._width
+        owner = group_of[c.owner]
+        _, row_upper, wide = _row_sums(lo, up, owner * depth + c.keys // self._width, groups * depth)
+        total = row_upper.reshape(groups, depth).min(axis=1) if groups else row_upper
+        # each sketch's counter of its group's item in each row, summed over the group
+        ids = _cm.counter_ids(h, self._width, depth)[:, group_of]  # (depth, sketches)
+        held = c.owner * self._size + c.keys
+        want = np.arange(n, dtype=np.int64)[None, :] * self._size + ids
+        at = np.minimum(np.searchsorted(held, want), max(held.size - 1, 0))
+        found = (held[at] == want) if held.size else np.zeros(want.shape, dtype=bool)
+        where = (np.arange(depth)[:, None] * groups + group_of[None, :]).ravel()
+        low = np.zeros(depth * groups, dtype=np.int64)
+        high = np.zeros(depth * groups, dtype=np.int64)
+        if held.size:
+            np.add.at(low, where, np.where(found, lo[at], 0).ravel())
+            np.add.at(high, where, np.where(found, up[at], 0).ravel())
+        high_f = np.bincount(where, weights=np.where(found, up[at] if held.size else 0, 0).ravel().astype(np.float64),
+                             minlength=depth * groups)
+        low, high = low.reshape(depth, groups), high.reshape(depth, groups)
+        estimate = (low * 0.5 + high * 0.5).min(axis=0)
+        slack = np.ceil(self.params[1] * total.astype(np.float64)).astype(np.int64)
+        lower, upper = np.maximum(low.min(axis=0) - slack, 0), high.min(axis=0)
+        near = wide.reshape(groups, depth).max(axis=1) >= 2.0 ** 62 if groups else np.zeros(0, dtype=bool)
+        near |= high_f.reshape(depth, groups).max(axis=0) >= 2.0 ** 62 if groups else near
+        if near.any():  # sums near int64: the class's own arithmetic, and its error past it
+            ends = np.append(starts[1:], n)
+            for g in np.flatnonzero(near).tolist():
+                parts = [self[i] for i in range(int(starts[g]), int(ends[g]))]
+                at_g = None if now is None else int(group_now[g])
+                e, lw, u = parts[0].answers_from_bounds(h[g:g + 1], *SlidingCountMin.union_bounds(parts, at_g, window))
+                estimate[g], lower[g], upper[g] = e[0], lw[0], u[0]
+        return estimate, lower, upper
+
     def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each group's window total bounds from its sketches' summed counter
         bounds, without merging (:meth:`SlidingCountMin.union_bounds`, then
@@ -519,17 +578,22 @@ class HeavyHittersColumn:
         """Levels per sketch."""
         return len(levels_of(self.bits, self.level_bits))
 
-    def frequencies(self, ids, now=None, window: int | None = None):
+    def frequencies(self, ids, now=None, window: int | None = None, group_starts=None):
         """Each sketch's :meth:`SlidingHeavyHitters.frequencies` of one id
         (``ids[i]``, uint64 below ``2**bits``, for sketch ``i``): its last
         level's counters (whole ids), every sketch at once
-        (:meth:`CountMinColumn.frequencies_of_hashes`)."""
+        (:meth:`CountMinColumn.frequencies_of_hashes`); with
+        ``group_starts``, one id per group of sketches, from their summed
+        counter bounds (:meth:`CountMinColumn.union_frequencies_of_hashes`:
+        the union's, without merging)."""
         from ehist.hashing import hash64
 
         n, levels = len(self), self.depth
         last = CountMinColumn(self.levels.params, self.levels.counters.take(np.arange(n) * levels + levels - 1))
-        return last.frequencies_of_hashes(hash64(np.asarray(ids, dtype=np.uint64), self.levels.params[4]), now,
-                                          window)
+        hashes = hash64(np.asarray(ids, dtype=np.uint64), self.levels.params[4])
+        if group_starts is not None:
+            return last.union_frequencies_of_hashes(group_starts, hashes, now, window)
+        return last.frequencies_of_hashes(hashes, now, window)
 
     def __len__(self) -> int:
         return len(self.levels) // self.depth

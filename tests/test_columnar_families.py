@@ -116,6 +116,15 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                           for i, s in enumerate(flat)]
                 assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
                     [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
+            # one item per group, from the group's summed counter bounds
+            group_hashes = hashes[starts]
+            group_later = [max(s.newest or 0 for s in g) + 7 for g in groups]
+            for now, win in ((None, None), (group_later, w)):
+                got = column.union_frequencies_of_hashes(starts, group_hashes, now, win)
+                expect = [g[0].answers_from_bounds(group_hashes[i:i + 1], *SlidingCountMin.union_bounds(
+                    g, None if now is None else now[i], win)) for i, g in enumerate(groups)]
+                assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
+                    [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
         if family is SlidingHeavyHitters:  # the walks down the levels, all at once: the same lists
             later = max(s.newest or 0 for s in flat) + 3
             w = flat[0].window // 2 + 1
@@ -385,16 +394,24 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
                 zero_copy_only=False)
             expect = [one(b, x) for b, x in zip(blobs, item.to_pylist())] + [np.nan]
             assert np.array_equal(got, expect, equal_nan=True)
-            # arrays of sketches (rows 0 and 3 without any): each row's merge, then its item
+            # arrays of sketches (rows 0 and 3 without any): each row's item from the summed counter bounds
             rows = np.r_[0, starts[:2], starts[2:3], starts[2:]]
             item = pa.array([None if i % 4 == 1 else int(i) for i in rng.integers(0, 4096, rows.size)])
             got = cls.estimate_frequency_of_unions(blobs, rows, {"item": item}, np.full(rows.size, 5000),
                                                    500).to_numpy(zero_copy_only=False)
-            merge = (lambda g: family.merge_all(sorted(g, key=lambda x: x.to_bytes())))  # merge_groups' order
-            merged = [None] + [merge(g) for g in groups[:2]] + [None] + [merge(g) for g in groups[2:]]
-            expect = [np.nan if m is None or x is None else m.frequencies([x], 5000, 500)[0][0]
-                      for m, x in zip(merged, item.to_pylist())]
+
+            def of_union(g, x):
+                parts = g if family is SlidingCountMin else [s._levels[-1] for s in g]
+                h = hash64(np.array([x], dtype=np.uint64 if family is SlidingHeavyHitters else np.int64), parts[0].seed)
+                return parts[0].answers_from_bounds(h, *SlidingCountMin.union_bounds(parts, 5000, 500))[0][0]
+
+            parts = [None] + groups[:2] + [None] + groups[2:]
+            expect = [np.nan if g is None or x is None else of_union(g, x) for g, x in zip(parts, item.to_pylist())]
             assert np.array_equal(got, expect, equal_nan=True)
+            if family is SlidingCountMin:  # ecm_sketch_estimate of arrays: the summed counter bounds' total
+                got = cls.union_answers(blobs, starts, np.full(starts.size, 5000), 500)
+                expect = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g, 5000, 500)) for g in groups]
+                assert [(int(a), int(b)) for a, b in zip(got.lower, got.upper)] == [tuple(map(int, e)) for e in expect]
         if family is SlidingCountMin:
             bounds = [g[0].total_from_bounds(*SlidingCountMin.union_bounds(g)) for g in groups]
             assert [(int(a), int(b)) for a, b in zip(union.lower, union.upper)] == \

@@ -66,43 +66,29 @@ class _Weighted(Spec):
             return column.union(starts).to_bytes()
 
     @classmethod
-    def _united(cls, blobs, starts):
-        """``(rows, column)``: the rows of arrays of sketches (row ``i``:
-        ``blobs[starts[i]:starts[i + 1]]``) that hold a sketch, and each
-        one's union as :meth:`merge_groups` makes it, not encoded; None
-        for sketches of different parameters."""
-        blobs = Blobs.of(blobs)
-        starts = np.asarray(starts, dtype=np.int64)
-        present = blobs.present
-        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
-        rows = np.flatnonzero(np.bincount(run, minlength=starts.size))
-        if not rows.size:
-            return rows, None
-        first = np.searchsorted(run, rows)
-        column = cls.column_type.from_bytes(cls.merge_order(blobs.take(present), first))
-        if column is None:
-            return None
-        with as_key_sum_overflow():
-            return rows, column.union(first)
-
-    @classmethod
     def _frequencies_of_unions(cls, blobs, starts, arrays, nows, window, frequencies):
-        """The answers of ``estimate_frequency`` of each row's union (NaN
-        for a row without a sketch or an item): the union made once for
-        every row, then ``frequencies(united, rows, present, kept, at)``
-        of the rows that hold a sketch; None for sketches of different
-        parameters."""
+        """The answers of ``estimate_frequency`` of each row's array of
+        sketches (row ``i``: ``blobs[starts[i]:starts[i + 1]]``; NaN for a
+        row without a sketch or an item): ``frequencies(column,
+        group_starts, rows, present, kept, at)`` over the present sketches
+        of the rows that hold one, all decoded at once; None for sketches
+        of different parameters."""
         import pyarrow as pa
 
-        got = cls._united(blobs, starts)
-        if got is None:
-            return None
-        rows, united = got
+        blobs = Blobs.of(blobs)
+        starts = np.asarray(starts, dtype=np.int64)
+        present_blob = blobs.present
+        run = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present_blob]
+        rows = np.flatnonzero(np.bincount(run, minlength=starts.size))
         present, kept = items(arrays["item"], "item", f"{cls.family}_sketch_frequency")
-        out = np.full(np.size(starts), np.nan)
+        out = np.full(starts.size, np.nan)
         if rows.size:
+            column = cls.column_type.from_bytes(blobs.take(present_blob))
+            if column is None:
+                return None
             at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
-            out[rows] = frequencies(united, rows, present, kept, at)
+            with as_key_sum_overflow():
+                out[rows] = frequencies(column, np.searchsorted(run, rows), rows, present, kept, at)
         return pa.array(out, type=pa.float64(), from_pandas=True)
 
     @classmethod
@@ -358,17 +344,35 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
 
     @classmethod
     def estimate_frequency_of_unions(cls, blobs, starts, arrays, nows, window):
-        """``ecm_sketch_frequency`` of arrays of sketches: each row's merge
-        (:meth:`merge_groups`' union, not encoded and decoded again), then
-        its item's frequency, every row at once."""
-        def frequencies(united, rows, present, kept, at):
+        """``ecm_sketch_frequency`` of arrays of sketches (a ``collect_list``
+        of stored sketches): each row's item from its sketches' summed
+        counter bounds, without merging them
+        (:meth:`SlidingCountMin.union_bounds`, then
+        :meth:`~SlidingCountMin.answers_from_bounds`: the merge's
+        guarantees, no counter's histogram re-compressed), every row at
+        once."""
+        def frequencies(column, group_starts, rows, present, kept, at):
             item_at = np.cumsum(present) - 1
             has = present[rows]
             hashes = np.zeros(rows.size, dtype=np.uint64)
-            hashes[has] = hash64(kept[item_at[rows[has]]], united.params[4])
-            return np.where(has, united.frequencies_of_hashes(hashes, at, window)[0], np.nan)
+            hashes[has] = hash64(kept[item_at[rows[has]]], column.params[4])
+            return np.where(has, column.union_frequencies_of_hashes(group_starts, hashes, at, window)[0], np.nan)
 
         return cls._frequencies_of_unions(blobs, starts, arrays, nows, window, frequencies)
+
+    @classmethod
+    def union_answers(cls, blobs, starts, nows, window):
+        """``ecm_sketch_estimate`` / ``_bounds`` of arrays of sketches: each
+        group's window total from its sketches' summed counter bounds
+        (:meth:`~frequencies.columnar.CountMinColumn.union_bounds`, no
+        merge), every group at once; sketches of different parameters: the
+        merge's answer."""
+        column = CountMinColumn.from_bytes(Blobs.of(blobs))
+        if column is None:
+            return super().union_answers(blobs, starts, nows, window)
+        with as_key_sum_overflow():
+            lower, upper = column.union_bounds(starts, nows, window)
+        return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     @classmethod
     def estimate_inner_product(cls, blobs, arrays, nows, window):
@@ -637,18 +641,19 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         row's merge (not encoded and decoded again), then its id's
         frequency, every row at once."""
         return cls._frequencies_of_unions(blobs, starts, arrays, nows, window,
-                                          lambda united, rows, present, kept, at:
-                                          _id_frequencies(united, rows, present, kept, at, window))
+                                          lambda column, group_starts, rows, present, kept, at:
+                                          _id_frequencies(column, rows, present, kept, at, window, group_starts))
 
 
-def _id_frequencies(column, rows, present, kept, at, window) -> np.ndarray:
+def _id_frequencies(column, rows, present, kept, at, window, group_starts=None) -> np.ndarray:
     """The frequencies of row ``rows[j]``'s id in ``column``'s sketch ``j``
-    (NaN for a null id or one past the sketches' bits)."""
+    (or, with ``group_starts``, its group ``j`` of sketches; NaN for a null
+    id or one past the sketches' bits)."""
     ids = np.zeros(present.size, dtype=np.uint64)
     ids[present] = np.asarray(kept, dtype=np.int64).view(np.uint64)
     ids = ids[rows]
     fits = present[rows] & ((ids < np.uint64(1 << column.bits)) if column.bits < 64 else True)
-    est = column.frequencies(np.where(fits, ids, np.uint64(0)), at, window)[0]
+    est = column.frequencies(np.where(fits, ids, np.uint64(0)), at, window, group_starts)[0]
     return np.where(fits, est, np.nan)
 
 
