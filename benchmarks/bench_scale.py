@@ -74,6 +74,12 @@ delta=0.1)`` against the rollup that answers it exactly, per source,
 destination and minute the ``sum(bytes)``, read as ``sqrt(sum(f * f))``
 over each destination's ``f = sum(b)`` in the window.
 
+Item frequencies (``EHIST_BENCH_SCALE_KINDS=frequency``): how many flows
+each source sent to one destination (``dst`` 1, the most frequent of the
+Zipf data sets), from ``Frequencies("dst")`` (the ECM-sketch, eps and
+delta 0.01) with ``ecm_sketch_frequency``, against the same
+per-destination rollup's ``count`` of that destination in the window.
+
 Count + distinct and sums are measured apart: a sum's histogram at eps 0.01
 holds ``l log(total / l)`` buckets (~430 for 25 flows of ~800 bytes),
 more than the flows themselves, so sums of sparse keys are where sketches
@@ -102,10 +108,13 @@ SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
 TIERS = os.environ.get("EHIST_BENCH_SCALE_TIERS", "1") != "0"
 SITES = 4
 WINDOWS = os.environ.get("EHIST_BENCH_SCALE_WINDOWS", "1 hour,1 day").split(",")
-KINDS = {"count + distinct": ["n", "d"], "p99": ["q"], "sums": ["b"], "heavy hitters": ["h"], "l2": ["l"]}
+KINDS = {"count + distinct": ["n", "d"], "p99": ["q"], "sums": ["b"], "heavy hitters": ["h"], "l2": ["l"],
+         "frequency": ["f"]}
 ASKED = [k.strip() for k in os.environ.get("EHIST_BENCH_SCALE_KINDS", "count + distinct,p99,sums").split(",")]
 HEAVY = "heavy hitters" in ASKED  # asked of the data sets with a Zipf law only (dense keys, heavy items)
 L2 = "l2" in ASKED  # L2 norms of bytes per destination (sketches of ~48 KB per key and site: a few thousand keys)
+FREQUENCY = "frequency" in ASKED  # flows to one destination (ECM-sketches)
+ITEM = 1  # the destination asked of
 PHI = 0.05  # heavy destinations: at least 5% of a source's flows in the window
 TOP = round(1 / PHI)  # approx_top_k's k: at most 1 / phi items reach phi
 START = dt.datetime(2026, 1, 1)
@@ -124,7 +133,7 @@ def tables(spark, request, tmp_path_factory):
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from udaf import Count, Distinct, HeavyHitters, LpNorm, Quantile, Sum, sketch_table
+    from udaf import Count, Distinct, Frequencies, HeavyHitters, LpNorm, Quantile, Sum, sketch_table
 
     name, keys, per, skew = request.param
     heavy_asked = HEAVY and skew > 0
@@ -143,14 +152,16 @@ def tables(spark, request, tmp_path_factory):
     events.groupBy("site", "src", F.date_trunc("minute", "ts").alias("slot")).agg(
         F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b"), F.hll_sketch_agg("dst").alias("h"),
         F.kll_sketch_agg_bigint("bytes").alias("k"), *top).write.parquet(str(base / "rollup"))
-    if L2:  # the rollup that answers L2 norms exactly: each destination's bytes per source and minute
+    if L2 or FREQUENCY:  # the rollup that answers L2 norms and frequencies exactly: per source, destination, minute
         events.groupBy("site", "src", "dst", F.date_trunc("minute", "ts").alias("slot")).agg(
-            F.sum("bytes").alias("b")).write.parquet(str(base / "items"))
+            F.count(F.lit(1)).alias("n"), F.sum("bytes").alias("b")).write.parquet(str(base / "items"))
     native_build = time.perf_counter() - t
     t = time.perf_counter()
     heavy = {"h": HeavyHitters("dst", "1 day", phi=PHI, bits=32)} if heavy_asked else {}
     if L2:
         heavy["l"] = LpNorm("dst", "1 day", value="bytes", p=2.0, eps=0.1, delta=0.1)
+    if FREQUENCY:
+        heavy["f"] = Frequencies("dst", "1 day")
     sketch_table(events, ["site", "src"], "ts", n=Count("1 day", eps=0.01), b=Sum("bytes", "1 day", eps=0.01),
                  d=Distinct("dst", "1 day"), q=Quantile("bytes", "1 day", q=0.99), **heavy).write.parquet(
         str(base / "sketches"))
@@ -172,7 +183,7 @@ def tables(spark, request, tmp_path_factory):
                                         "hourly_seconds": hourly_build, "hourly_bytes": size["hourly"] or None,
                                         "items_bytes": size["items"] or None}
     hourly = spark.read.parquet(str(base / "hourly")) if TIERS else None
-    items = spark.read.parquet(str(base / "items")) if L2 else None  # the per-destination rollup
+    items = spark.read.parquet(str(base / "items")) if L2 or FREQUENCY else None  # the per-destination rollup
     return (name, keys, per, skew, events, spark.read.parquet(str(base / "rollup")),
             spark.read.parquet(str(base / "sketches")), hourly, items)
 
@@ -210,16 +221,20 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None, items=None) 
         est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
                "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a),
                "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, F.lit(PHI), *a),
-               "l": U.sliding_lp_sketch_estimate}
+               "l": U.sliding_lp_sketch_estimate,
+               "f": lambda c, *a: U.ecm_sketch_frequency(c, F.lit(ITEM), *a)}
         return df.select("src", *[est[c](c, now, window).alias(c) for c in columns])
 
-    if columns == ["l"]:  # L2 norms: the rollup per source and destination
+    if columns in (["l"], ["f"]):  # L2 norms and frequencies: the rollup per source and destination
         roll = items
 
     def native(rows):
         if columns == ["l"]:  # each destination's bytes in the window, then the norm per source
             return rows.where(F.col("slot") > start).groupBy("src", "dst").agg(F.sum("b").alias("f")).groupBy(
                 "src").agg(F.sqrt(F.sum(F.col("f") * F.col("f"))).alias("l"))
+        if columns == ["f"]:
+            return rows.where((F.col("slot") > start) & (F.col("dst") == ITEM)).groupBy("src").agg(
+                F.sum("n").alias("f"))
         aggs = {"n": F.sum("n").alias("n"), "b": F.sum("b").alias("b"),
                 "d": F.hll_sketch_estimate(F.hll_union_agg("h")).alias("d"),
                 "q": F.kll_sketch_get_quantile_bigint(F.kll_merge_agg_bigint("k"), F.lit(0.99)).alias("q"),
@@ -231,7 +246,8 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None, items=None) 
 
     def union_aggs(df):  # the column functions' union: the path issue 40 first measured (99x at 20k keys)
         unite = {"n": U.eh_union_agg, "b": U.eh_union_agg, "d": U.sliding_hll_union_agg,
-                 "q": U.sliding_quantile_union_agg, "h": U.sliding_hh_union_agg, "l": U.sliding_lp_union_agg}
+                 "q": U.sliding_quantile_union_agg, "h": U.sliding_hh_union_agg, "l": U.sliding_lp_union_agg,
+                 "f": U.ecm_union_agg}
         return df.groupBy("src").agg(*[unite[c](c).alias(c) for c in columns])
 
     site = F.col("site") == 0
@@ -308,6 +324,16 @@ def _check(events, sketches, keys: int, hourly=None, heavy_asked: bool = False) 
                 "src", U.sliding_lp_sketch_estimate("l", now, "1 hour").alias("l")).collect()
             ratios = [r.l / norms[r.src] for r in got if norms.get(r.src)]
             assert ratios and 0.8 <= float(np.median(ratios)) <= 1.2 and min(ratios) >= 0.5 and max(ratios) <= 1.5
+    if FREQUENCY:  # flows to ITEM in the last hour: never under the exact count, over it by at most eps of the total
+        flows = {r.src: (r.f, r.n) for r in recent.groupBy("src").agg(
+            F.sum((F.col("dst") == ITEM).cast("long")).alias("f"), F.count(F.lit(1)).alias("n")).collect()}
+        for table in [sketches] + ([_recent_hours(hourly, "1 hour")] if hourly is not None else []):
+            got = union_table(table.where(F.col("src").isin(sample)), "src", "f").select(
+                "src", U.ecm_sketch_frequency("f", F.lit(ITEM), now, "1 hour").alias("f")).collect()
+            assert got
+            for r in got:
+                f, n = flows.get(r.src, (0, 0))
+                assert f * 0.99 - 1 <= r.f <= f + 0.02 * n + 1
 
 
 def test_scale(tables):
