@@ -151,6 +151,14 @@ class LpColumn:
         ------
         ValueError
             As ``update_hashes`` raises it, for the first run it refuses.
+
+        Examples
+        --------
+        >>> from ehist.hashing import hash64
+        >>> ts, h, v = np.array([1, 4, 2, 3]), hash64(np.array([7, 8, 7, 9]), 0), np.array([2.0, 1, 5, 1])
+        >>> col = LpColumn.build(ts, [0, 2], h, v, params=(2.0, 100, 0.3, 0.3, 0, 8))
+        >>> col.to_bytes()[1] == SlidingLpNorm(2.0, 100, 0.3, 0.3, rows=8).update_hashes(ts[2:], h[2:], v[2:]).to_bytes()
+        True
         """
         params = tuple(params)
         ts = coerce_timestamps(timestamps)
@@ -382,11 +390,11 @@ def _compiled(params) -> bool:
 
 
 def _check_starts(group_starts, n: int) -> np.ndarray:
-    starts = np.asarray(group_starts, dtype=np.int64)
-    if starts.ndim != 1 or (n and (starts.size == 0 or starts[0] != 0 or np.any(np.diff(starts) <= 0)
-                                   or starts[-1] >= n)) or (not n and starts.size):
-        raise ValueError(f"group_starts must start at 0 and increase strictly below {n}, got {starts!r}")
-    return starts
+    """``group_starts`` as int64, checked (ValueError): groups of ``n``
+    sketches that start at 0 and rise strictly."""
+    from .compiled import groups_checked
+
+    return groups_checked(group_starts, n)
 
 
 def _decode_fast(blobs: Blobs):

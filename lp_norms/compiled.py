@@ -30,7 +30,7 @@ import numpy as np
 from ehist import compiled
 from ehist.validation import INT64_MIN
 
-__all__ = ["decode", "union", "build", "window_estimates", "payloads"]
+__all__ = ["decode", "union", "build", "window_estimates", "payloads", "groups_checked"]
 
 
 def decode(buf, starts, ends, newest, rows: int, window: int):
@@ -89,9 +89,14 @@ def union(data, at, hi, lo, offsets, newest, has_newest, group_starts, window: i
     (bucket offsets, sums (buckets x rows), hi, lo, newest, has_newest) of
     the unions.
     """
-    return _kernels()["union"](*_sources(data, at, offsets, rows), *_ints(hi, lo, newest),
-                               np.ascontiguousarray(has_newest, dtype=np.bool_), *_ints(group_starts),
-                               np.int64(window), float(limit), float(q), float(median))
+    sources = _sources(data, at, offsets, rows)
+    hi, lo, newest, group_starts = _ints(hi, lo, newest, group_starts)
+    _aligned(sources[2], hi=hi, lo=lo, newest=newest, has_newest=has_newest)
+    groups_checked(group_starts, newest.size)
+    if window < 1:
+        raise ValueError(f"window must be positive, got {window}")
+    return _kernels()["union"](*sources, hi, lo, newest, np.ascontiguousarray(has_newest, dtype=np.bool_),
+                               group_starts, np.int64(window), float(limit), float(q), float(median))
 
 
 def build(atoms, atom_t, key_offsets, per_block: int, limit: float, q: float, median: float):
@@ -106,8 +111,14 @@ def build(atoms, atom_t, key_offsets, per_block: int, limit: float, q: float, me
     -------
     (bucket offsets, sums (buckets x rows), hi, lo) per key.
     """
-    return _kernels()["build"](np.ascontiguousarray(atoms, dtype=np.float64), *_ints(atom_t, key_offsets),
-                               np.int64(per_block), float(limit), float(q), float(median))
+    atoms = np.ascontiguousarray(atoms, dtype=np.float64)
+    atom_t, key_offsets = _ints(atom_t, key_offsets)
+    if atoms.ndim != 2 or atom_t.shape != atoms.shape[:1] or per_block < 1:
+        raise ValueError(f"atoms must be 2-d with one time each and per_block positive, got shapes {atoms.shape} "
+                         f"and {atom_t.shape}, per_block {per_block}")
+    _offsets(key_offsets, atoms.shape[0])
+    return _kernels()["build"](atoms, atom_t, key_offsets, np.int64(per_block), float(limit), float(q),
+                               float(median))
 
 
 def window_estimates(data, at, lo, offsets, cutoffs, group_starts, rows: int, median: float) -> np.ndarray:
@@ -119,8 +130,11 @@ def window_estimates(data, at, lo, offsets, cutoffs, group_starts, rows: int, me
     ``np.median(np.abs(sum)) / median``: the same floats.  One group per
     sketch (``group_starts`` ``0, 1, ...``) gives each sketch's
     ``estimate``."""
-    return _kernels()["estimates"](*_sources(data, at, offsets, rows), *_ints(lo, cutoffs, group_starts),
-                                   float(median))
+    sources = _sources(data, at, offsets, rows)
+    lo, cutoffs, group_starts = _ints(lo, cutoffs, group_starts)
+    _aligned(sources[2], lo=lo, cutoffs=cutoffs)
+    groups_checked(group_starts, cutoffs.size)
+    return _kernels()["estimates"](*sources, lo, cutoffs, group_starts, float(median))
 
 
 def payloads(data, at, hi, lo, offsets, newest, has_newest, rows: int):
@@ -128,8 +142,10 @@ def payloads(data, at, hi, lo, offsets, newest, has_newest, rows: int):
     ``SlidingLpNorm.to_bytes`` writes them (a sketch without a newest
     time: none), of sketches as :func:`union` takes them (sums in
     little-endian byte order): ``(payload, byte offsets)``."""
-    return _kernels()["write"](*_sources(data, at, offsets, rows), *_ints(hi, lo, newest),
-                               np.ascontiguousarray(has_newest, dtype=np.bool_))
+    sources = _sources(data, at, offsets, rows)
+    hi, lo, newest = _ints(hi, lo, newest)
+    _aligned(sources[2], hi=hi, lo=lo, newest=newest, has_newest=has_newest)
+    return _kernels()["write"](*sources, hi, lo, newest, np.ascontiguousarray(has_newest, dtype=np.bool_))
 
 
 def _ints(*arrays) -> list:
@@ -138,13 +154,49 @@ def _ints(*arrays) -> list:
 
 def _sources(data, at, offsets, rows: int) -> tuple:
     """``(data, at, offsets, rows)`` checked before a loop reads the sums
-    of sketch ``s`` at ``data[at[s]:at[s] + 8 * rows * buckets]``."""
+    of sketch ``s`` at ``data[at[s]:at[s] + 8 * rows * buckets]`` (compiled
+    code does not check its indices)."""
     data = np.ascontiguousarray(data, dtype=np.uint8)
     at, offsets = _ints(at, offsets)
-    if offsets.size != at.size + 1 or (at.size and (at.min() < 0 or np.any(
-            at + 8 * rows * np.diff(offsets) > data.size))):
+    if not 1 <= rows <= 1 << 20:
+        raise ValueError(f"rows must be in [1, {1 << 20}], got {rows}")
+    if offsets.size != at.size + 1:
+        raise ValueError(f"offsets must have one more entry than at ({at.size + 1}), got {offsets.size}")
+    _offsets(offsets, int(offsets[-1]))
+    if at.size and (at.min() < 0 or np.any(at + 8 * rows * np.diff(offsets) > data.size)):
         raise ValueError("each sketch's sums must lie in the data")
     return data, at, offsets, np.int64(rows)
+
+
+def _offsets(offsets: np.ndarray, total: int) -> None:
+    """ValueError unless ``offsets`` run from 0 to ``total`` without falling."""
+    if offsets.ndim != 1 or offsets.size < 1 or offsets[0] != 0 or offsets[-1] != total or np.any(
+            np.diff(offsets) < 0):
+        raise ValueError(f"offsets must run from 0 to {total} without falling, got {offsets.tolist()[:8]}")
+
+
+def _aligned(offsets: np.ndarray, **arrays) -> None:
+    """ValueError unless each array has one value per bucket (``hi``,
+    ``lo``) or per sketch (the others)."""
+    for name, values in arrays.items():
+        want = int(offsets[-1]) if name in ("hi", "lo") else offsets.size - 1
+        if np.shape(values) != (want,):
+            raise ValueError(f"{name} must have {want} values, got shape {np.shape(values)}")
+
+
+def groups_checked(group_starts, count: int) -> np.ndarray:
+    """``group_starts`` as int64; ValueError unless the groups start at 0
+    and rise strictly below ``count`` (none when there is no sketch).
+
+    >>> groups_checked([0, 2], 3).tolist()
+    [0, 2]
+    """
+    group_starts = np.asarray(group_starts, dtype=np.int64)
+    if group_starts.ndim != 1 or (count and (group_starts.size == 0 or group_starts[0] != 0 or np.any(
+            np.diff(group_starts) <= 0) or group_starts[-1] >= count)) or (not count and group_starts.size):
+        raise ValueError(f"group_starts must start at 0 and rise strictly below {count}, got "
+                         f"{group_starts.tolist()[:8]}")
+    return group_starts
 
 
 # ----------------------------------------------------------------- the loops

@@ -352,3 +352,35 @@ def test_spec_partials_are_the_per_key_ones(loops):
     for spec in (LpNorm("dst", 1000, p=1.0, eps=0.3, delta=0.3), LpNorm("dst", 1000, value="v", p=2.0)):
         data = spec.read({"column": dst, "value": pa.array(rng.integers(0, 100, n))}, n)
         assert spec.partials(t, starts, data, 1000)[0] == Spec.partials(spec, t, starts, data, 1000)[0]
+
+
+def test_compiled_loops_refuse_arrays_that_do_not_fit():
+    """The compiled loops check nothing themselves: their wrappers refuse
+    what would make them read or write out of bounds."""
+    pytest.importorskip("numba")
+    from lp_norms import compiled as lp
+
+    col = LpColumn.from_sketches([SlidingLpNorm(2.0, 100, rows=3).update([1, 5], [1, 2]),
+                                  SlidingLpNorm(2.0, 100, rows=3).update([2], [7])])
+    args = dict(data=col.data, at=col.at, hi=col.hi, lo=col.lo, offsets=col.offsets, newest=col.newest,
+                has_newest=col.has_newest)
+    good = lp.union(*args.values(), [0], 100, 3, 0.2, 2.0, 1.0)
+    assert good[0].tolist()[0] == 0
+    bad = [dict(args, hi=col.hi[:-1]), dict(args, newest=col.newest[:1]), dict(args, offsets=[0, 2, 1]),
+           dict(args, at=col.at + 10**6)]
+    for a in bad:
+        with pytest.raises(ValueError):
+            lp.union(*a.values(), [0], 100, 3, 0.2, 2.0, 1.0)
+    for starts in ([1], [0, 0], [0, 2]):
+        with pytest.raises(ValueError, match="group_starts"):
+            lp.union(*args.values(), starts, 100, 3, 0.2, 2.0, 1.0)
+    with pytest.raises(ValueError, match="rows"):
+        lp.union(*args.values(), [0], 100, 0, 0.2, 2.0, 1.0)
+    with pytest.raises(ValueError, match="cutoffs"):
+        lp.window_estimates(col.data, col.at, col.lo, col.offsets, [0], [0, 1], 3, 1.0)
+    with pytest.raises(ValueError, match="newest"):
+        lp.payloads(col.data, col.at, col.hi, col.lo, col.offsets, [1], col.has_newest, 3)
+    with pytest.raises(ValueError, match="offsets"):
+        lp.build(np.zeros((3, 2)), [1, 2, 3], [0, 4], 10, 0.2, 2.0, 1.0)
+    with pytest.raises(ValueError, match="atoms"):
+        lp.build(np.zeros((3, 2)), [1, 2], [0, 3], 10, 0.2, 2.0, 1.0)
