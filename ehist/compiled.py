@@ -36,6 +36,7 @@ import zlib
 
 import numpy as np
 
+from . import run_compress
 from .compress import MARGIN
 from .validation import INT64_MIN
 
@@ -1296,12 +1297,14 @@ _one = None  # the compiled _compress_one, which the compiled _compress_all call
 _desc = None  # the compiled _desc_order, which _compress_all and _merge_runs call
 _runs_order = None  # the compiled _merge_runs, which _union_all calls
 _unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all call
+_runs1 = None  # the compiled run_compress.compress_runs, which _unite_ids calls
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
-_WS_ROWS = 16  # the scratch rows _compress_one uses
+_WS_ROWS = max(16, run_compress.RUN_ROWS)  # the scratch rows _compress_one and compress_runs use
 _SC_ROWS = 9  # the scratch rows _unite_ids uses
 _FEW = 16  # unions of at most this many buckets are ordered by insertion (no allocation)
+_RUN_LENGTH = 2  # unions whose runs of equal buckets are at least this long on average are compressed by runs
 _varint = None  # the compiled read_varint and gcd, which _decode_all calls
 _wvarint = None  # the compiled write_varint, which _encode_all calls
 _enc1 = None  # the compiled _encode_one
@@ -1322,6 +1325,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
+    global _runs1
     global _dec1, _decl, _unit, _tick
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
@@ -1332,6 +1336,7 @@ def _kernel(name: str = "compress"):
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
             _one = jit(_compress_one)
+            _runs1 = run_compress.compiled(jit)
             _unite1 = jit(_unite_ids)
             _COMPILED[name] = kernel(_compress_all)
         elif name == "union":
@@ -1591,7 +1596,9 @@ def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, 
     histograms ``ids[:count]`` (in merge order) cut to their live prefixes
     (``hi`` above ``cutoff``, all of them with ``all_alive``); one part's
     copied as it is, several ordered as ``merge_all`` orders them and
-    compressed, written at ``at`` of the outputs.  ``sc`` (:data:`_SC_ROWS` rows) and
+    compressed (by runs of equal buckets, :mod:`ehist.run_compress`, where
+    they average :data:`_RUN_LENGTH` or more: a sum's), written at ``at`` of
+    the outputs.  ``sc`` (:data:`_SC_ROWS` rows) and
     ``ws`` are the caller's scratch, at least the histograms' buckets (and
     ``count + 1``) and twice that plus 2 columns wide.  Returns ``(status,
     buckets written, merged flag)``: status -1 when the live total reaches
@@ -1647,10 +1654,23 @@ def _unite_ids(ids, count, offsets, exps, hi, lo, merged, all_alive, cutoff, k, 
     else:
         idx = _runs_order(th[:j], tl[:j], part_at[:p + 1])
     oe, oh, ol = sc[6], sc[7], sc[8]
+    runs = 0  # runs of equal buckets (a sum's: each row's value is l buckets of each size at one time)
     for q in range(j):
         y = idx[q]
         oe[q], oh[q], ol[q] = te[y], th[y], tl[y]
-    return 1, _one(oe[:j], oh[:j], ol[:j], cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
+        if q == 0 or oe[q] != oe[q - 1] or oh[q] != oh[q - 1] or ol[q] != ol[q - 1]:
+            runs += 1
+    if _RUN_LENGTH * runs > j:
+        return 1, _one(oe[:j], oh[:j], ol[:j], cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
+    rc = sc[3]  # the runs, in place: the same decisions, a pass costing runs, not buckets
+    r = -1
+    for q in range(j):
+        if q == 0 or oe[q] != oe[r] or oh[q] != oh[r] or ol[q] != ol[r]:
+            r += 1
+            oe[r], oh[r], ol[r] = oe[q], oh[q], ol[q]
+            rc[r] = 0
+        rc[r] += 1
+    return 1, _runs1(oe, oh, ol, rc, runs, cutoff, k, factor, out_e, out_hi, out_lo, at, ws), True
 
 
 def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, window, k, factor, heavy):

@@ -94,6 +94,71 @@ def test_compress_skipping_refused_pairs_decides_as_checking_every_pair(data, wi
     assert all(np.array_equal(a, b) for a, b in zip(fast, every))
 
 
+def _by_runs(exps, hi, lo, k, cutoff):
+    """``run_compress.compress_runs`` (uncompiled) of buckets given one by one."""
+    from ehist.compress import MARGIN
+    from ehist.run_compress import RUN_ROWS, compress_runs
+
+    exps, hi, lo = (np.asarray(a, dtype=np.int64) for a in (exps, hi, lo))
+    starts = np.flatnonzero(np.r_[True, (exps[1:] != exps[:-1]) | (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])])
+    counts = np.diff(np.append(starts, exps.size))
+    out = [np.empty(exps.size, dtype=np.int64) for _ in range(3)]
+    kept = compress_runs(exps[starts], hi[starts], lo[starts], counts, starts.size, cutoff, k, 2.0 * (1.0 - MARGIN),
+                         *out, 0, np.zeros((RUN_ROWS, 2 * exps.size + 2), dtype=np.int64))
+    return [a[:kept] for a in out]
+
+
+@st.composite
+def bucket_runs(draw):
+    """Buckets in merge_all's order as runs of equal ones, wide or of one
+    timestamp, under budgets from loose to tight (large k: refusals inside
+    a run of wide buckets)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    runs = int(rng.integers(1, 20))
+    exps = rng.integers(0, 4, runs)
+    hi = rng.integers(0, 40, runs)
+    lo = hi - np.where(rng.random(runs) < draw(st.floats(0, 1)), 0, rng.integers(1, 15, runs))
+    order = np.lexsort((lo, hi))[::-1]
+    counts = rng.integers(1, draw(st.sampled_from([3, 12, 40])), runs)[order]
+    k = draw(st.sampled_from([1, 2, 5, 10, 50, 100]))
+    cutoff = int(hi.max() - rng.integers(1, 45))
+    return [np.repeat(a[order], counts) for a in (exps, hi, lo)], k, cutoff
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(case=bucket_runs())
+def test_compress_by_runs_decides_as_compress(case):
+    """A run of equal buckets decided at once (ehist.run_compress, which the
+    compiled unions use for sums) gives compress()'s buckets exactly."""
+    from ehist import compress
+
+    (exps, hi, lo), k, cutoff = case
+    want = compress.compress(exps.astype(np.int8), hi, lo, k, cutoff)
+    got = _by_runs(exps, hi, lo, k, cutoff)
+    assert all(np.array_equal(a.astype(np.int64), b) for a, b in zip(want, got))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(data=streams(), window=st.integers(1, 50), eps=eps_values, parts=st.integers(2, 6),
+       seed=st.integers(0, 2**32 - 1))
+def test_compress_by_runs_of_merged_sums_decides_as_compress(data, window, eps, parts, seed):
+    """The same, for the unions merge_all compresses: histograms of sums
+    split across parts (each row's value a run of buckets at one time)."""
+    from ehist import compress
+
+    ts, vs = data
+    owners = np.random.default_rng(seed).integers(0, parts, len(ts))
+    hs = [ExponentialHistogram(window, eps).update(t, v * 7) for t, v in split(ts, vs, owners, parts)]
+    hs = [h for h in hs if h._exps.size]
+    if not hs:
+        return
+    exps, hi, lo = (np.concatenate([getattr(h, f) for h in hs]) for f in ("_exps", "_hi", "_lo"))
+    order = np.lexsort((lo, hi))[::-1]
+    args = (exps[order], hi[order], lo[order], hs[0]._k, max(h._newest for h in hs) - window)
+    want = compress.compress(*args)
+    assert all(np.array_equal(a.astype(np.int64), b) for a, b in zip(want, _by_runs(*args)))
+
+
 def test_merge_leaves_arguments_unchanged():
     a = ExponentialHistogram(100, 0.1).update(np.arange(0, 200, 2))
     b = ExponentialHistogram(100, 0.1).update(np.arange(1, 200, 2))
