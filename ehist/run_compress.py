@@ -173,7 +173,7 @@ def compress_runs(re, rh, rl, rc, nr, cutoff, k, factor, out_e, out_hi, out_lo, 
         dw[bl] += c * (s - 1)
         dw[z] -= c * (s - 1)
         na = _push(a_e, a_hi, a_lo, a_cnt, a_ch, a_bl, a_bh, na, re[r], rh[r], rl[r], c, 0, bl, z)
-    lower, width, new = w[_LOWER], w[_WIDTH], w[_NEW]
+    lower, width = w[_LOWER], w[_WIDTH]
     run_l = np.int64(0)
     run_w = np.int64(0)
     for t in range(m):
