@@ -325,30 +325,8 @@ class CountMinColumn(KeyedColumn):
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
         group_now = _group_times(group_of, groups, c.has_newest, c.newest, now)
         lo, up = self._counter_bounds(np.where(c.has_newest, group_now[group_of], c.newest), window)
-        depth = self._size // self._width
-        owner = group_of[c.owner]
-        _, row_upper, wide = _row_sums(lo, up, owner * depth + c.keys // self._width, groups * depth)
-        total = row_upper.reshape(groups, depth).min(axis=1) if groups else row_upper
-        # each sketch's counter of its group's item in each row, summed over the group
-        ids = _cm.counter_ids(h, self._width, depth)[:, group_of]  # (depth, sketches)
-        held = c.owner * self._size + c.keys
-        want = np.arange(n, dtype=np.int64)[None, :] * self._size + ids
-        at = np.minimum(np.searchsorted(held, want), max(held.size - 1, 0))
-        found = (held[at] == want) if held.size else np.zeros(want.shape, dtype=bool)
-        where = (np.arange(depth)[:, None] * groups + group_of[None, :]).ravel()
-        low = np.zeros(depth * groups, dtype=np.int64)
-        high = np.zeros(depth * groups, dtype=np.int64)
-        if held.size:
-            np.add.at(low, where, np.where(found, lo[at], 0).ravel())
-            np.add.at(high, where, np.where(found, up[at], 0).ravel())
-        high_f = np.bincount(where, weights=np.where(found, up[at] if held.size else 0, 0).ravel().astype(np.float64),
-                             minlength=depth * groups)
-        low, high = low.reshape(depth, groups), high.reshape(depth, groups)
-        estimate = (low * 0.5 + high * 0.5).min(axis=0)
-        slack = np.ceil(self.params[1] * total.astype(np.float64)).astype(np.int64)
-        lower, upper = np.maximum(low.min(axis=0) - slack, 0), high.min(axis=0)
-        near = wide.reshape(groups, depth).max(axis=1) >= 2.0 ** 62 if groups else np.zeros(0, dtype=bool)
-        near |= high_f.reshape(depth, groups).max(axis=0) >= 2.0 ** 62 if groups else near
+        estimate, lower, upper, near = _item_frequencies(self.params[1], self._width, self._size, c.owner, c.keys, lo,
+                                                         up, group_of, groups, h)
         if near.any():  # sums near int64: the class's own arithmetic, and its error past it
             ends = np.append(starts[1:], n)
             for g in np.flatnonzero(near).tolist():
@@ -357,6 +335,48 @@ class CountMinColumn(KeyedColumn):
                 e, lw, u = parts[0].answers_from_bounds(h[g:g + 1], *SlidingCountMin.union_bounds(parts, at_g, window))
                 estimate[g], lower[g], upper[g] = e[0], lw[0], u[0]
         return estimate, lower, upper
+
+    @classmethod
+    def frequencies_of_bytes(cls, blobs, hashes_of, group_starts=None, now=None, window: int | None = None):
+        """``from_bytes(blobs).union_frequencies_of_hashes(group_starts,
+        hashes_of(seed), now, window)`` (groups of one sketch each without
+        ``group_starts``: :meth:`frequencies_of_hashes`, the same numbers),
+        every counter bounded as it is decoded, in one compiled pass
+        (:meth:`~ehist.keyed_counters.KeyedCounters.read_bounds`: no
+        counter's histogram built, where building them took half of
+        answering).  ``hashes_of(seed)``: one ``hash64`` value per group for
+        the sketches' seed.  None where the column must decide instead (no
+        numba, sketches the checks refuse or never updated, parameters that
+        differ, a query late or too wide, sums near int64: it raises what
+        is wrong).
+
+        >>> from ehist.hashing import hash64
+        >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
+        >>> b = SlidingCountMin(10).update([2, 3], ["x", "x"])
+        >>> got = CountMinColumn.frequencies_of_bytes([a.to_bytes(), b.to_bytes()], lambda seed: hash64(["x"], seed), [0])
+        >>> got is None or got[0].tolist() == [3.0]     # None without numba
+        True
+        """
+        if not (compiled.active() and len(blobs)):
+            return None
+        ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + _CRC.size, 0)
+        if not ok.all():
+            return None
+        n = starts.size
+        starts_g = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
+        groups = starts_g.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
+        got = _ecm_bounds_of_bytes(buf, starts, lengths, window, lambda newest: _group_times(
+            group_of, groups, np.ones(n, dtype=bool), newest, now)[group_of])
+        if got is None:
+            return None
+        params, width, size, owner, keys, lo, up = got
+        h = as_hashes(hashes_of(params[4]))
+        if h.shape != (groups,):
+            raise ValueError(f"hashes_of must give one hash per group ({groups}), got shape {h.shape}")
+        estimate, lower, upper, near = _item_frequencies(params[1], width, size, owner, keys, lo, up, group_of, groups,
+                                                         h)
+        return None if near.any() else (estimate, lower, upper)
 
     def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each group's window total bounds from its sketches' summed counter
@@ -451,6 +471,89 @@ def _row_units(c: KeyedCounters, width: int) -> np.ndarray:
     row0 = np.repeat(c.keys < width, counts)
     owner = np.repeat(c.owner, counts)
     return np.bincount(owner[row0], weights=np.ldexp(1.0, c.col.exps[row0].astype(np.int64)), minlength=len(c))
+
+
+def _item_frequencies(eps: float, width: int, size: int, owner, keys, lo, up, group_of, groups: int, h):
+    """``(estimate, lower, upper, near)`` of each group's item (``h[g]``)
+    from the summed bounds of its sketches' counters (``owner``: each
+    counter's sketch, ``keys`` ascending within one; ``group_of``: each
+    sketch's group), as :meth:`SlidingCountMin.answers_from_bounds` of
+    :meth:`~SlidingCountMin.union_bounds` gives them; ``near``: the groups
+    whose sums come near int64, whose numbers the caller must replace."""
+    n = group_of.size
+    depth = size // width
+    _, row_upper, wide = _row_sums(lo, up, group_of[owner] * depth + keys // width, groups * depth)
+    total = row_upper.reshape(groups, depth).min(axis=1) if groups else row_upper
+    # each sketch's counter of its group's item in each row, summed over the group
+    ids = _cm.counter_ids(h, width, depth)[:, group_of]  # (depth, sketches)
+    held = owner * size + keys
+    want = np.arange(n, dtype=np.int64)[None, :] * size + ids
+    at = np.minimum(np.searchsorted(held, want), max(held.size - 1, 0))
+    found = (held[at] == want) if held.size else np.zeros(want.shape, dtype=bool)
+    where = (np.arange(depth)[:, None] * groups + group_of[None, :]).ravel()
+    low = np.zeros(depth * groups, dtype=np.int64)
+    high = np.zeros(depth * groups, dtype=np.int64)
+    if held.size:
+        np.add.at(low, where, np.where(found, lo[at], 0).ravel())
+        np.add.at(high, where, np.where(found, up[at], 0).ravel())
+    high_f = np.bincount(where, weights=np.where(found, up[at] if held.size else 0, 0).ravel().astype(np.float64),
+                         minlength=depth * groups)
+    low, high = low.reshape(depth, groups), high.reshape(depth, groups)
+    estimate = (low * 0.5 + high * 0.5).min(axis=0)
+    slack = np.ceil(eps * total.astype(np.float64)).astype(np.int64)
+    lower, upper = np.maximum(low.min(axis=0) - slack, 0), high.min(axis=0)
+    near = wide.reshape(groups, depth).max(axis=1) >= 2.0 ** 62 if groups else np.zeros(0, dtype=bool)
+    near |= high_f.reshape(depth, groups).max(axis=0) >= 2.0 ** 62 if groups else near
+    return estimate, lower, upper, near
+
+
+def _ecm_bounds_of_bytes(buf, starts, lengths, window, times):
+    """Every ECM-sketch's counters (sketch ``i`` at ``buf[starts[i]:
+    starts[i] + lengths[i]]``, its preamble and checksum already checked)
+    bounded for its window as of ``times(newest)`` (each sketch's query
+    time from its head's newest) as they are decoded
+    (:meth:`~ehist.keyed_counters.KeyedCounters.read_bounds`, no column
+    built): ``(params, width, counters, owner, keys, lower, upper)``, each
+    counter's sketch, key and bounds.  None where the column must decide:
+    layouts, parameters that differ or do not construct, a sketch never
+    updated, a window out of range, ``times`` giving None or a time before
+    a sketch's newest, a counter the reader refuses, a row-0 total near
+    int64."""
+    n = starts.size
+    if not (buf[starts + 3] == _cm.LAYOUT.version).all():
+        return None
+    fields = np.ndarray(n, dtype=_ECM_FIELDS, buffer=buf[(starts[:, None] + _ECM_PARAMS_AT
+                                                          + np.arange(_ECM_FIELDS.itemsize))].tobytes())
+    first = fields[0]
+    params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
+              int(first["seed"]))
+    newest = fields["newest"].astype(np.int64)
+    if not all((fields[f] == first[f]).all() for f in ("window", "eps", "delta", "eh_eps", "seed")) or \
+            (newest == INT64_MIN).any():
+        return None
+    try:
+        probe = SlidingCountMin(*params)
+    except ValueError:
+        return None
+    full = params[0]
+    if window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                               or not 1 <= int(window) <= full):
+        return None
+    at = times(newest)
+    if at is None or (at < newest).any():
+        return None
+    w = full if window is None else int(window)
+    cutoffs = np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w)
+    read, offsets, keys, lo, up, units = KeyedCounters.read_bounds(
+        buf, starts + _ECM_HEAD.size, starts + lengths - _CRC.size, probe.counters, full, probe.eh_eps, newest,
+        cutoffs)
+    if not read.all():
+        return None
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    row0 = np.bincount(owner[keys < probe.width], weights=units[keys < probe.width].astype(np.float64), minlength=n)
+    if (row0 >= 2.0 ** 62).any():  # a total near int64: from_bytes decides it exactly
+        return None
+    return params, probe.width, probe.counters, owner, keys, lo, up
 
 
 def _group_times(group_of, groups: int, has, newest, now) -> np.ndarray:
@@ -814,47 +917,24 @@ class HeavyHittersColumn:
         good, level_starts, level_lengths = _level_spans(buf, starts, lengths, depth)
         if not good.all():
             return None
-        ecm_ok = sealed(buf, level_starts, level_lengths, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + 4, 0)
-        if not (ecm_ok.all() and (buf[level_starts + 3] == _cm.LAYOUT.version).all()):
-            return None
-        fields = np.ndarray(level_starts.size, dtype=_ECM_FIELDS, buffer=buf[(
-            level_starts[:, None] + _ECM_PARAMS_AT + np.arange(_ECM_FIELDS.itemsize))].tobytes())
-        first = fields[0]
-        params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
-                  int(first["seed"]))
-        newest = fields["newest"].astype(np.int64)
-        if not all((fields[f] == first[f]).all() for f in ("window", "eps", "delta", "eh_eps", "seed")) or \
-                (newest == INT64_MIN).any() or not (newest.reshape(n, depth) == newest.reshape(n, depth)[:, :1]).all():
-            return None
-        try:
-            probe = SlidingCountMin(*params)
-        except ValueError:
-            return None
-        full = params[0]
-        if window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
-                                   or not 1 <= int(window) <= full):
+        if not sealed(buf, level_starts, level_lengths, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + 4, 0).all():
             return None
         starts_g = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
         groups = starts_g.size
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
-        sketch_newest = newest.reshape(n, depth)[:, 0]
-        at = _group_times(group_of, groups, np.ones(n, dtype=bool), sketch_newest, now)[group_of]
-        if (at < sketch_newest).any():
+
+        def times(newest):  # a sketch's levels share its newest; its group's time, for each level
+            levels = newest.reshape(n, depth)
+            if not (levels == levels[:, :1]).all():
+                return None
+            return np.repeat(_group_times(group_of, groups, np.ones(n, dtype=bool), levels[:, 0], now)[group_of], depth)
+
+        got = _ecm_bounds_of_bytes(buf, level_starts, level_lengths, window, times)
+        if got is None:
             return None
-        w = full if window is None else int(window)
-        cutoffs = np.repeat(np.maximum(at, np.int64(INT64_MIN + w)) - np.int64(w), depth)
-        read, offsets, keys, lo, up, units = KeyedCounters.read_bounds(
-            buf, level_starts + _ECM_HEAD.size, level_starts + level_lengths - _CRC.size, probe.counters, full,
-            probe.eh_eps, newest, cutoffs)
-        if not read.all():
-            return None
-        owner = np.repeat(np.arange(n * depth, dtype=np.int64), np.diff(offsets))
-        row0 = np.bincount(owner[keys < probe.width], weights=units[keys < probe.width].astype(np.float64),
-                           minlength=n * depth)
-        if (row0 >= 2.0 ** 62).any():  # a total near int64: from_bytes decides it exactly
-            return None
-        return _walk(phi, int(bits[0]), int(level_bits[0]), params, probe.width, probe.counters, depth, groups,
-                     group_of, owner, keys, lo, up)
+        params, width, size, owner, keys, lo, up = got
+        return _walk(phi, int(bits[0]), int(level_bits[0]), params, width, size, depth, groups, group_of, owner, keys,
+                     lo, up)
 
     def _heavy_hitters_one_by_one(self, phi, starts, now, window) -> list:
         ends = np.append(starts[1:], len(self)).tolist()

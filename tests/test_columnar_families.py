@@ -116,6 +116,10 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                           for i, s in enumerate(flat)]
                 assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
                     [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
+                fused = CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hash64(item, seed), None, now,
+                                                                   win)  # bounded as decoded
+                assert fused is not None or not takes_one_pass(name, flat)
+                assert fused is None or all(np.array_equal(a, b) for a, b in zip(fused, got))
             # one item per group, from the group's summed counter bounds
             group_hashes = hashes[starts]
             group_later = [max(s.newest or 0 for s in g) + 7 for g in groups]
@@ -125,6 +129,14 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                     g, None if now is None else now[i], win)) for i, g in enumerate(groups)]
                 assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
                     [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
+                fused = CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hash64(item[starts], seed),
+                                                                   starts, now, win)
+                assert fused is not None or not takes_one_pass(name, flat)
+                assert fused is None or all(np.array_equal(a, b) for a, b in zip(fused, got))
+            stamps = [s.newest for s in flat if s.newest is not None]
+            if stamps:  # a time before a sketch's newest: the column raises it, the one pass declines
+                assert CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hashes, None,
+                                                                  np.full(len(flat), min(stamps) - 1), None) is None
         if family is SlidingHeavyHitters:  # the walks down the levels, all at once: the same lists
             later = max(s.newest or 0 for s in flat) + 3
             w = flat[0].window // 2 + 1

@@ -66,13 +66,15 @@ class _Weighted(Spec):
             return column.union(starts).to_bytes()
 
     @classmethod
-    def _frequencies_of_unions(cls, blobs, starts, arrays, nows, window, frequencies):
+    def _frequencies_of_unions(cls, blobs, starts, arrays, nows, window, frequencies, of_bytes=None):
         """The answers of ``estimate_frequency`` of each row's array of
         sketches (row ``i``: ``blobs[starts[i]:starts[i + 1]]``; NaN for a
         row without a sketch or an item): ``frequencies(column,
         group_starts, rows, present, kept, at)`` over the present sketches
         of the rows that hold one, all decoded at once; None for sketches
-        of different parameters."""
+        of different parameters.  ``of_bytes``: the same answers from the
+        sketches' bytes (``of_bytes(blobs, group_starts, rows, present,
+        kept, at)``), or None where the column must decide, tried first."""
         import pyarrow as pa
 
         blobs = Blobs.of(blobs)
@@ -83,10 +85,15 @@ class _Weighted(Spec):
         present, kept = items(arrays["item"], "item", f"{cls.family}_sketch_frequency")
         out = np.full(starts.size, np.nan)
         if rows.size:
+            at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
+            got = None if of_bytes is None else of_bytes(blobs.take(present_blob), np.searchsorted(run, rows), rows,
+                                                         present, kept, at)
+            if got is not None:
+                out[rows] = got
+                return pa.array(out, type=pa.float64(), from_pandas=True)
             column = cls.column_type.from_bytes(blobs.take(present_blob))
             if column is None:
                 return None
-            at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
             with as_key_sum_overflow():
                 out[rows] = frequencies(column, np.searchsorted(run, rows), rows, present, kept, at)
         return pa.array(out, type=pa.float64(), from_pandas=True)
@@ -333,13 +340,17 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         out = np.full(len(blobs), np.nan)
         if not rows.size:
             return out
+        item_at = np.cumsum(present) - 1  # each row's item among the present ones
+        at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
+        got = cls.column_type.frequencies_of_bytes(blobs.take(rows), lambda seed: hash64(kept[item_at[rows]], seed),
+                                                   None, at, window)
+        if got is not None:  # every counter bounded as it is decoded; else the column decides
+            out[rows] = got[0]
+            return out
         column = cls.column_type.from_bytes(blobs.take(rows))
         if column is None:
             return None
-        item_at = np.cumsum(present) - 1  # each row's item among the present ones
-        hashes = hash64(kept[item_at[rows]], column.params[4])
-        out[rows] = column.frequencies_of_hashes(
-            hashes, None if nows is None else np.asarray(nows, dtype=np.int64)[rows], window)[0]
+        out[rows] = column.frequencies_of_hashes(hash64(kept[item_at[rows]], column.params[4]), at, window)[0]
         return out
 
     @classmethod
@@ -351,14 +362,23 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         :meth:`~SlidingCountMin.answers_from_bounds`: the merge's
         guarantees, no counter's histogram re-compressed), every row at
         once."""
-        def frequencies(column, group_starts, rows, present, kept, at):
+        def hashes(rows, present, kept, seed):
             item_at = np.cumsum(present) - 1
             has = present[rows]
-            hashes = np.zeros(rows.size, dtype=np.uint64)
-            hashes[has] = hash64(kept[item_at[rows[has]]], column.params[4])
-            return np.where(has, column.union_frequencies_of_hashes(group_starts, hashes, at, window)[0], np.nan)
+            out = np.zeros(rows.size, dtype=np.uint64)
+            out[has] = hash64(kept[item_at[rows[has]]], seed)
+            return out, has
 
-        return cls._frequencies_of_unions(blobs, starts, arrays, nows, window, frequencies)
+        def frequencies(column, group_starts, rows, present, kept, at):
+            h, has = hashes(rows, present, kept, column.params[4])
+            return np.where(has, column.union_frequencies_of_hashes(group_starts, h, at, window)[0], np.nan)
+
+        def of_bytes(blobs, group_starts, rows, present, kept, at):
+            got = cls.column_type.frequencies_of_bytes(blobs, lambda seed: hashes(rows, present, kept, seed)[0],
+                                                       group_starts, at, window)
+            return None if got is None else np.where(present[rows], got[0], np.nan)
+
+        return cls._frequencies_of_unions(blobs, starts, arrays, nows, window, frequencies, of_bytes)
 
     @classmethod
     def union_answers(cls, blobs, starts, nows, window):
