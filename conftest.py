@@ -12,11 +12,12 @@ import pytest
 
 # numba's on-disk cache is not safe for processes that compile one function
 # at the same moment (numba issues 4807 and 10128: a cache written by two at
-# once can crash every later load); each pytest-xdist worker, and the Spark
-# workers its session starts, gets a cache of its own
+# once can crash every later load); ehist.compiled compiles and loads under a
+# lock per cache directory, so the pytest-xdist workers, and the Spark
+# workers their sessions start, share one cache: what one worker compiled the
+# other loads (each compiled every loop itself when they had one each)
 if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".numba_cache",
-                                                 os.environ["PYTEST_XDIST_WORKER"])
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".numba_cache", "shared")
 
 
 def pytest_addoption(parser):

@@ -73,61 +73,85 @@ TOTAL_LIMIT = 2**61
 def jit(fn):
     """``fn`` compiled (numba's ``njit``, cached on disk, without the GIL):
     how every compiled loop of the project is built, the other families'
-    too (:mod:`distinct.compiled`).  A loop called from Python is made with
-    :func:`kernel`."""
+    too (:mod:`distinct.compiled`).  Every compilation of it, and every
+    load from the on-disk cache (numba does both in ``Dispatcher.compile``,
+    for each new signature), holds :func:`_compile_lock`: two processes
+    that compile one function at once can write a cache that crashes every
+    later load of it (numba issues 4807 and 10128), and Spark starts
+    several Python workers per executor, each compiling on its first
+    batch.  Calls of a compiled signature take no lock."""
     if numba is None:
         raise RuntimeError("the compiled loops need numba: pip install \"ehist[fast]\"")
-    return numba.njit(cache=True, nogil=True)(fn)
+    dispatcher = numba.njit(cache=True, nogil=True)(fn)
+    unlocked = dispatcher.compile
+    name = f"{fn.__module__}.{fn.__qualname__}"
+
+    def compile(sig):
+        with _numba_lock(), _compile_lock(name):  # numba's lock first: one order for every thread
+            return unlocked(sig)
+
+    dispatcher.compile = compile
+    return dispatcher
 
 
-def kernel(fn) -> "_Kernel":
+def kernel(fn):
     """:func:`jit` of a loop called from Python (not from other compiled
-    code), whose first call, where numba compiles it or loads it from its
-    on-disk cache, holds a lock shared by every process of the machine.
-    Two processes that compile one function at once can write a cache
-    that crashes every later load of it (numba issues 4807 and 10128);
-    Spark starts several Python workers per executor, each compiling on
-    its first batch."""
-    return _Kernel(jit(fn))
+    code): the same dispatcher (every compilation of every compiled
+    function holds the lock)."""
+    return jit(fn)
 
 
-class _Kernel:
-    """A compiled loop whose first call holds :func:`_compile_lock`."""
+def _numba_lock():
+    """numba's own compiler lock (re-entrant, process-wide), taken before
+    :func:`_compile_lock` so that two threads never take the two in
+    opposite orders."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+    except ImportError:  # pragma: no cover - numba moved it
+        return contextlib.nullcontext()
+    return global_compiler_lock
 
-    __slots__ = ("dispatcher", "ready")
 
-    def __init__(self, dispatcher):
-        self.dispatcher, self.ready = dispatcher, False
-
-    def __call__(self, *args):
-        if self.ready:
-            return self.dispatcher(*args)
-        with _compile_lock():
-            out = self.dispatcher(*args)
-        self.ready = True
-        return out
+_LOCK_DEPTH: dict = {}  # each lock's nesting in this process (a loop's compilation compiles the loops it calls)
 
 
 @contextlib.contextmanager
-def _compile_lock():
+def _compile_lock(name: str = ""):
     """An exclusive lock on a file in the temporary directory, one per
-    numba cache directory (processes with caches of their own, as the
-    test workers have, do not wait for each other); none where ``fcntl``
-    is missing or the file cannot be opened."""
+    numba cache directory and compiled function ``name``, shared by every
+    process of the machine that uses that cache (the test workers share
+    one; Spark's Python workers share their session's): two processes
+    never compile or load one function at once, and compile different ones
+    side by side.  A function's compilation compiles the functions it
+    calls, each under its own lock, so locks nest along the call graph
+    (acyclic: no two processes can wait for each other).  Re-entrant
+    within a process (taken under numba's compiler lock: one thread at a
+    time); none where ``fcntl`` is missing or the file cannot be opened."""
+    cache = str(getattr(getattr(numba, "config", None), "CACHE_DIR", "") or "")
+    tag = f"{zlib.crc32(f'{cache}|{name}'.encode()):08x}"
+    if _LOCK_DEPTH.get(tag):
+        _LOCK_DEPTH[tag] += 1
+        try:
+            yield
+        finally:
+            _LOCK_DEPTH[tag] -= 1
+        return
     try:
         import fcntl
 
-        cache = str(getattr(getattr(numba, "config", None), "CACHE_DIR", "") or "")
-        tag = zlib.crc32(cache.encode()) if cache else 0
-        f = open(os.path.join(tempfile.gettempdir(), f"ehist-numba-compile-{tag:08x}.lock"), "a")
+        folder = os.path.join(tempfile.gettempdir(), "ehist-numba-locks")
+        os.makedirs(folder, exist_ok=True)
+        f = open(os.path.join(folder, f"{tag}.lock"), "a")
     except (ImportError, OSError):
         yield
         return
     with f:
         fcntl.flock(f, fcntl.LOCK_EX)
+        _LOCK_DEPTH[tag] = 1
         try:
             yield
         finally:
+            _LOCK_DEPTH[tag] = 0
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
