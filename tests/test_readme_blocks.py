@@ -59,6 +59,6 @@ def test_the_pages_quote_the_run_report_md_shows():
 def test_blocks_of_a_run_that_measured_nothing_say_so():
     out = readme.blocks({}, "2026-01-01 00:00 UTC")
     table = out["when to use what"]
-    assert sum(line.startswith("| ") for line in table) == 2 + 15  # header, rule, a row per question
+    assert sum(line.startswith("| ") for line in table) == 2 + 16  # header, rule, a row per question
     text = "\n".join(line for lines in out.values() for line in lines)
     assert "n/a" in text and "nan" not in text.lower().replace("n/a", "")
