@@ -126,6 +126,8 @@ def test_the_spark_pages_are_all_run():
 @pytest.mark.spark
 @pytest.mark.parametrize("page", SPARK_PAGES)
 def test_spark_examples_run(page, spark, tmp_path, capsys):
+    for view in [t.name for t in spark.catalog.listTables() if t.isTemporary]:
+        spark.catalog.dropTempView(view)  # a page creates the views it queries (none left by other tests)
     ns: dict = {"spark": spark, "flows": flows_frame(spark, bad=page == "errors.md"),
                 "NOW": dt.datetime(2026, 1, 1, 6, 0)}
     for block in python_blocks(page):
