@@ -1322,6 +1322,7 @@ _desc = None  # the compiled _desc_order, which _compress_all and _merge_runs ca
 _runs_order = None  # the compiled _merge_runs, which _union_all calls
 _unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all call
 _runs1 = None  # the compiled run_compress.compress_runs, which _unite_ids calls
+_key_runs = None  # the compiled _merge_key_runs, which _keyed_union_all calls
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
@@ -1349,7 +1350,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
-    global _runs1
+    global _runs1, _key_runs
     global _dec1, _decl, _unit, _tick
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
@@ -1359,6 +1360,7 @@ def _kernel(name: str = "compress"):
             _merge2 = jit(_merge_two)
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
+            _key_runs = jit(_merge_key_runs)
             _one = jit(_compress_one)
             _runs1 = run_compress.compiled(jit)
             _unite1 = jit(_unite_ids)
@@ -1751,6 +1753,52 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
 
 
+def _merge_key_runs(keys, c0, bounds, runs, order, tmp):
+    """Positions ``0..n`` of ``keys[c0:c0 + n]`` (``n = bounds[runs]``) by
+    key ascending, ties in position order (a stable sort), for keys that
+    arrive as ``runs`` ascending runs (a group's sketches, each listing its
+    counters by key: ``bounds[r]`` to ``bounds[r + 1]``): bottom-up merges
+    of the runs into ``order`` and ``tmp`` (scratch of ``n`` or more), no
+    sort and nothing allocated.  Returns the array holding the order, or
+    None where a run is not ascending (the caller sorts).  ``bounds`` is
+    overwritten."""
+    n = bounds[runs]
+    for r in range(runs):
+        for i in range(bounds[r] + 1, bounds[r + 1]):
+            if keys[c0 + i] < keys[c0 + i - 1]:
+                return None
+    for i in range(n):
+        order[i] = i
+    src, dst = order, tmp
+    while runs > 1:
+        out = 0
+        for r in range(0, runs, 2):
+            a, m, z = bounds[r], bounds[min(r + 1, runs)], bounds[min(r + 2, runs)]
+            p, q, o = a, m, a
+            while p < m and q < z:
+                if keys[c0 + src[q]] < keys[c0 + src[p]]:  # the left run first on a tie: stable
+                    dst[o] = src[q]
+                    q += 1
+                else:
+                    dst[o] = src[p]
+                    p += 1
+                o += 1
+            while p < m:
+                dst[o] = src[p]
+                p += 1
+                o += 1
+            while q < z:
+                dst[o] = src[q]
+                q += 1
+                o += 1
+            bounds[out] = a
+            out += 1
+        bounds[out] = n
+        runs = out
+        src, dst = dst, src
+    return src
+
+
 def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_starts, newest, window, k, factor,
                      heavy):
     groups = sketch_starts.size - 1
@@ -1768,6 +1816,12 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
     ids = np.empty(c_max + 1, dtype=np.int64)
     sc = np.empty((_SC_ROWS, max(64, c_max + 1)), dtype=np.int64)
     ws = np.empty((_WS_ROWS, 2 * sc.shape[1] + 2), dtype=np.int64)
+    s_max = 0
+    for g in range(groups):
+        s_max = max(s_max, sketch_starts[g + 1] - sketch_starts[g])
+    bounds = np.empty(s_max + 1, dtype=np.int64)
+    order_a = np.empty(c_max, dtype=np.int64)
+    order_b = np.empty(c_max, dtype=np.int64)
     int64_min = np.int64(-(2**63))
     at = np.int64(0)
     o = 0
@@ -1778,7 +1832,13 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
         nw = newest[g]
         all_alive = nw < int64_min + window
         cutoff = int64_min if all_alive else nw - window
-        order = np.argsort(keys[c0:c1], kind="mergesort")  # by key; each key's counters in merge order
+        # by key; each key's counters in merge order: the sketches' key runs merged (a stable sort of the keys)
+        s0, s1 = sketch_starts[g], sketch_starts[g + 1]
+        for s in range(s0, s1 + 1):
+            bounds[s - s0] = counter_starts[s] - c0
+        order = _key_runs(keys, c0, bounds, s1 - s0, order_a, order_b)
+        if order is None:
+            order = np.argsort(keys[c0:c1], kind="mergesort")
         r = 0
         while r < c1 - c0:
             key = keys[c0 + order[r]]
