@@ -114,6 +114,12 @@ def compress_runs(re, rh, rl, rc, nr, cutoff, k, factor, out_e, out_hi, out_lo, 
     -------
     int
         How many buckets were written.
+
+    Nothing is checked here: this is the loop compiled code calls once
+    per key, on runs it has just built (``ehist.compiled``'s public
+    wrappers check their input before that).  A direct caller keeps the
+    contract above: runs newest first as ``compress`` takes buckets,
+    counts of 1 or more, exponents in [0, 62], scratch wide enough.
     """
     n = 0
     for r in range(nr):

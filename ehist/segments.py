@@ -11,7 +11,7 @@ import numpy as np
 
 from . import compiled
 
-__all__ = ["gather", "ranges", "search_segments", "order_by", "every"]
+__all__ = ["gather", "ranges", "search_segments", "order_by", "every", "groups_checked"]
 
 
 def ranges(starts, ends) -> np.ndarray:
@@ -93,3 +93,18 @@ def order_by(major, minor) -> np.ndarray:
         minor.astype(np.uint64) - np.uint64(lo_minor & 0xFFFFFFFFFFFFFFFF))
     return np.argsort(key.astype(np.uint16 if bound <= 1 << 16 else np.uint32 if bound <= 1 << 32 else np.int64),
                       kind="stable")
+
+
+def groups_checked(group_starts, count: int) -> np.ndarray:
+    """``group_starts`` as int64; ValueError unless the groups start at 0
+    and rise strictly below ``count`` (none when there is no sketch).
+
+    >>> groups_checked([0, 2], 3).tolist()
+    [0, 2]
+    """
+    group_starts = np.asarray(group_starts, dtype=np.int64)
+    if group_starts.ndim != 1 or (count and (group_starts.size == 0 or group_starts[0] != 0 or np.any(
+            np.diff(group_starts) <= 0) or group_starts[-1] >= count)) or (not count and group_starts.size):
+        raise ValueError(f"group_starts must start at 0 and rise strictly below {count}, got "
+                         f"{group_starts.tolist()[:8]}")
+    return group_starts

@@ -45,7 +45,7 @@ from ehist.columnar import region_varints, sealed, sealed_heads
 from ehist.hashing import as_hashes
 from ehist.keyed_counters import KeyedColumn, KeyedCounters
 from ehist.serialization import FAMILIES, MAGIC
-from ehist.segments import gather, search_segments
+from ehist.segments import gather, groups_checked, search_segments
 
 from . import count_min as _cm
 from . import heavy_hitters as _hh
@@ -348,7 +348,8 @@ class CountMinColumn(KeyedColumn):
         the sketches' seed.  None where the column must decide instead (no
         numba, sketches the checks refuse or never updated, parameters that
         differ, a query late or too wide, sums near int64: it raises what
-        is wrong).
+        is wrong).  ValueError for group starts that do not start at 0 and
+        rise strictly, or ``hashes_of`` giving other than one hash per group.
 
         >>> from ehist.hashing import hash64
         >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
@@ -357,13 +358,15 @@ class CountMinColumn(KeyedColumn):
         >>> got is None or got[0].tolist() == [3.0]     # None without numba
         True
         """
+        if group_starts is not None:
+            groups_checked(group_starts, len(blobs))
         if not (compiled.active() and len(blobs)):
             return None
         ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + _CRC.size, 0)
         if not ok.all():
             return None
         n = starts.size
-        starts_g = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
+        starts_g = np.arange(n, dtype=np.int64) if group_starts is None else groups_checked(group_starts, n)
         groups = starts_g.size
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
         got = _ecm_bounds_of_bytes(buf, starts, lengths, window, lambda newest: _group_times(

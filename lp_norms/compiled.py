@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ehist import compiled
+from ehist.segments import groups_checked  # shared with the other families' columns
 from ehist.validation import INT64_MIN
 
 __all__ = ["decode", "union", "build", "window_estimates", "payloads", "groups_checked"]
@@ -182,21 +183,6 @@ def _aligned(offsets: np.ndarray, **arrays) -> None:
         want = int(offsets[-1]) if name in ("hi", "lo") else offsets.size - 1
         if np.shape(values) != (want,):
             raise ValueError(f"{name} must have {want} values, got shape {np.shape(values)}")
-
-
-def groups_checked(group_starts, count: int) -> np.ndarray:
-    """``group_starts`` as int64; ValueError unless the groups start at 0
-    and rise strictly below ``count`` (none when there is no sketch).
-
-    >>> groups_checked([0, 2], 3).tolist()
-    [0, 2]
-    """
-    group_starts = np.asarray(group_starts, dtype=np.int64)
-    if group_starts.ndim != 1 or (count and (group_starts.size == 0 or group_starts[0] != 0 or np.any(
-            np.diff(group_starts) <= 0) or group_starts[-1] >= count)) or (not count and group_starts.size):
-        raise ValueError(f"group_starts must start at 0 and rise strictly below {count}, got "
-                         f"{group_starts.tolist()[:8]}")
-    return group_starts
 
 
 # ----------------------------------------------------------------- the loops

@@ -188,6 +188,16 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                 assert lo <= m_up and m_lo <= up
 
 
+def test_frequencies_of_bytes_refuses_bad_groups_and_hashes():
+    blobs = [SlidingCountMin(10).update([1, 2], ["x", "y"]).to_bytes() for _ in range(3)]
+    for starts in ([1], [0, 0], [0, 3], [[0]]):
+        with pytest.raises(ValueError, match="group_starts"):
+            CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hash64(["x"], seed), starts)
+    if compiled.active():
+        with pytest.raises(ValueError, match="one hash per group"):
+            CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hash64(["x"] * 3, seed), [0, 2])
+
+
 @pytest.mark.parametrize("name", ENGINES)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_answers_as_of_a_later_time_and_window(name, family):
