@@ -1244,9 +1244,15 @@ def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cu
             a = c_start[k]
             d = c_decl[k]
             one = False
+            fast = False
             if d == 1:  # as in _read_keyed_all, and bounded here: no call passing arrays
                 one, e1, h1, l1 = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
-            if one:
+            else:  # an ordered histogram: from its size runs and timestamps
+                fast, lower[o], upper[o], units[o] = _obounds(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d,
+                                                              window, l, cutoffs[i], run_e, run_n)
+            if fast:
+                pass
+            elif one:
                 cut = cutoffs[i]
                 units[o] = np.int64(1) << e1
                 upper[o] = units[o] if h1 > cut else 0
@@ -1336,6 +1342,10 @@ _enc1 = None  # the compiled _encode_one
 _unit = None  # the compiled _one_bucket, which the keyed readers call
 _tick = None  # the compiled read_tick, which _decode_one and _one_bucket call
 _NO_BUCKET = (False, np.int64(0), np.int64(0), np.int64(0))  # _one_bucket's refusal
+_NO_BOUNDS = _NO_BUCKET  # _ordered_bounds' refusal
+_POP7 = np.array([bin(x).count("1") for x in range(1 << 7)], dtype=np.int64)  # set bits of a bitmap word
+_LOW7 = np.array([(x & -x).bit_length() - 1 for x in range(1 << 7)], dtype=np.int64)  # its lowest set bit
+_obounds = None  # the compiled _ordered_bounds, which the bounded readers call
 _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
 _bounds1 = None
 _gcd = None
@@ -1351,7 +1361,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _runs1, _key_runs
-    global _dec1, _decl, _unit, _tick
+    global _dec1, _decl, _unit, _tick, _obounds
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1404,6 +1414,7 @@ def _kernel(name: str = "compress"):
             _varint, _gcd = jit(read_varint), jit(gcd)
             _tick = jit(read_tick)
             _unit = jit(_one_bucket)
+            _obounds = jit(_ordered_bounds)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = kernel(_decode_all)
     return _COMPILED[name]
@@ -2289,6 +2300,162 @@ def _one_bucket(buf, start, end, f, newest, window):
     return True, np.int64(e), h, np.int64(np.uint64(h) - w * tick)
 
 
+def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n):
+    """:func:`_decode_one` then :func:`_bucket_bounds_one` of an ordered
+    (unmerged) histogram of ``n >= 1`` buckets, without writing its
+    buckets: ``(True, lower, upper, total)`` where the decoder accepts the
+    blob, ``(False, 0, 0, 0)`` for the caller to decide it the general way
+    (merged histograms, empty ones, and every blob this read refuses).
+
+    An ordered histogram's bounds need less than its buckets: they are
+    the l-canonical sizes its size runs declare, and its timestamps never
+    rise, so the buckets newer than ``cut`` are a prefix ``p``; every one
+    of them but the last counts whole (its lower end is the next bucket's
+    timestamp), and the last counts 1 unless it lies inside the window.
+    A sum's histogram holds hundreds of buckets at a few dozen timestamps
+    (the bitmap marks the rest): this reads the sizes run by run and a
+    delta per timestamp, where the general path writes six arrays per
+    bucket.  Every check of that path is made here (the same varints,
+    runs, bitmap, zeros, gcd and tick rules, int64 room, window and
+    canonical sizes), so a blob accepted here is accepted there with these
+    bounds (``tests/test_columnar.py`` compares both on altered bytes).
+    ``run_e`` and ``run_n`` are scratch of ``n`` entries."""
+    if (f & _FLAG_MERGED) != 0 or newest == INT64_MIN or n < 1:
+        return _NO_BOUNDS
+    is_shared = (f & _FLAG_SHARED) != 0
+    n_u, pos, good = _varint(buf, start, end)
+    if not good or np.int64(n_u) != n:
+        return _NO_BOUNDS
+    r_u, pos, good = _varint(buf, pos, end)
+    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
+        return _NO_BOUNDS
+    runs = np.int64(r_u)
+    big = np.uint64(1) << np.uint64(40)
+    filled = 0
+    prev_e = -1
+    total = np.uint64(0)
+    for j in range(runs):  # size runs, adjacent exponents differing, lengths summing to n; the total below 2**62
+        e, pos, good = _varint(buf, pos, end)
+        ln, pos, good2 = _varint(buf, pos, end)
+        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
+            return _NO_BOUNDS
+        ei = np.int64(e)
+        li = np.int64(ln)
+        if ei == prev_e or filled + li > n:
+            return _NO_BOUNDS
+        run_e[j] = ei
+        run_n[j] = li
+        filled += li
+        prev_e = ei
+    if filled != n:
+        return _NO_BOUNDS
+    for j in range(runs):
+        if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
+            return _NO_BOUNDS
+        total += np.uint64(run_n[j]) << np.uint64(run_e[j])
+        if total >= np.uint64(1) << np.uint64(62):
+            return _NO_BOUNDS
+    tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
+    if not good:
+        return _NO_BOUNDS
+    limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
+    top_bit = np.uint64(1) << np.uint64(63)
+    edge = np.uint64(1) << np.uint64(61)
+    room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
+    words = (n + _BITS - 1) // _BITS
+    g = np.uint64(0)
+    cum = np.uint64(0)
+    p = n  # the first bucket at or before the cut
+    if is_shared:  # the bitmap: one-byte words, 7 bits each, padding and bit 0 clear; then a delta per clear bit
+        mark = pos
+        pos += words  # the deltas, read as each word's clear bits are met
+        if pos > end:
+            return _NO_BOUNDS
+        n_shared = 0
+        for w in range(words):
+            word = np.int64(buf[mark + w])  # a one-byte varint (below 128) is its byte
+            used = min(n - _BITS * w, _BITS)
+            if word >= (1 << _BITS) or (word >> used) != 0:
+                return _NO_BOUNDS
+            n_shared += _POP7[word]
+            free = ~word & ((np.int64(1) << used) - 1)
+            while free != 0:  # lowest first
+                i = _BITS * w + _LOW7[free]
+                free &= free - 1
+                d, pos, good = _varint(buf, pos, end)
+                if not good or (i > 0 and d == np.uint64(0)):
+                    return _NO_BOUNDS
+                g = _gcd(g, d)
+                if d > limit or d * tick >= edge:
+                    return _NO_BOUNDS
+                cum += d * tick
+                if cum >= edge or cum > room:
+                    return _NO_BOUNDS
+                if p == n and newest - np.int64(cum) <= cut:
+                    p = i
+        if (buf[mark] & 1) != 0 or n_shared <= words:
+            return _NO_BOUNDS
+    else:
+        zeros = 0
+        for i in range(n):
+            d, pos, good = _varint(buf, pos, end)
+            if not good:
+                return _NO_BOUNDS
+            if i > 0 and d == np.uint64(0):
+                zeros += 1
+            g = _gcd(g, d)
+            if d > limit or d * tick >= edge:
+                return _NO_BOUNDS
+            cum += d * tick
+            if cum >= edge or cum > room:
+                return _NO_BOUNDS
+            if p == n and newest - np.int64(cum) <= cut:
+                p = i
+        if v2 and zeros > words:
+            return _NO_BOUNDS  # the bitmap would have been shorter
+    wv, pos, good = _varint(buf, pos, end)  # the oldest bucket's width
+    if not good or pos != end:
+        return _NO_BOUNDS
+    g = _gcd(g, wv)
+    if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
+        return _NO_BOUNDS
+    oldest = newest - np.int64(cum)
+    if np.uint64(newest) - np.uint64(oldest) >= np.uint64(window):
+        return _NO_BOUNDS  # every bucket inside the window
+    if wv > limit or wv * tick > (np.uint64(oldest) ^ top_bit):
+        return _NO_BOUNDS
+    if run_e[runs - 1] == 0 and wv != np.uint64(0):
+        return _NO_BOUNDS  # an oldest bucket of size 1 has width 0
+    t = np.int64(total)  # the l-canonical sizes of the total: runs (i, l + bit i) for i < jj, then m of size 2**jj
+    jj = 0
+    while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
+        jj += 1
+    rest = t - l * ((np.int64(1) << jj) - 1)
+    m = rest >> jj
+    low = rest & ((np.int64(1) << jj) - 1)
+    if jj + (1 if m > 0 else 0) != runs:
+        return _NO_BOUNDS
+    for i in range(jj):
+        if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
+            return _NO_BOUNDS
+    if m > 0 and (run_e[jj] != jj or run_n[jj] != m):
+        return _NO_BOUNDS
+    upper = np.int64(0)  # the sizes of buckets 0..p-1, run by run
+    last = np.int64(0)
+    left = p
+    for j in range(runs):
+        if left == 0:
+            break
+        take = min(left, run_n[j])
+        last = np.int64(1) << run_e[j]
+        upper += take * last
+        left -= take
+    lower = upper
+    if last > 1 and (p < n or oldest - np.int64(wv * tick) <= cut):
+        lower = upper - last + 1  # the last bucket reaches to the cut or before it
+    return True, lower, upper, t
+
+
 def _declared(buf, starts, ends, flags):
     """The bucket count each blob declares, where its bytes could hold it
     (0 elsewhere: the blob is then rejected)."""
@@ -2327,8 +2494,13 @@ def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, c
     units = np.zeros(count, dtype=np.int64)
     for b in range(count):
         n = declared[b]
-        if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
-                 shared, widths, 0, run_e, run_n):
+        fast, lower[b], upper[b], units[b] = _obounds(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n,
+                                                     window, l, cutoffs[b], run_e, run_n)
+        if fast:  # an ordered histogram: bounded from its size runs and timestamps, no bucket written
+            ok[b] = True
+            counts[b] = n
+        elif _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
+                   shared, widths, 0, run_e, run_n):
             ok[b] = True
             counts[b] = n
             lower[b], upper[b] = _bounds1(exps, hi, lo, n, cutoffs[b])

@@ -301,6 +301,66 @@ def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, po
         assert outcome_or_query(fused) == outcome_or_query(column)
 
 
+@settings(max_examples=examples(200), deadline=None)
+@given(data=runs(max_runs=3), eps=eps_values, scale=st.sampled_from([1, 1000]), counts=st.booleans(),
+       cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(-1, 1)), min_size=1, max_size=6),
+       pos=st.integers(0, 400),
+       byte=st.one_of(st.none(), st.integers(0, 255)))
+def test_ordered_bounds_read_from_size_runs_and_timestamps(data, eps, scale, counts, cuts, pos, byte):
+    """An ordered histogram is bounded from its size runs and a delta per
+    timestamp (``compiled._ordered_bounds``), no bucket written: every one
+    as written is taken that way, with the bounds and total its decoded
+    buckets give at every cut (cuts at its timestamps and one unit either
+    side: each bucket straddled, met or passed); one with a byte altered
+    (checksum aside) is taken only where the general decoder takes it,
+    with its bounds."""
+    pytest.importorskip("numba")
+    from ehist import eh_layout as L
+    ehist_compiled._kernel("decode")
+    ehist_compiled._kernel("build")
+    ts, vs, starts = data
+    for h in one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, counts):
+        if h.newest is None:
+            continue
+        buf = np.frombuffer(h.to_bytes(), dtype=np.uint8).copy()
+        start, end = L.HEAD_BYTES, buf.size - 4
+        if byte is not None:
+            buf[start + pos % (end - start)] = byte
+        flags, newest, l = int(buf[L.FLAGS_AT]), h.newest, (h.k + 1) // 2
+        n = int(ehist_compiled._decl(buf, np.array([start]), np.array([end]), np.array([flags], dtype=np.uint8))[0])
+        size = max(n, 1)
+        exps, hi, lo, deltas, shared, widths = ehist_compiled._bufs(size)
+        run_e, run_n = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+        general = ehist_compiled._dec1(buf, start, end, flags, True, newest, n, h.window, l, exps, hi, lo, deltas,
+                                       shared, widths, 0, run_e, run_n)
+        times = h.buckets()[1]
+        for at, side in cuts:
+            cut = int(times[at % times.size]) + side * scale if times.size else newest
+            fast, lower, upper, total = ehist_compiled._obounds(buf, start, end, flags, True, newest, n, h.window,
+                                                                l, cut, run_e, run_n)
+            if byte is None:
+                assert fast == (not h.merged and n > 0)
+            if fast:
+                assert general
+                assert (lower, upper) == ehist_compiled._bounds1(exps, hi, lo, n, cut)
+                assert total == sum(1 << int(e) for e in exps[:n])
+
+
+@pytest.mark.parametrize("engine_name", ENGINES)
+@pytest.mark.parametrize("times", [[1, 2, 4], [10, 20, 20, 30]])
+def test_a_width_on_an_oldest_bucket_of_one_is_refused_alike(engine_name, times):
+    """An ordered histogram whose oldest bucket, of size 1, declares a
+    width: decoding it and bounding it straight from its bytes refuse it
+    with the same error."""
+    body = bytearray(ExponentialHistogram(3000, 0.1).update(times).to_bytes()[:-4])
+    body[-1] = 1  # the oldest bucket's width
+    bad = reseal(bytes(body))
+    with pytest.raises(CorruptSketchError, match="width of 0 for an oldest bucket of size 1") as exc:
+        ExponentialHistogram.from_bytes(bad)
+    with engine(engine_name):
+        assert outcome(lambda: bounds_from_bytes([bad])) == ("CorruptSketchError", str(exc.value))
+
+
 def outcome_or_query(fn):
     try:
         return outcome(fn)
@@ -374,8 +434,9 @@ def test_blobs_refuse_what_is_not_bytes():
 @pytest.mark.parametrize("engine_name", ENGINES)
 @pytest.mark.parametrize("name, data, message", format_mutations(), ids=[m[0] for m in format_mutations()])
 def test_format_rules_give_the_error_from_bytes_gives(engine_name, name, data, message):
-    """Each rule of the shared-timestamps bitmap and the tick, broken: the column raises
-    what ExponentialHistogram.from_bytes raises, alone or after good blobs."""
+    """Each rule of the shared-timestamps bitmap and the tick, broken: the column, and
+    the fused decode-and-bound, raise what ExponentialHistogram.from_bytes raises,
+    alone or after good blobs."""
     bad = reseal(data)
     with pytest.raises(CorruptSketchError, match=message) as exc:
         ExponentialHistogram.from_bytes(bad)
@@ -384,6 +445,7 @@ def test_format_rules_give_the_error_from_bytes_gives(engine_name, name, data, m
     for blobs in ([bad], good + [bad]):
         with engine(engine_name):
             assert outcome(lambda: HistogramColumn.from_bytes(blobs)) == ("CorruptSketchError", str(exc.value))
+            assert outcome(lambda: bounds_from_bytes(blobs)) == ("CorruptSketchError", str(exc.value))
 
 
 def test_from_bytes_rejects_mixed_parameters_and_non_bytes():
