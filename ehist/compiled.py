@@ -41,7 +41,7 @@ from .compress import MARGIN
 from .validation import INT64_MIN
 
 __all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
-           "keyed_union", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
+           "keyed_union", "union_payloads", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
            "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches",
            "encode_varints", "gather", "search_segments", "first_at_least"]
 
@@ -292,6 +292,41 @@ def union_groups(exps, hi, lo, offsets, newest, has_newest, merged, group_starts
     _kernel("compress")
     return _kernel("union")(exps, hi, lo, offsets, newest, has_newest, merged, group_starts, np.int64(window),
                             np.int64(k), 2.0 * (1.0 - MARGIN), float(TOTAL_LIMIT / 2))
+
+
+def union_payloads(buf, starts, ends, flags, version_2, newest, group_starts, window: int, l: int, k: int):
+    """:func:`decode_histograms`, :func:`union_groups` and
+    :func:`encode_histograms` in one pass, group by group: each group's
+    histograms (payloads ``buf[starts[i]:ends[i]]`` whose heads, checksums
+    and parameters the caller checked, in merge order) decoded into
+    scratch the size of one group, united, and written as one payload.
+    No column of every bucket is built (a day's sums at 100k sources and
+    4 sites hold 171 million buckets: 2.9 GB, most of a union's time spent
+    writing them), and the union's buckets are never gathered either.
+
+    Returns
+    -------
+    (ok, payload, byte_starts, byte_ends, flags, newest): the groups'
+    payloads and flags (each group's newest timestamp its histograms'
+    latest).  ``ok`` is False, and the rest meaningless, where a histogram
+    needs ``from_bytes`` to decide it or a group's total reaches
+    ``TOTAL_LIMIT / 2``: the caller then takes the general path.
+    """
+    buf, starts, ends = spans(buf, starts, ends, flags=flags, version_2=version_2, newest=newest)
+    group_starts = np.ascontiguousarray(group_starts, dtype=np.int64)
+    if (group_starts.ndim != 1 or group_starts.size < 1 or group_starts[0] != 0 or group_starts[-1] != starts.size
+            or np.any(np.diff(group_starts) <= 0)):
+        raise ValueError(f"group_starts must run from 0 to {starts.size}, strictly increasing, got "
+                         f"{group_starts.tolist()[:8]}")
+    if int(window) < 1 or int(l) < 1 or int(k) < 1:
+        raise ValueError(f"window, l and k must be at least 1, got {window}, {l} and {k}")
+    _kernel("decode")
+    _kernel("compress")
+    _kernel("encode")
+    return _kernel("union_payloads")(
+        buf, starts, ends, np.ascontiguousarray(flags, dtype=np.uint8), np.ascontiguousarray(version_2, dtype=np.bool_),
+        np.ascontiguousarray(newest, dtype=np.int64), group_starts, np.int64(window), np.int64(l), np.int64(k),
+        2.0 * (1.0 - MARGIN), float(TOTAL_LIMIT / 2))
 
 
 def keyed_union(keys, offsets, exps, hi, lo, merged, counter_starts, sketch_starts, newest, window: int, k: int):
@@ -1209,6 +1244,9 @@ def _read_keyed_all(buf, starts, ends, size, least, newest, window, l):
             one = False
             if d == 1:  # most counters: one bucket, read without the general decoder's call
                 one, exps[at], hi[at], lo[at] = _unit(buf, a + 1, a + c_len[k], f, newest[i], window)
+            if d > 1:  # an ordered histogram: by its size runs and timestamps
+                one = _odecode(buf, a + 1, a + c_len[k], f, True, newest[i], d, window, l, exps, hi, lo, at, run_e,
+                               run_n)
             if not one and not _dec1(buf, a + 1, a + c_len[k], f, True, newest[i], d, window, l, exps, hi, lo, deltas,
                                      shared, widths, at, run_e, run_n):
                 ok[i] = False
@@ -1249,7 +1287,7 @@ def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cu
                 one, e1, h1, l1 = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
             else:  # an ordered histogram: from its size runs and timestamps
                 fast, lower[o], upper[o], units[o] = _obounds(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d,
-                                                              window, l, cutoffs[i], run_e, run_n)
+                                                              window, l, cutoffs[i], run_e, run_n, hi)
             if fast:
                 pass
             elif one:
@@ -1343,6 +1381,9 @@ _unit = None  # the compiled _one_bucket, which the keyed readers call
 _tick = None  # the compiled read_tick, which _decode_one and _one_bucket call
 _NO_BUCKET = (False, np.int64(0), np.int64(0), np.int64(0))  # _one_bucket's refusal
 _NO_BOUNDS = _NO_BUCKET  # _ordered_bounds' refusal
+_NO_READ = (False, 0, 0, np.int64(0), 0)  # _ordered_read's
+_oread = None  # the compiled _ordered_read and _ordered_decode
+_odecode = None
 _POP7 = np.array([bin(x).count("1") for x in range(1 << 7)], dtype=np.int64)  # set bits of a bitmap word
 _LOW7 = np.array([(x & -x).bit_length() - 1 for x in range(1 << 7)], dtype=np.int64)  # its lowest set bit
 _obounds = None  # the compiled _ordered_bounds, which the bounded readers call
@@ -1361,7 +1402,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _runs1, _key_runs
-    global _dec1, _decl, _unit, _tick, _obounds
+    global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1379,6 +1420,8 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = kernel(_union_all)
         elif name == "keyed_union":
             _COMPILED[name] = kernel(_keyed_union_all)
+        elif name == "union_payloads":  # after "decode", "compress" and "encode"
+            _COMPILED[name] = kernel(_union_payloads_all)
         elif name == "crc":
             _COMPILED[name] = kernel(_crc_all)
         elif name == "gather":
@@ -1414,7 +1457,8 @@ def _kernel(name: str = "compress"):
             _varint, _gcd = jit(read_varint), jit(gcd)
             _tick = jit(read_tick)
             _unit = jit(_one_bucket)
-            _obounds = jit(_ordered_bounds)
+            _oread = jit(_ordered_read)
+            _obounds, _odecode = jit(_ordered_bounds), jit(_ordered_decode)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = kernel(_decode_all)
     return _COMPILED[name]
@@ -1762,6 +1806,80 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
         at += kept
         out_merged[g] = m
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
+
+
+def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, window, l, k, factor, heavy):
+    """:func:`union_payloads`: per group, its blobs decoded at once into
+    scratch (the ordered ones by :func:`_ordered_decode`), then
+    :func:`_union_all`'s steps on them and :func:`_encode_one`."""
+    groups = gstarts.size - 1
+    declared = _decl(buf, starts, ends, flags)
+    widest = 1  # the most buckets, and blobs, of a group
+    most = 1
+    for g in range(groups):
+        m = 0
+        for b in range(gstarts[g], gstarts[g + 1]):
+            m += declared[b]
+        widest = max(widest, m, gstarts[g + 1] - gstarts[g] + 1)
+    for b in range(starts.size):
+        most = max(most, declared[b])
+    exps, hi, lo, _, _, _ = _bufs(widest)
+    _, _, _, deltas, shared, widths = _bufs(most)
+    run_e = np.empty(most, dtype=np.int64)
+    run_n = np.empty(most, dtype=np.int64)
+    offsets = np.empty(widest + 1, dtype=np.int64)
+    merged = np.empty(widest, dtype=np.bool_)
+    ids = np.arange(widest)
+    out_e = np.empty(widest, dtype=np.int64)
+    out_hi = np.empty(widest, dtype=np.int64)
+    out_lo = np.empty(widest, dtype=np.int64)
+    sc = np.empty((_SC_ROWS, 2 * widest), dtype=np.int64)
+    ws = np.empty((_WS_ROWS, 4 * widest + 2), dtype=np.int64)
+    payload = np.empty(64 * groups + 16, dtype=np.uint8)
+    byte_starts = np.zeros(groups, dtype=np.int64)
+    byte_ends = np.zeros(groups, dtype=np.int64)
+    out_flags = np.zeros(groups, dtype=np.uint8)
+    out_newest = np.zeros(groups, dtype=np.int64)
+    int64_min = np.int64(-(2**63))
+    pos = 0
+    for g in range(groups):
+        a, z = gstarts[g], gstarts[g + 1]
+        at = 0
+        nw = int64_min
+        for b in range(a, z):  # every histogram has a newest (the caller's heads say so)
+            n = declared[b]
+            offsets[b - a] = at
+            if not (_odecode(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo,
+                             at, run_e, run_n)
+                    or _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo,
+                             deltas, shared, widths, at, run_e, run_n)):
+                return False, payload, byte_starts, byte_ends, out_flags, out_newest
+            merged[b - a] = (flags[b] & _FLAG_MERGED) != 0
+            at += n
+            nw = max(nw, newest[b])
+        offsets[z - a] = at
+        if z - a == 1:  # merge_all leaves the first as it is
+            kept, m = at, merged[0]
+            for i in range(at):
+                out_e[i], out_hi[i], out_lo[i] = exps[i], hi[i], lo[i]
+        else:
+            all_alive = nw < int64_min + window
+            cutoff = int64_min if all_alive else nw - window
+            status, kept, m = _unite1(ids, z - a, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor, heavy,
+                                      out_e, out_hi, out_lo, 0, sc, ws)
+            if status < 0:
+                return False, payload, byte_starts, byte_ends, out_flags, out_newest
+        need = pos + 33 + 42 * kept
+        if need > payload.size:
+            grown = np.empty(max(2 * payload.size, need), dtype=np.uint8)
+            grown[:pos] = payload[:pos]
+            payload = grown
+        byte_starts[g] = pos
+        pos, f = _enc1(out_e, out_hi, out_lo, 0, kept, nw, True, m, payload, pos)
+        byte_ends[g] = pos
+        out_flags[g] = f
+        out_newest[g] = nw
+    return True, payload[:pos], byte_starts, byte_ends, out_flags, out_newest
 
 
 def _merge_key_runs(keys, c0, bounds, runs, order, tmp):
@@ -2300,35 +2418,34 @@ def _one_bucket(buf, start, end, f, newest, window):
     return True, np.int64(e), h, np.int64(np.uint64(h) - w * tick)
 
 
-def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n):
-    """:func:`_decode_one` then :func:`_bucket_bounds_one` of an ordered
-    (unmerged) histogram of ``n >= 1`` buckets, without writing its
-    buckets: ``(True, lower, upper, total)`` where the decoder accepts the
-    blob, ``(False, 0, 0, 0)`` for the caller to decide it the general way
-    (merged histograms, empty ones, and every blob this read refuses).
+def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n, hi, at):
+    """Every check of :func:`_decode_one` on an ordered (unmerged)
+    histogram of ``n >= 1`` buckets, reading its size runs (into ``run_e``
+    and ``run_n``) and one delta per timestamp, never a bucket at a time:
+    ``(True, p, runs, oldest_lo, mark)`` where the decoder accepts the
+    blob, ``(False, ...)`` for the caller to decide it the general way
+    (merged histograms, empty ones, and every blob refused here).
 
-    An ordered histogram's bounds need less than its buckets: they are
-    the l-canonical sizes its size runs declare, and its timestamps never
-    rise, so the buckets newer than ``cut`` are a prefix ``p``; every one
-    of them but the last counts whole (its lower end is the next bucket's
-    timestamp), and the last counts 1 unless it lies inside the window.
-    A sum's histogram holds hundreds of buckets at a few dozen timestamps
-    (the bitmap marks the rest): this reads the sizes run by run and a
-    delta per timestamp, where the general path writes six arrays per
-    bucket.  Every check of that path is made here (the same varints,
-    runs, bitmap, zeros, gcd and tick rules, int64 room, window and
-    canonical sizes), so a blob accepted here is accepted there with these
-    bounds (``tests/test_columnar.py`` compares both on altered bytes).
-    ``run_e`` and ``run_n`` are scratch of ``n`` entries."""
+    ``p`` is the number of buckets newer than ``cut`` (timestamps never
+    rise: a prefix), ``oldest_lo`` the oldest bucket's lower end and
+    ``mark`` where the shared-timestamps bitmap starts in ``buf`` (-1:
+    none).  Each timestamp is written at ``hi[at + i]`` for the first
+    bucket ``i`` that has it (every bucket, without a bitmap).  A sum's
+    histogram holds hundreds of buckets at a few dozen timestamps (the
+    bitmap marks the rest): the general path writes six arrays per bucket
+    to read it.  The checks are that path's (the same varints, runs,
+    bitmap, zeros, gcd and tick rules, int64 room, window and canonical
+    sizes), so a blob taken here is taken there, with the same buckets
+    (``tests/test_columnar.py`` compares both on altered bytes)."""
     if (f & _FLAG_MERGED) != 0 or newest == INT64_MIN or n < 1:
-        return _NO_BOUNDS
+        return _NO_READ
     is_shared = (f & _FLAG_SHARED) != 0
     n_u, pos, good = _varint(buf, start, end)
     if not good or np.int64(n_u) != n:
-        return _NO_BOUNDS
+        return _NO_READ
     r_u, pos, good = _varint(buf, pos, end)
     if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
-        return _NO_BOUNDS
+        return _NO_READ
     runs = np.int64(r_u)
     big = np.uint64(1) << np.uint64(40)
     filled = 0
@@ -2338,26 +2455,26 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
         e, pos, good = _varint(buf, pos, end)
         ln, pos, good2 = _varint(buf, pos, end)
         if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
-            return _NO_BOUNDS
+            return _NO_READ
         ei = np.int64(e)
         li = np.int64(ln)
         if ei == prev_e or filled + li > n:
-            return _NO_BOUNDS
+            return _NO_READ
         run_e[j] = ei
         run_n[j] = li
         filled += li
         prev_e = ei
     if filled != n:
-        return _NO_BOUNDS
+        return _NO_READ
     for j in range(runs):
         if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
-            return _NO_BOUNDS
+            return _NO_READ
         total += np.uint64(run_n[j]) << np.uint64(run_e[j])
         if total >= np.uint64(1) << np.uint64(62):
-            return _NO_BOUNDS
+            return _NO_READ
     tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
     if not good:
-        return _NO_BOUNDS
+        return _NO_READ
     limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
     top_bit = np.uint64(1) << np.uint64(63)
     edge = np.uint64(1) << np.uint64(61)
@@ -2366,17 +2483,18 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
     g = np.uint64(0)
     cum = np.uint64(0)
     p = n  # the first bucket at or before the cut
+    mark = -1
     if is_shared:  # the bitmap: one-byte words, 7 bits each, padding and bit 0 clear; then a delta per clear bit
         mark = pos
         pos += words  # the deltas, read as each word's clear bits are met
         if pos > end:
-            return _NO_BOUNDS
+            return _NO_READ
         n_shared = 0
         for w in range(words):
             word = np.int64(buf[mark + w])  # a one-byte varint (below 128) is its byte
             used = min(n - _BITS * w, _BITS)
             if word >= (1 << _BITS) or (word >> used) != 0:
-                return _NO_BOUNDS
+                return _NO_READ
             n_shared += _POP7[word]
             free = ~word & ((np.int64(1) << used) - 1)
             while free != 0:  # lowest first
@@ -2384,48 +2502,50 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
                 free &= free - 1
                 d, pos, good = _varint(buf, pos, end)
                 if not good or (i > 0 and d == np.uint64(0)):
-                    return _NO_BOUNDS
+                    return _NO_READ
                 g = _gcd(g, d)
                 if d > limit or d * tick >= edge:
-                    return _NO_BOUNDS
+                    return _NO_READ
                 cum += d * tick
                 if cum >= edge or cum > room:
-                    return _NO_BOUNDS
-                if p == n and newest - np.int64(cum) <= cut:
+                    return _NO_READ
+                hi[at + i] = newest - np.int64(cum)
+                if p == n and hi[at + i] <= cut:
                     p = i
         if (buf[mark] & 1) != 0 or n_shared <= words:
-            return _NO_BOUNDS
+            return _NO_READ
     else:
         zeros = 0
         for i in range(n):
             d, pos, good = _varint(buf, pos, end)
             if not good:
-                return _NO_BOUNDS
+                return _NO_READ
             if i > 0 and d == np.uint64(0):
                 zeros += 1
             g = _gcd(g, d)
             if d > limit or d * tick >= edge:
-                return _NO_BOUNDS
+                return _NO_READ
             cum += d * tick
             if cum >= edge or cum > room:
-                return _NO_BOUNDS
-            if p == n and newest - np.int64(cum) <= cut:
+                return _NO_READ
+            hi[at + i] = newest - np.int64(cum)
+            if p == n and hi[at + i] <= cut:
                 p = i
         if v2 and zeros > words:
-            return _NO_BOUNDS  # the bitmap would have been shorter
+            return _NO_READ  # the bitmap would have been shorter
     wv, pos, good = _varint(buf, pos, end)  # the oldest bucket's width
     if not good or pos != end:
-        return _NO_BOUNDS
+        return _NO_READ
     g = _gcd(g, wv)
     if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
-        return _NO_BOUNDS
+        return _NO_READ
     oldest = newest - np.int64(cum)
     if np.uint64(newest) - np.uint64(oldest) >= np.uint64(window):
-        return _NO_BOUNDS  # every bucket inside the window
+        return _NO_READ  # every bucket inside the window
     if wv > limit or wv * tick > (np.uint64(oldest) ^ top_bit):
-        return _NO_BOUNDS
+        return _NO_READ
     if run_e[runs - 1] == 0 and wv != np.uint64(0):
-        return _NO_BOUNDS  # an oldest bucket of size 1 has width 0
+        return _NO_READ  # an oldest bucket of size 1 has width 0
     t = np.int64(total)  # the l-canonical sizes of the total: runs (i, l + bit i) for i < jj, then m of size 2**jj
     jj = 0
     while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
@@ -2434,26 +2554,71 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
     m = rest >> jj
     low = rest & ((np.int64(1) << jj) - 1)
     if jj + (1 if m > 0 else 0) != runs:
-        return _NO_BOUNDS
+        return _NO_READ
     for i in range(jj):
         if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
-            return _NO_BOUNDS
+            return _NO_READ
     if m > 0 and (run_e[jj] != jj or run_n[jj] != m):
+        return _NO_READ
+    return True, p, runs, np.int64(np.uint64(oldest) - wv * tick), mark
+
+
+def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n, hi):
+    """:func:`_decode_one` then :func:`_bucket_bounds_one` of an ordered
+    histogram, without its buckets (:func:`_ordered_read`; ``hi`` scratch
+    of ``n`` entries): ``(True, lower, upper, total)``, or ``(False, 0, 0,
+    0)`` for the caller to decide the blob the general way.  Its bounds are
+    its l-canonical sizes: every bucket newer than ``cut`` but the last
+    counts whole (its lower end is the next bucket's timestamp), the last
+    whole only when it lies inside the window, else 1; the sizes are
+    summed run by run."""
+    ok, p, runs, oldest_lo, _ = _oread(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n, hi, 0)
+    if not ok:
         return _NO_BOUNDS
-    upper = np.int64(0)  # the sizes of buckets 0..p-1, run by run
+    total = np.int64(0)
+    upper = np.int64(0)  # the sizes of buckets 0..p-1
     last = np.int64(0)
     left = p
     for j in range(runs):
-        if left == 0:
-            break
-        take = min(left, run_n[j])
-        last = np.int64(1) << run_e[j]
-        upper += take * last
-        left -= take
+        size = np.int64(1) << run_e[j]
+        total += run_n[j] * size
+        if left > 0:
+            take = min(left, run_n[j])
+            upper += take * size
+            last = size
+            left -= take
     lower = upper
-    if last > 1 and (p < n or oldest - np.int64(wv * tick) <= cut):
+    if last > 1 and (p < n or oldest_lo <= cut):
         lower = upper - last + 1  # the last bucket reaches to the cut or before it
-    return True, lower, upper, t
+    return True, lower, upper, total
+
+
+def _ordered_decode(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, at, run_e, run_n):
+    """:func:`_decode_one` of an ordered histogram by :func:`_ordered_read`:
+    its ``n`` buckets written at ``at`` of ``exps``, ``hi`` and ``lo`` (the
+    sizes run by run, each timestamp over the buckets the bitmap marks as
+    sharing it, each lower end the next bucket's timestamp), or False for
+    the general path to decide the blob."""
+    ok, _, runs, oldest_lo, mark = _oread(buf, start, end, f, v2, newest, n, window, l, INT64_MIN, run_e, run_n,
+                                          hi, at)
+    if not ok:
+        return False
+    i = at
+    for j in range(runs):
+        for _ in range(run_n[j]):
+            exps[i] = run_e[j]
+            i += 1
+    if mark >= 0:  # the buckets sharing the one before's timestamp
+        for w in range((n + _BITS - 1) // _BITS):
+            word = np.int64(buf[mark + w])
+            while word != 0:
+                i = _BITS * w + _LOW7[word]
+                word &= word - 1
+                hi[at + i] = hi[at + i - 1]
+    for i in range(at, at + n - 1):
+        lo[i] = hi[i + 1] if exps[i] != 0 else hi[i]
+    lo[at + n - 1] = oldest_lo  # a size-1 oldest bucket has width 0: its own time
+    return True
 
 
 def _declared(buf, starts, ends, flags):
@@ -2495,7 +2660,7 @@ def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, c
     for b in range(count):
         n = declared[b]
         fast, lower[b], upper[b], units[b] = _obounds(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n,
-                                                     window, l, cutoffs[b], run_e, run_n)
+                                                     window, l, cutoffs[b], run_e, run_n, hi)
         if fast:  # an ordered histogram: bounded from its size runs and timestamps, no bucket written
             ok[b] = True
             counts[b] = n
@@ -2525,8 +2690,9 @@ def _decode_all(buf, starts, ends, flags, version_2, newest, window, l):
     at = 0
     for b in range(count):
         n = declared[b]
-        if _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,
-                 shared, widths, at, run_e, run_n):
+        if _odecode(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, at, run_e,
+                    run_n) or _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi,
+                                    lo, deltas, shared, widths, at, run_e, run_n):
             ok[b] = True
             counts[b] = n
             at += n

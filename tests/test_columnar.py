@@ -306,14 +306,15 @@ def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, po
        cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(-1, 1)), min_size=1, max_size=6),
        pos=st.integers(0, 400),
        byte=st.one_of(st.none(), st.integers(0, 255)))
-def test_ordered_bounds_read_from_size_runs_and_timestamps(data, eps, scale, counts, cuts, pos, byte):
-    """An ordered histogram is bounded from its size runs and a delta per
-    timestamp (``compiled._ordered_bounds``), no bucket written: every one
-    as written is taken that way, with the bounds and total its decoded
-    buckets give at every cut (cuts at its timestamps and one unit either
-    side: each bucket straddled, met or passed); one with a byte altered
-    (checksum aside) is taken only where the general decoder takes it,
-    with its bounds."""
+def test_ordered_histograms_read_from_size_runs_and_timestamps(data, eps, scale, counts, cuts, pos, byte):
+    """An ordered histogram is read from its size runs and a delta per
+    timestamp (``compiled._ordered_read``): every one as written is taken
+    that way, decoded (``_ordered_decode``) into the buckets the general
+    decoder gives, and bounded (``_ordered_bounds``, no bucket written)
+    as those buckets are at every cut (cuts at its timestamps and one unit
+    either side: each bucket straddled, met or passed); one with a byte
+    altered (checksum aside) is taken only where the general decoder
+    takes it, with its buckets and bounds."""
     pytest.importorskip("numba")
     from ehist import eh_layout as L
     ehist_compiled._kernel("decode")
@@ -333,11 +334,19 @@ def test_ordered_bounds_read_from_size_runs_and_timestamps(data, eps, scale, cou
         run_e, run_n = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
         general = ehist_compiled._dec1(buf, start, end, flags, True, newest, n, h.window, l, exps, hi, lo, deltas,
                                        shared, widths, 0, run_e, run_n)
+        got = [np.zeros(size + 2, dtype=x.dtype) for x in (exps, hi, lo)]
+        fast = ehist_compiled._odecode(buf, start, end, flags, True, newest, n, h.window, l, *got, 1, run_e, run_n)
+        if byte is None:
+            assert fast == (not h.merged and n > 0)
+        if fast:
+            assert general
+            assert [x[1:n + 1].tolist() for x in got] == [x[:n].tolist() for x in (exps, hi, lo)]
+            assert all(x[0] == x[n + 1] == 0 for x in got)  # nothing written outside its buckets
         times = h.buckets()[1]
         for at, side in cuts:
             cut = int(times[at % times.size]) + side * scale if times.size else newest
             fast, lower, upper, total = ehist_compiled._obounds(buf, start, end, flags, True, newest, n, h.window,
-                                                                l, cut, run_e, run_n)
+                                                                l, cut, run_e, run_n, np.empty(size, dtype=np.int64))
             if byte is None:
                 assert fast == (not h.merged and n > 0)
             if fast:

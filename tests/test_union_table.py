@@ -64,6 +64,41 @@ def test_union_column_is_merge_all_byte_for_byte(name, case):
     assert united.to_bytes() == [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
 
 
+@settings(max_examples=examples(150), deadline=None)
+@given(case=histogram_groups())
+def test_union_bytes_is_merge_all_byte_for_byte(case):
+    """Groups united from their bytes one group at a time (no column
+    built) are merge_all's bytes; it declines (None) only what the column
+    path must decide: never-updated histograms, times near int64's edges."""
+    window, eps, groups = case
+    flat = [h for g in groups for h in g]
+    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+    got = cu.union_bytes([h.to_bytes() for h in flat], starts)
+    expected = [ExponentialHistogram.merge_all(g).to_bytes() for g in groups]
+    if compiled.active() and all(h.newest is not None and abs(h.newest) < 2**60 for h in flat):
+        assert got == expected
+    assert got is None or got == expected
+
+
+def test_union_bytes_declines_what_the_column_path_decides():
+    """Bytes the checks refuse, mixed parameters, nulls and totals near
+    int64 are left to the column path (None), which raises or unites."""
+    rng = np.random.default_rng(2)
+    parts = [ExponentialHistogram(500, 0.1).update(np.sort(rng.integers(0, 900, 20)), rng.integers(0, 50, 20))
+             for _ in range(3)]
+    good = [h.to_bytes() for h in parts]
+    if not compiled.active():
+        assert cu.union_bytes(good, [0]) is None
+        return
+    assert cu.union_bytes(good, [0, 2]) == [ExponentialHistogram.merge_all(parts[:2]).to_bytes(), good[2]]
+    bad = good[:2] + [good[2][:-5] + bytes([good[2][-5] ^ 1]) + good[2][-4:]]  # a checksum that fails
+    other = good[:2] + [ExponentialHistogram(600, 0.1).update([1, 2]).to_bytes()]
+    heavy = good[:2] + [ExponentialHistogram(500, 0.1).update([950, 960], [2**59, 2**59]).to_bytes()]
+    for blobs in (bad, other, good[:2] + [None], heavy):
+        assert cu.union_bytes(blobs, [0]) is None
+    assert cu.union_bytes([], [0]) is None
+
+
 @pytest.mark.parametrize("name", ENGINES)
 def test_union_column_of_many_keys_is_each_keys_merge_all(name):
     """Many keys at once (the lockstep runs ~100 steps over thousands of

@@ -15,7 +15,7 @@ import numpy as np
 
 from ehist import ExponentialHistogram
 from ehist.columnar import HistogramColumn, bounds_from_bytes, histogram_bytes
-from ehist.columnar_union import union_column
+from ehist.columnar_union import union_bytes, union_column
 from ehist import eh_layout as L
 from ehist.blobs import Blobs
 from ehist.serialization import PREAMBLE_BYTES
@@ -116,7 +116,11 @@ class _Histogram(Spec, family="eh", sketch=ExponentialHistogram):
         raw = Blobs.of(blobs)
         if not raw or len(_by_parameters(raw)) > 1:
             return super().merge_groups(raw, starts)
-        column = HistogramColumn.from_bytes(cls.merge_order(raw, starts))
+        ordered = cls.merge_order(raw, starts)
+        united = union_bytes(ordered, starts)  # group by group, no column built; else the column's path
+        if united is not None:
+            return united
+        column = HistogramColumn.from_bytes(ordered)
         with as_key_sum_overflow():
             return union_column(column, starts).to_bytes()
 
