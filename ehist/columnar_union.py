@@ -156,8 +156,10 @@ def union_bytes(blobs, group_starts) -> list | None:
     key: through a column, every bucket of the batch is written out and
     read back twice (a day's sums of 100k sources at 4 sites hold 171
     million buckets, 2.9 GB).  :func:`ehist.compiled.union_payloads`
-    decodes each group into scratch the size of one group, unites it and
-    writes its bytes: the same bytes (``tests/test_columnar_union.py``).
+    unites each group in scratch the size of one group (its ordered
+    histograms read as runs of equal buckets, ~200 for a source's sums at
+    four sites) and writes its bytes: the same bytes
+    (``tests/test_union_table.py``).
 
     Parameters
     ----------

@@ -298,11 +298,13 @@ def union_payloads(buf, starts, ends, flags, version_2, newest, group_starts, wi
     """:func:`decode_histograms`, :func:`union_groups` and
     :func:`encode_histograms` in one pass, group by group: each group's
     histograms (payloads ``buf[starts[i]:ends[i]]`` whose heads, checksums
-    and parameters the caller checked, in merge order) decoded into
-    scratch the size of one group, united, and written as one payload.
-    No column of every bucket is built (a day's sums at 100k sources and
-    4 sites hold 171 million buckets: 2.9 GB, most of a union's time spent
-    writing them), and the union's buckets are never gathered either.
+    and parameters the caller checked, in merge order) united in scratch
+    the size of one group and written as one payload: ordered histograms
+    read as runs of equal buckets and merged by stretches
+    (:func:`_unite_by_runs`: a sum's 1,700 buckets at four sites are ~200
+    runs), others decoded bucket by bucket.  No column of every bucket is
+    built (a day's sums at 100k sources and 4 sites hold 171 million
+    buckets: 2.9 GB, most of a union's time spent writing them).
 
     Returns
     -------
@@ -1365,6 +1367,8 @@ _one = None  # the compiled _compress_one, which the compiled _compress_all call
 _desc = None  # the compiled _desc_order, which _compress_all and _merge_runs call
 _runs_order = None  # the compiled _merge_runs, which _union_all calls
 _unite1 = None  # the compiled _unite_ids, which _union_all and _keyed_union_all call
+_ubruns = None  # the compiled _unite_by_runs and _push_run, which _union_payloads_all calls
+_prun = None
 _runs1 = None  # the compiled run_compress.compress_runs, which _unite_ids calls
 _key_runs = None  # the compiled _merge_key_runs, which _keyed_union_all calls
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
@@ -1401,7 +1405,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
-    global _runs1, _key_runs
+    global _runs1, _key_runs, _ubruns, _prun
     global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
@@ -1421,6 +1425,8 @@ def _kernel(name: str = "compress"):
         elif name == "keyed_union":
             _COMPILED[name] = kernel(_keyed_union_all)
         elif name == "union_payloads":  # after "decode", "compress" and "encode"
+            _prun = jit(_push_run)
+            _ubruns = jit(_unite_by_runs)
             _COMPILED[name] = kernel(_union_payloads_all)
         elif name == "crc":
             _COMPILED[name] = kernel(_crc_all)
@@ -1808,10 +1814,139 @@ def _union_all(exps, hi, lo, offsets, newest, has_newest, merged, gstarts, windo
     return True, out_e[:at], out_hi[:at], out_lo[:at], counts, out_newest, out_has, out_merged
 
 
+def _push_run(r_e, r_h, r_l, r_c, nr, first, e, hi, lo, cnt):
+    """Append ``cnt`` buckets ``(e, hi, lo)`` to a run list ``nr`` long,
+    joining its last run (at ``first`` or after) when equal; the new length."""
+    if nr > first and r_e[nr - 1] == e and r_h[nr - 1] == hi and r_l[nr - 1] == lo:
+        r_c[nr - 1] += cnt
+        return nr
+    r_e[nr], r_h[nr], r_l[nr], r_c[nr] = e, hi, lo, cnt
+    return nr + 1
+
+
+def _unite_by_runs(buf, starts, ends, flags, version_2, newest, declared, a, z, window, l, all_alive, cutoff, k,
+                   factor, heavy, out_e, out_hi, out_lo, stamps, run_e, run_n, rr, part_at, cur, sc, ws):
+    """:func:`_unite_ids` of the ordered histograms ``a:z`` read as runs of
+    equal buckets, never a bucket at a time before the compression.
+
+    Each histogram is read by :func:`_ordered_read` (its size runs and a
+    timestamp per group of buckets sharing one) into runs of equal
+    ``(size, hi, lo)`` (a timestamp's buckets lie at that time, but for
+    the last, which reaches to the next timestamp), cut to its live prefix;
+    the runs of all are put in ``merge_all``'s order by stretches of equal
+    ``(hi, lo)`` (larger first, the later histogram first on a tie, each
+    stretch's buckets reversed: the order :func:`_merge_runs` gives the
+    buckets), joining equal neighbours, and compressed as
+    :func:`_unite_ids` compresses them.  ``(status, buckets written,
+    merged)`` as there, with status -2 where the bucket path must decide:
+    a merged histogram, one this read refuses, or a total within a factor
+    2 of ``heavy`` (the bucket path's exact screen then decides)."""
+    r_e, r_h, r_l, r_c = rr[0], rr[1], rr[2], rr[3]  # each histogram's live runs, one after the other
+    m_e, m_h, m_l, m_c = rr[4], rr[5], rr[6], rr[7]  # all of them in merge order
+    count = z - a
+    nr = 0
+    parts = 0
+    part = -1
+    rough = 0.0
+    for b in range(a, z):
+        part_at[b - a] = nr
+        if (flags[b] & _FLAG_MERGED) != 0:
+            return -2, 0, False
+        n = declared[b]
+        ok, _, runs, oldest_lo, mark = _oread(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window,
+                                              l, INT64_MIN, run_e, run_n, stamps, 0)
+        if not ok:
+            return -2, 0, False
+        first = nr
+        j = 0  # the size run, and what is left of it
+        left = run_n[0]
+        i = 0
+        while i < n:  # a group of buckets sharing a timestamp: [i, q)
+            t = stamps[i]
+            if not all_alive and t <= cutoff:
+                break
+            q = i + 1
+            if mark >= 0:  # the next bucket the bitmap leaves clear
+                while q < n:
+                    w = q // _BITS
+                    free = (~np.int64(buf[mark + w]) & ((np.int64(1) << min(n - _BITS * w, _BITS)) - 1)) >> (q % _BITS)
+                    if free != 0:
+                        q += _LOW7[free]
+                        break
+                    q = _BITS * (w + 1)
+                q = min(q, n)
+            body = q - 1 - i  # every bucket but the last lies at t
+            while body > 0:
+                take = min(body, left)
+                nr = _prun(r_e, r_h, r_l, r_c, nr, first, run_e[j], t, t, take)
+                rough += take * np.float64(np.int64(1) << run_e[j])
+                body -= take
+                left -= take
+                if left == 0:
+                    j += 1
+                    left = run_n[j] if j < runs else 0
+            e = run_e[j]
+            nr = _prun(r_e, r_h, r_l, r_c, nr, first, e, t, (stamps[q] if q < n else oldest_lo) if e != 0 else t, 1)
+            rough += np.float64(np.int64(1) << e)
+            left -= 1
+            if left == 0:
+                j += 1
+                left = run_n[j] if j < runs else 0
+            i = q
+        if nr > first:
+            parts += 1
+            part = b - a
+    part_at[count] = nr
+    if rough >= 0.5 * heavy:
+        return -2, 0, False
+    if parts == 0:
+        return 0, 0, False
+    if parts == 1:  # one live prefix: as it is
+        o = 0
+        for c in range(part_at[part], part_at[part + 1]):
+            for _ in range(r_c[c]):
+                out_e[o], out_hi[o], out_lo[o] = r_e[c], r_h[c], r_l[c]
+                o += 1
+        return 1, o, False
+    for t in range(count):
+        cur[t] = part_at[t]
+    nm = 0
+    j = 0
+    bh = np.int64(0)
+    bl = np.int64(0)
+    while True:  # the stretch of largest (hi, lo), the later histogram first on a tie
+        best = -1
+        for t in range(count - 1, -1, -1):
+            c = cur[t]
+            if c < part_at[t + 1] and (best < 0 or r_h[c] > bh or (r_h[c] == bh and r_l[c] > bl)):
+                best, bh, bl = t, r_h[c], r_l[c]
+        if best < 0:
+            break
+        c0 = cur[best]
+        c1 = c0 + 1
+        while c1 < part_at[best + 1] and r_h[c1] == bh and r_l[c1] == bl:
+            c1 += 1
+        for c in range(c1 - 1, c0 - 1, -1):  # its buckets reversed
+            nm = _prun(m_e, m_h, m_l, m_c, nm, 0, r_e[c], bh, bl, r_c[c])
+            j += r_c[c]
+        cur[best] = c1
+    if _RUN_LENGTH * nm > j:  # short runs: the bucket compression, as _unite_ids chooses
+        oe, oh, ol = sc[6], sc[7], sc[8]
+        o = 0
+        for c in range(nm):
+            for _ in range(m_c[c]):
+                oe[o], oh[o], ol[o] = m_e[c], m_h[c], m_l[c]
+                o += 1
+        return 1, _one(oe[:j], oh[:j], ol[:j], cutoff, k, factor, out_e, out_hi, out_lo, 0, ws), True
+    return 1, _runs1(m_e, m_h, m_l, m_c, nm, cutoff, k, factor, out_e, out_hi, out_lo, 0, ws), True
+
+
 def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, window, l, k, factor, heavy):
-    """:func:`union_payloads`: per group, its blobs decoded at once into
-    scratch (the ordered ones by :func:`_ordered_decode`), then
-    :func:`_union_all`'s steps on them and :func:`_encode_one`."""
+    """:func:`union_payloads`: per group, its ordered histograms read as
+    runs and united (:func:`_unite_by_runs`), or, where that declines, its
+    blobs decoded at once into scratch (the ordered ones by
+    :func:`_ordered_decode`) and united by :func:`_unite_ids`; each union
+    written by :func:`_encode_one`."""
     groups = gstarts.size - 1
     declared = _decl(buf, starts, ends, flags)
     widest = 1  # the most buckets, and blobs, of a group
@@ -1827,7 +1962,10 @@ def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, wi
     _, _, _, deltas, shared, widths = _bufs(most)
     run_e = np.empty(most, dtype=np.int64)
     run_n = np.empty(most, dtype=np.int64)
+    stamps = np.empty(most, dtype=np.int64)
+    rr = np.empty((8, widest), dtype=np.int64)
     offsets = np.empty(widest + 1, dtype=np.int64)
+    cur = np.empty(widest + 1, dtype=np.int64)
     merged = np.empty(widest, dtype=np.bool_)
     ids = np.arange(widest)
     out_e = np.empty(widest, dtype=np.int64)
@@ -1844,31 +1982,38 @@ def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, wi
     pos = 0
     for g in range(groups):
         a, z = gstarts[g], gstarts[g + 1]
-        at = 0
         nw = int64_min
         for b in range(a, z):  # every histogram has a newest (the caller's heads say so)
-            n = declared[b]
-            offsets[b - a] = at
-            if not (_odecode(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo,
-                             at, run_e, run_n)
-                    or _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo,
-                             deltas, shared, widths, at, run_e, run_n)):
-                return False, payload, byte_starts, byte_ends, out_flags, out_newest
-            merged[b - a] = (flags[b] & _FLAG_MERGED) != 0
-            at += n
             nw = max(nw, newest[b])
-        offsets[z - a] = at
-        if z - a == 1:  # merge_all leaves the first as it is
-            kept, m = at, merged[0]
-            for i in range(at):
-                out_e[i], out_hi[i], out_lo[i] = exps[i], hi[i], lo[i]
-        else:
-            all_alive = nw < int64_min + window
-            cutoff = int64_min if all_alive else nw - window
-            status, kept, m = _unite1(ids, z - a, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor, heavy,
-                                      out_e, out_hi, out_lo, 0, sc, ws)
-            if status < 0:
-                return False, payload, byte_starts, byte_ends, out_flags, out_newest
+        all_alive = nw < int64_min + window
+        cutoff = int64_min if all_alive else nw - window
+        status = -2
+        if z - a > 1:
+            status, kept, m = _ubruns(buf, starts, ends, flags, version_2, newest, declared, a, z, window, l,
+                                      all_alive, cutoff, k, factor, heavy, out_e, out_hi, out_lo, stamps, run_e,
+                                      run_n, rr, offsets, cur, sc, ws)
+        if status == -2:  # every bucket decoded
+            at = 0
+            for b in range(a, z):
+                n = declared[b]
+                offsets[b - a] = at
+                if not (_odecode(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi,
+                                 lo, at, run_e, run_n)
+                        or _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi,
+                                 lo, deltas, shared, widths, at, run_e, run_n)):
+                    return False, payload, byte_starts, byte_ends, out_flags, out_newest
+                merged[b - a] = (flags[b] & _FLAG_MERGED) != 0
+                at += n
+            offsets[z - a] = at
+            if z - a == 1:  # merge_all leaves the first as it is
+                kept, m = at, merged[0]
+                for i in range(at):
+                    out_e[i], out_hi[i], out_lo[i] = exps[i], hi[i], lo[i]
+            else:
+                status, kept, m = _unite1(ids, z - a, offsets, exps, hi, lo, merged, all_alive, cutoff, k, factor,
+                                          heavy, out_e, out_hi, out_lo, 0, sc, ws)
+        if status == -1:
+            return False, payload, byte_starts, byte_ends, out_flags, out_newest
         need = pos + 33 + 42 * kept
         if need > payload.size:
             grown = np.empty(max(2 * payload.size, need), dtype=np.uint8)

@@ -80,6 +80,39 @@ def test_union_bytes_is_merge_all_byte_for_byte(case):
     assert got is None or got == expected
 
 
+@pytest.mark.parametrize("window", [300, 2**63 - 1])
+def test_union_bytes_of_sums_by_runs_is_merge_all(window):
+    """Sums read as runs of equal buckets and merged by stretches: groups
+    sharing timestamps across histograms (ties of hi and lo), with one
+    live histogram among expired ones, buckets at the cutoff, with merged
+    inputs (the bucket path), counts among them, every bucket alive (a
+    window to int64's end), byte for byte merge_all."""
+    rng = np.random.default_rng(23)
+    base = -10**6 if window > 2**62 else 0
+    groups = []
+    for g in range(120):
+        kind = g % 6
+        hists = []
+        for p in range(int(rng.integers(2, 6))):
+            n = int(rng.integers(1, 30))
+            ts = np.sort(rng.choice([3, 5, 8, 40, 90, 91, 200], n) if kind == 1 else rng.integers(0, 250, n))
+            if kind == 2 and p:  # long expired beside the live one
+                ts = ts - 5000
+            h = ExponentialHistogram(window, 0.05).update(ts + base, None if kind == 3 else rng.integers(1, 3000, n))
+            if kind == 4 and p == 1:
+                h = ExponentialHistogram.merge_all([h, ExponentialHistogram(window, 0.05).update(ts[:3] + base)])
+            hists.append(h)
+        if kind == 5 and window < 2**62:  # buckets at the group's cutoff exactly (expired) and one unit after it
+            cut = max(h.newest for h in hists) - window
+            hists.append(ExponentialHistogram(window, 0.05).update([cut, cut, cut + 1], [700, 20, 9]))
+        groups.append(hists)
+    flat = [h for g in groups for h in g]
+    starts = np.cumsum([0] + [len(g) for g in groups[:-1]])
+    got = cu.union_bytes([h.to_bytes() for h in flat], starts)
+    assert got is None if not compiled.active() else got == [ExponentialHistogram.merge_all(g).to_bytes()
+                                                              for g in groups]
+
+
 def test_union_bytes_declines_what_the_column_path_decides():
     """Bytes the checks refuse, mixed parameters, nulls and totals near
     int64 are left to the column path (None), which raises or unites."""
