@@ -1395,6 +1395,7 @@ _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _
 _bounds1 = None
 _gcd = None
 _dec1 = None  # the compiled _decode_one and _declared, which _decode_all and _decode_bounds_all call
+_canon = None  # the compiled _canonical_runs, which _decode_one and _ordered_read call
 _decl = None
 _bufs = None  # the compiled _bucket_arrays
 _vsize = None  # the compiled _varint_size and _canonical_payload_at_least, which _build_all calls
@@ -1406,7 +1407,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _runs1, _key_runs, _ubruns, _prun
-    global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode
+    global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode, _canon
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1461,6 +1462,9 @@ def _kernel(name: str = "compress"):
             _COMPILED[name] = kernel(_encode_varints)
         else:
             _varint, _gcd = jit(read_varint), jit(gcd)
+            if _levels is None:
+                _levels = jit(_canonical_levels)
+            _canon = jit(_canonical_runs)
             _tick = jit(read_tick)
             _unit = jit(_one_bucket)
             _oread = jit(_ordered_read)
@@ -2478,23 +2482,23 @@ def _decode_one(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, delt
         for i in range(n):
             if exps[at + i] == 0:
                 lo[at + i] = hi[at + i]
-        # the l-canonical sizes of the total: runs (i, count_i) for every size present
-        t = np.int64(total)
-        jj = 0
-        while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
-            jj += 1
-        rest = t - l * ((np.int64(1) << jj) - 1)
-        m = rest >> jj
-        low = rest & ((np.int64(1) << jj) - 1)
-        if jj + (1 if m > 0 else 0) != runs:
-            return False
-        for i in range(jj):
-            if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
-                fine = False
-                break
-        if not fine or (m > 0 and (run_e[jj] != jj or run_n[jj] != m)):
+        if not _canon(np.int64(total), l, run_e, run_n, runs):
             return False
     return True
+
+
+def _canonical_runs(total, l, run_e, run_n, runs):
+    """Whether the size runs ``(run_e, run_n)[:runs]`` (exponent, count)
+    are the l-canonical sizes of ``total`` (:func:`_canonical_levels`):
+    ``l + bit i of low`` of size ``2**i`` for every ``i < j``, then ``m``
+    of size ``2**j`` where ``m > 0``."""
+    j, m, low = _levels(total, l)
+    if j + (1 if m > 0 else 0) != runs:
+        return False
+    for i in range(j):
+        if run_e[i] != i or run_n[i] != l + np.int64((low >> np.uint64(i)) & np.uint64(1)):
+            return False
+    return not (m > 0 and (run_e[j] != j or run_n[j] != m))
 
 
 def read_tick(buf, pos, end, ticked):
@@ -2629,55 +2633,48 @@ def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_
     cum = np.uint64(0)
     p = n  # the first bucket at or before the cut
     mark = -1
-    if is_shared:  # the bitmap: one-byte words, 7 bits each, padding and bit 0 clear; then a delta per clear bit
+    n_shared = 0
+    if is_shared:  # the bitmap: one-byte words (a varint below 128 is its byte), 7 bits each, padding and bit 0 clear
         mark = pos
-        pos += words  # the deltas, read as each word's clear bits are met
+        pos += words
         if pos > end:
             return _NO_READ
-        n_shared = 0
         for w in range(words):
-            word = np.int64(buf[mark + w])  # a one-byte varint (below 128) is its byte
-            used = min(n - _BITS * w, _BITS)
-            if word >= (1 << _BITS) or (word >> used) != 0:
+            word = np.int64(buf[mark + w])
+            if word >= (1 << _BITS) or (word >> min(n - _BITS * w, _BITS)) != 0:
                 return _NO_READ
             n_shared += _POP7[word]
-            free = ~word & ((np.int64(1) << used) - 1)
-            while free != 0:  # lowest first
-                i = _BITS * w + _LOW7[free]
-                free &= free - 1
-                d, pos, good = _varint(buf, pos, end)
-                if not good or (i > 0 and d == np.uint64(0)):
-                    return _NO_READ
-                g = _gcd(g, d)
-                if d > limit or d * tick >= edge:
-                    return _NO_READ
-                cum += d * tick
-                if cum >= edge or cum > room:
-                    return _NO_READ
-                hi[at + i] = newest - np.int64(cum)
-                if p == n and hi[at + i] <= cut:
-                    p = i
         if (buf[mark] & 1) != 0 or n_shared <= words:
             return _NO_READ
-    else:
-        zeros = 0
-        for i in range(n):
-            d, pos, good = _varint(buf, pos, end)
-            if not good:
+    w = -1  # a delta per bucket the bitmap leaves clear (every bucket without one), lowest first
+    free = np.int64(0)
+    zeros = 0
+    for s in range(n - n_shared):
+        i = s
+        if mark >= 0:
+            while free == 0:
+                w += 1
+                free = ~np.int64(buf[mark + w]) & ((np.int64(1) << min(n - _BITS * w, _BITS)) - 1)
+            i = _BITS * w + _LOW7[free]
+            free &= free - 1
+        d, pos, good = _varint(buf, pos, end)
+        if not good:
+            return _NO_READ
+        if i > 0 and d == np.uint64(0):
+            if mark >= 0:
                 return _NO_READ
-            if i > 0 and d == np.uint64(0):
-                zeros += 1
-            g = _gcd(g, d)
-            if d > limit or d * tick >= edge:
-                return _NO_READ
-            cum += d * tick
-            if cum >= edge or cum > room:
-                return _NO_READ
-            hi[at + i] = newest - np.int64(cum)
-            if p == n and hi[at + i] <= cut:
-                p = i
-        if v2 and zeros > words:
-            return _NO_READ  # the bitmap would have been shorter
+            zeros += 1
+        g = _gcd(g, d)
+        if d > limit or d * tick >= edge:
+            return _NO_READ
+        cum += d * tick
+        if cum >= edge or cum > room:
+            return _NO_READ
+        hi[at + i] = newest - np.int64(cum)
+        if p == n and hi[at + i] <= cut:
+            p = i
+    if v2 and mark < 0 and zeros > words:
+        return _NO_READ  # the bitmap would have been shorter
     wv, pos, good = _varint(buf, pos, end)  # the oldest bucket's width
     if not good or pos != end:
         return _NO_READ
@@ -2691,19 +2688,7 @@ def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_
         return _NO_READ
     if run_e[runs - 1] == 0 and wv != np.uint64(0):
         return _NO_READ  # an oldest bucket of size 1 has width 0
-    t = np.int64(total)  # the l-canonical sizes of the total: runs (i, l + bit i) for i < jj, then m of size 2**jj
-    jj = 0
-    while ((np.int64(1) << (jj + 1)) - 1) <= t // l:
-        jj += 1
-    rest = t - l * ((np.int64(1) << jj) - 1)
-    m = rest >> jj
-    low = rest & ((np.int64(1) << jj) - 1)
-    if jj + (1 if m > 0 else 0) != runs:
-        return _NO_READ
-    for i in range(jj):
-        if run_e[i] != i or run_n[i] != l + ((low >> i) & 1):
-            return _NO_READ
-    if m > 0 and (run_e[jj] != jj or run_n[jj] != m):
+    if not _canon(np.int64(total), l, run_e, run_n, runs):
         return _NO_READ
     return True, p, runs, np.int64(np.uint64(oldest) - wv * tick), mark
 
