@@ -2700,8 +2700,8 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
     0)`` for the caller to decide the blob the general way.  Its bounds are
     its l-canonical sizes: every bucket newer than ``cut`` but the last
     counts whole (its lower end is the next bucket's timestamp), the last
-    whole only when it lies inside the window, else 1; the sizes are
-    summed run by run."""
+    whole only when its lower end too lies after the cut, else 1; the
+    sizes are summed run by run."""
     ok, p, runs, oldest_lo, _ = _oread(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n, hi, 0)
     if not ok:
         return _NO_BOUNDS
