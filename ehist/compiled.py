@@ -1372,6 +1372,7 @@ _prun = None
 _runs1 = None  # the compiled run_compress.compress_runs, which _unite_ids calls
 _key_runs = None  # the compiled _merge_key_runs, which _keyed_union_all calls
 _merge2 = None  # the compiled _merge_two, which _desc_order and _merge_runs call
+_rest = None  # the compiled _copy_rest, which _merge_two and _merge_key_runs call
 _bisect_left = None  # the compiled _first_at_least, which _compress_one calls
 _INT64_MAX = np.int64(2**63 - 1)
 _WS_ROWS = max(16, run_compress.RUN_ROWS)  # the scratch rows _compress_one and compress_runs use
@@ -1406,13 +1407,14 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
-    global _runs1, _key_runs, _ubruns, _prun
+    global _runs1, _key_runs, _ubruns, _prun, _rest
     global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode, _canon
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
             _crc1 = jit(_crc_span)
         if name == "compress":
+            _rest = jit(_copy_rest)
             _merge2 = jit(_merge_two)
             _desc, _bisect_left = jit(_desc_order), jit(_first_at_least)
             _runs_order = jit(_merge_runs)
@@ -2061,14 +2063,7 @@ def _merge_key_runs(keys, c0, bounds, runs, order, tmp):
                     dst[o] = src[p]
                     p += 1
                 o += 1
-            while p < m:
-                dst[o] = src[p]
-                p += 1
-                o += 1
-            while q < z:
-                dst[o] = src[q]
-                q += 1
-                o += 1
+            _rest(src, dst, p, m, q, z, o)
             bounds[out] = a
             out += 1
         bounds[out] = n
@@ -2158,6 +2153,19 @@ def _keyed_union_all(keys, offsets, exps, hi, lo, merged, counter_starts, sketch
     return (True, out_group[:o], out_key[:o], out_count[:o], out_merged[:o], out_e[:at], out_hi[:at], out_lo[:at])
 
 
+def _copy_rest(src, dst, p, m, q, z, o):
+    """The end of a two-way merge into ``dst`` from ``o``: what is left of
+    ``src[p:m]``, then of ``src[q:z]`` (one of them is empty)."""
+    while p < m:
+        dst[o] = src[p]
+        p += 1
+        o += 1
+    while q < z:
+        dst[o] = src[q]
+        q += 1
+        o += 1
+
+
 def _merge_two(src, dst, a, m, z, key_hi, key_lo, key_tie, by_position):
     """One merge step of the orders below: ``src[a:m]`` and ``src[m:z]``
     (ids, each range in order) into ``dst[a:z]``, larger keys first: the
@@ -2176,14 +2184,7 @@ def _merge_two(src, dst, a, m, z, key_hi, key_lo, key_tie, by_position):
             dst[o] = y
             q += 1
         o += 1
-    while p < m:
-        dst[o] = src[p]
-        p += 1
-        o += 1
-    while q < z:
-        dst[o] = src[q]
-        q += 1
-        o += 1
+    _rest(src, dst, p, m, q, z, o)
 
 
 def _merge_runs(hi, lo, starts):
