@@ -1287,9 +1287,12 @@ def _read_keyed_bounds_all(buf, starts, ends, size, least, newest, window, l, cu
             fast = False
             if d == 1:  # as in _read_keyed_all, and bounded here: no call passing arrays
                 one, e1, h1, l1 = _unit(buf, a + 1, a + c_len[k], buf[a], newest[i], window)
-            else:  # an ordered histogram: from its size runs and timestamps
+            elif (buf[a] & _FLAG_MERGED) == 0:  # an ordered histogram: from its size runs and timestamps
                 fast, lower[o], upper[o], units[o] = _obounds(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d,
                                                               window, l, cutoffs[i], run_e, run_n, hi)
+            else:  # a union's: bucket by bucket from its bytes
+                fast, lower[o], upper[o], units[o] = _mbounds(buf, a + 1, a + c_len[k], buf[a], True, newest[i], d,
+                                                              window, cutoffs[i], run_e, run_n, hi)
             if fast:
                 pass
             elif one:
@@ -1391,7 +1394,8 @@ _oread = None  # the compiled _ordered_read and _ordered_decode
 _odecode = None
 _POP7 = np.array([bin(x).count("1") for x in range(1 << 7)], dtype=np.int64)  # set bits of a bitmap word
 _LOW7 = np.array([(x & -x).bit_length() - 1 for x in range(1 << 7)], dtype=np.int64)  # its lowest set bit
-_obounds = None  # the compiled _ordered_bounds, which the bounded readers call
+_obounds = None  # the compiled _ordered_bounds and _merged_bounds, which the bounded readers call
+_mbounds = None
 _levels = None  # the compiled _canonical_levels and _bucket_bounds_one, which _build_all calls
 _bounds1 = None
 _gcd = None
@@ -1408,7 +1412,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _runs1, _key_runs, _ubruns, _prun, _rest
-    global _dec1, _decl, _unit, _tick, _obounds, _oread, _odecode, _canon
+    global _dec1, _decl, _unit, _tick, _obounds, _mbounds, _oread, _odecode, _canon
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1471,6 +1475,7 @@ def _kernel(name: str = "compress"):
             _unit = jit(_one_bucket)
             _oread = jit(_ordered_read)
             _obounds, _odecode = jit(_ordered_bounds), jit(_ordered_decode)
+            _mbounds = jit(_merged_bounds)
             _dec1, _decl, _bufs = jit(_decode_one), jit(_declared), jit(_bucket_arrays)
             _COMPILED[name] = kernel(_decode_all)
     return _COMPILED[name]
@@ -2724,6 +2729,119 @@ def _ordered_bounds(buf, start, end, f, v2, newest, n, window, l, cut, run_e, ru
     return True, lower, upper, total
 
 
+def _merged_bounds(buf, start, end, f, v2, newest, n, window, cut, run_e, run_n, hi):
+    """:func:`_decode_one` then :func:`_bucket_bounds_one` of a merged
+    histogram (a union's: a width per bucket, no canonical form), without
+    its buckets (``hi``: scratch of ``n`` entries): ``(True, lower, upper,
+    total)``, or ``(False, 0, 0, 0)`` for the caller to decide the blob the
+    general way (unmerged and empty histograms, and every blob refused
+    here).  One pass over the size runs and deltas, one over the widths,
+    each bucket's size taken from its run as it is bounded; the checks are
+    the general decoder's (the same varints, runs, bitmap, zeros, gcd and
+    tick rules, int64 room and window), so a blob taken here is taken
+    there with the same bounds (``tests/test_columnar.py``)."""
+    if (f & _FLAG_MERGED) == 0 or newest == INT64_MIN or n < 1:
+        return _NO_BOUNDS
+    n_u, pos, good = _varint(buf, start, end)
+    if not good or np.int64(n_u) != n:
+        return _NO_BOUNDS
+    r_u, pos, good = _varint(buf, pos, end)
+    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
+        return _NO_BOUNDS
+    runs = np.int64(r_u)
+    big = np.uint64(1) << np.uint64(40)
+    filled = 0
+    prev_e = -1
+    total = np.uint64(0)
+    for j in range(runs):  # size runs as the general decoder checks them; the total below 2**62
+        e, pos, good = _varint(buf, pos, end)
+        ln, pos, good2 = _varint(buf, pos, end)
+        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
+            return _NO_BOUNDS
+        ei = np.int64(e)
+        li = np.int64(ln)
+        if ei == prev_e or filled + li > n or ei >= 61 or li >= (np.int64(1) << (61 - ei)):
+            return _NO_BOUNDS
+        total += np.uint64(li) << np.uint64(ei)
+        if total >= np.uint64(1) << np.uint64(62):
+            return _NO_BOUNDS
+        run_e[j] = ei
+        run_n[j] = li
+        filled += li
+        prev_e = ei
+    if filled != n:
+        return _NO_BOUNDS
+    tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
+    if not good:
+        return _NO_BOUNDS
+    limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
+    top_bit = np.uint64(1) << np.uint64(63)
+    edge = np.uint64(1) << np.uint64(61)
+    room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
+    words = (n + _BITS - 1) // _BITS
+    mark = -1
+    if (f & _FLAG_SHARED) != 0:  # the bitmap, as _ordered_read reads it
+        mark = pos
+        pos += words
+        if pos > end:
+            return _NO_BOUNDS
+        n_shared = 0
+        for w in range(words):
+            word = np.int64(buf[mark + w])
+            if word >= (1 << _BITS) or (word >> min(n - _BITS * w, _BITS)) != 0:
+                return _NO_BOUNDS
+            n_shared += _POP7[word]
+        if (buf[mark] & 1) != 0 or n_shared <= words:
+            return _NO_BOUNDS
+    g = np.uint64(0)
+    cum = np.uint64(0)
+    zeros = 0
+    for i in range(n):  # each bucket's timestamp: a delta, or the one before's where the bitmap says so
+        if mark >= 0 and (buf[mark + i // _BITS] >> (i % _BITS)) & 1:
+            hi[i] = hi[i - 1]
+            continue
+        d, pos, good = _varint(buf, pos, end)
+        if not good:
+            return _NO_BOUNDS
+        if i > 0 and d == np.uint64(0):
+            if mark >= 0:
+                return _NO_BOUNDS
+            zeros += 1
+        g = _gcd(g, d)
+        if d > limit or d * tick >= edge:
+            return _NO_BOUNDS
+        cum += d * tick
+        if cum >= edge or cum > room:
+            return _NO_BOUNDS
+        hi[i] = newest - np.int64(cum)
+    if v2 and mark < 0 and zeros > words:
+        return _NO_BOUNDS  # the bitmap would have been shorter
+    if np.uint64(newest) - np.uint64(hi[n - 1]) >= np.uint64(window):
+        return _NO_BOUNDS  # every bucket inside the window
+    lower = np.int64(0)
+    upper = np.int64(0)
+    j = 0
+    left = run_n[0]
+    for i in range(n):  # each bucket's width, then its bounds (_bucket_bounds_one's rule)
+        wv, pos, good = _varint(buf, pos, end)
+        if not good or wv > limit or wv * tick > (np.uint64(hi[i]) ^ top_bit):
+            return _NO_BOUNDS
+        g = _gcd(g, wv)
+        if left == 0:
+            j += 1
+            left = run_n[j]
+        left -= 1
+        if hi[i] > cut:
+            size = np.int64(1) << run_e[j]
+            upper += size
+            lower += size if np.int64(np.uint64(hi[i]) - wv * tick) > cut else 1
+    if pos != end:
+        return _NO_BOUNDS
+    if v2 and ((tick > np.uint64(1) and g != np.uint64(1)) or (tick == np.uint64(1) and g >= np.uint64(2))):
+        return _NO_BOUNDS
+    return True, lower, upper, np.int64(total)
+
+
 def _ordered_decode(buf, start, end, f, v2, newest, n, window, l, exps, hi, lo, at, run_e, run_n):
     """:func:`_decode_one` of an ordered histogram by :func:`_ordered_read`:
     its ``n`` buckets written at ``at`` of ``exps``, ``hi`` and ``lo`` (the
@@ -2792,7 +2910,10 @@ def _decode_bounds_all(buf, starts, ends, flags, version_2, newest, window, l, c
         n = declared[b]
         fast, lower[b], upper[b], units[b] = _obounds(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n,
                                                      window, l, cutoffs[b], run_e, run_n, hi)
-        if fast:  # an ordered histogram: bounded from its size runs and timestamps, no bucket written
+        if not fast and (flags[b] & _FLAG_MERGED) != 0:  # a union's: bounded bucket by bucket from its bytes
+            fast, lower[b], upper[b], units[b] = _mbounds(buf, starts[b], ends[b], flags[b], version_2[b], newest[b],
+                                                          n, window, cutoffs[b], run_e, run_n, hi)
+        if fast:  # an ordered or merged histogram: bounded from its bytes, no bucket written
             ok[b] = True
             counts[b] = n
         elif _dec1(buf, starts[b], ends[b], flags[b], version_2[b], newest[b], n, window, l, exps, hi, lo, deltas,

@@ -52,6 +52,20 @@ def runs(draw, values=values_any, max_runs=6):
     return cat(ts), cat(vs), np.array(starts, dtype=np.int64)
 
 
+def altered(buf, start, end, pos, byte, insert):
+    """``(bytes, end)``: a histogram's bytes with the payload byte at ``pos``
+    (modulo its length) replaced by ``byte``, or ``byte`` inserted there
+    (the end moves on: a trailing byte, a zero delta, a shifted field)."""
+    if byte is None:
+        return buf, end
+    if not insert:
+        buf = buf.copy()
+        buf[start + pos % (end - start)] = byte
+        return buf, end
+    at = start + pos % (end - start + 1)
+    return np.concatenate([buf[:at], np.array([byte], dtype=np.uint8), buf[at:]]), end + 1
+
+
 def one_at_a_time(ts, vs, starts, window, eps, counts):
     ends = list(starts[1:]) + [ts.size]
     return [ExponentialHistogram(window, eps).update(ts[a:b], None if counts else vs[a:b])
@@ -304,17 +318,16 @@ def test_bounds_from_bytes_is_from_bytes_then_bounds(name, data, eps, victim, po
 @settings(max_examples=examples(200), deadline=None)
 @given(data=runs(max_runs=3), eps=eps_values, scale=st.sampled_from([1, 1000]), counts=st.booleans(),
        cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(-1, 1)), min_size=1, max_size=6),
-       pos=st.integers(0, 400),
-       byte=st.one_of(st.none(), st.integers(0, 255)))
-def test_ordered_histograms_read_from_size_runs_and_timestamps(data, eps, scale, counts, cuts, pos, byte):
+       pos=st.integers(0, 400), byte=st.one_of(st.none(), st.integers(0, 255)), insert=st.booleans())
+def test_ordered_histograms_read_from_size_runs_and_timestamps(data, eps, scale, counts, cuts, pos, byte, insert):
     """An ordered histogram is read from its size runs and a delta per
     timestamp (``compiled._ordered_read``): every one as written is taken
     that way, decoded (``_ordered_decode``) into the buckets the general
     decoder gives, and bounded (``_ordered_bounds``, no bucket written)
     as those buckets are at every cut (cuts at its timestamps and one unit
     either side: each bucket straddled, met or passed); one with a byte
-    altered (checksum aside) is taken only where the general decoder
-    takes it, with its buckets and bounds."""
+    altered or inserted (checksum aside) is taken only where the general
+    decoder takes it, with its buckets and bounds."""
     pytest.importorskip("numba")
     from ehist import eh_layout as L
     ehist_compiled._kernel("decode")
@@ -323,10 +336,9 @@ def test_ordered_histograms_read_from_size_runs_and_timestamps(data, eps, scale,
     for h in one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, counts):
         if h.newest is None:
             continue
-        buf = np.frombuffer(h.to_bytes(), dtype=np.uint8).copy()
-        start, end = L.HEAD_BYTES, buf.size - 4
-        if byte is not None:
-            buf[start + pos % (end - start)] = byte
+        buf = np.frombuffer(h.to_bytes(), dtype=np.uint8)
+        start = L.HEAD_BYTES
+        buf, end = altered(buf, start, buf.size - 4, pos, byte, insert)
         flags, newest, l = int(buf[L.FLAGS_AT]), h.newest, (h.k + 1) // 2
         n = int(ehist_compiled._decl(buf, np.array([start]), np.array([end]), np.array([flags], dtype=np.uint8))[0])
         size = max(n, 1)
@@ -353,6 +365,57 @@ def test_ordered_histograms_read_from_size_runs_and_timestamps(data, eps, scale,
                 assert general
                 assert (lower, upper) == ehist_compiled._bounds1(exps, hi, lo, n, cut)
                 assert total == sum(1 << int(e) for e in exps[:n])
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(max_runs=4), eps=eps_values, scale=st.sampled_from([1, 1000]), counts=st.booleans(),
+       cuts=st.lists(st.tuples(st.integers(0, 10**6), st.integers(-1, 1)), min_size=1, max_size=6),
+       byte=st.integers(0, 255))
+def test_merged_histograms_bounded_from_their_bytes(data, eps, scale, counts, cuts, byte):
+    """A union's histogram (merged: a width per bucket) is bounded straight
+    from its bytes (``compiled._merged_bounds``): every one as written is
+    taken that way with the bounds and total of the buckets the general
+    decoder gives, at every cut (its timestamps and lower ends, one unit
+    either side); with each byte of it in turn replaced (by ``byte``, by 0,
+    with its low bit flipped) or ``byte`` inserted before it (checksum
+    aside: a trailing byte, a zero delta, a bitmap's first bit, a field
+    shifted), it is taken only where the general decoder takes it, with
+    its bounds."""
+    pytest.importorskip("numba")
+    from ehist import eh_layout as L
+    ehist_compiled._kernel("decode")
+    ehist_compiled._kernel("build")
+    ts, vs, starts = data
+    parts = [h for h in one_at_a_time(ts * scale, vs, starts, 1000 * scale, eps, counts) if h.newest is not None]
+    for a in range(0, len(parts) - 1, 2):
+        h = ExponentialHistogram.merge_all(parts[a:a + 3])
+        edges = np.concatenate(h.buckets()[1:])
+        written = np.frombuffer(h.to_bytes(), dtype=np.uint8)
+        start, end = L.HEAD_BYTES, written.size - 4
+        variants = [(written, end, cuts)]
+        for p in range(end - start + 1):  # byte, 0 and the low bit flipped in place; byte inserted
+            put = [] if p == end - start else [byte, 0, written[start + p] ^ 1]
+            variants += [altered(written, start, end, p, b, False) + (cuts[:1],) for b in put]
+            variants.append(altered(written, start, end, p, byte, True) + (cuts[:1],))
+        for buf, stop, at_cuts in variants:
+            flags, newest, l = int(buf[L.FLAGS_AT]), h.newest, (h.k + 1) // 2
+            n = int(ehist_compiled._decl(buf, np.array([start]), np.array([stop]),
+                                         np.array([flags], dtype=np.uint8))[0])
+            size = max(n, 1)
+            exps, hi, lo, deltas, shared, widths = ehist_compiled._bufs(size)
+            run_e, run_n = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+            general = ehist_compiled._dec1(buf, start, stop, flags, True, newest, n, h.window, l, exps, hi, lo,
+                                           deltas, shared, widths, 0, run_e, run_n)
+            for at, side in at_cuts:
+                cut = int(edges[at % edges.size]) + side * scale if edges.size else newest
+                fast, lower, upper, total = ehist_compiled._mbounds(buf, start, stop, flags, True, newest, n, h.window,
+                                                                    cut, run_e, run_n, np.empty(size, dtype=np.int64))
+                if buf is written:
+                    assert fast == (h.merged and n > 0)
+                if fast:
+                    assert general
+                    assert (lower, upper) == ehist_compiled._bounds1(exps, hi, lo, n, cut)
+                    assert total == sum(1 << int(e) for e in exps[:n])
 
 
 @pytest.mark.parametrize("engine_name", ENGINES)
