@@ -296,6 +296,33 @@ def test_union_table_equals_each_familys_union_agg(sites):
             assert bytes(row[c]) == bytes(grouped[src][c]), (src, c)
 
 
+@pytest.mark.parametrize("slice_", [1, 5, 64])
+def test_unions_in_slices_are_the_unions_at_once(sites, monkeypatch, slice_):
+    """``merged`` hands whole groups to ``merge_groups`` about
+    ``UNION_SLICE`` sketches at a time: every family's unions are the bytes
+    of one call over the batch (groups larger than a slice, nulls, a group
+    of nulls only)."""
+    from udaf import union as un
+    from udaf.family import spec_for_bytes
+
+    table, names = sites
+    rows = sorted(table.collect(), key=lambda r: (r.src, r.site))
+    src = np.array([r.src for r in rows])
+    starts = np.append(np.flatnonzero(np.r_[True, src[1:] != src[:-1]]), len(rows))  # a group of nulls after
+    for c in names:
+        blobs = [None if r[c] is None or i % 7 == 3 else bytes(r[c]) for i, r in enumerate(rows)] + [None, None]
+        cls = spec_for_bytes(next(b for b in blobs if b is not None))
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))
+        kept = [i for i, b in enumerate(blobs) if b is not None]
+        firsts = np.flatnonzero(np.r_[True, np.diff(group[kept]) != 0])
+        whole = [None] * starts.size  # one call over the batch
+        for g, b in zip(group[kept][firsts].tolist(), cls.merge_groups([blobs[i] for i in kept], firsts)):
+            whole[g] = b
+        monkeypatch.setattr(un, "UNION_SLICE", slice_)
+        assert un.merged(cls, blobs, starts) == whole, c
+        assert whole[-1] is None and sum(b is not None for b in whole) > 15
+
+
 def test_union_table_chooses_columns_keys_and_nulls(spark, sites):
     from pyspark.sql import functions as F
 
