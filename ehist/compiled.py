@@ -1998,6 +1998,28 @@ def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, wi
             nw = max(nw, newest[b])
         all_alive = nw < int64_min + window
         cutoff = int64_min if all_alive else nw - window
+        if z - a == 1 and version_2[a]:  # merge_all leaves it as it is: a current blob's bytes are what its
+            n = declared[a]  # buckets encode to, once the decoder's checks take it (no bucket written)
+            if not (_oread(buf, starts[a], ends[a], flags[a], True, newest[a], n, window, l, INT64_MIN, run_e, run_n,
+                           stamps, 0)[0]
+                    or _mbounds(buf, starts[a], ends[a], flags[a], True, newest[a], n, window, INT64_MIN, run_e, run_n,
+                                stamps)[0]
+                    or _dec1(buf, starts[a], ends[a], flags[a], True, newest[a], n, window, l, exps, hi, lo, deltas,
+                             shared, widths, 0, run_e, run_n)):
+                return False, payload, byte_starts, byte_ends, out_flags, out_newest
+            need = pos + ends[a] - starts[a]
+            if need > payload.size:
+                grown = np.empty(max(2 * payload.size, need), dtype=np.uint8)
+                grown[:pos] = payload[:pos]
+                payload = grown
+            byte_starts[g] = pos
+            for i in range(starts[a], ends[a]):
+                payload[pos] = buf[i]
+                pos += 1
+            byte_ends[g] = pos
+            out_flags[g] = flags[a]
+            out_newest[g] = nw
+            continue
         status = -2
         if z - a > 1:
             status, kept, m = _ubruns(buf, starts, ends, flags, version_2, newest, declared, a, z, window, l,
@@ -2016,7 +2038,7 @@ def _union_payloads_all(buf, starts, ends, flags, version_2, newest, gstarts, wi
                 merged[b - a] = (flags[b] & _FLAG_MERGED) != 0
                 at += n
             offsets[z - a] = at
-            if z - a == 1:  # merge_all leaves the first as it is
+            if z - a == 1:  # merge_all leaves the first as it is (an older version's: written anew)
                 kept, m = at, merged[0]
                 for i in range(at):
                     out_e[i], out_hi[i], out_lo[i] = exps[i], hi[i], lo[i]

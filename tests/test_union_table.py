@@ -113,6 +113,44 @@ def test_union_bytes_of_sums_by_runs_is_merge_all(window):
                                                               for g in groups]
 
 
+def test_a_group_of_one_is_its_bytes_once_the_decoder_takes_them():
+    """A key with one histogram (a source seen at one site) keeps its bytes
+    (merge_all leaves it as it is; no bucket written): every payload byte
+    altered in turn and the checksum made good again, the union is
+    merge_all's bytes where ``from_bytes`` takes the blob and None (the
+    column path then raises) where it refuses; a version-1 blob is written
+    anew in the current format."""
+    from pathlib import Path
+
+    from ehist import CorruptSketchError
+    from ehist import eh_layout as L
+
+    rng = np.random.default_rng(5)
+    counts = ExponentialHistogram(900, 0.1).update(np.sort(rng.integers(0, 800, 40)))
+    sums = ExponentialHistogram(900, 0.1).update(np.sort(rng.integers(0, 800, 15)) * 1000, rng.integers(1, 90, 15))
+    merged = ExponentialHistogram.merge_all([counts, ExponentialHistogram(900, 0.1).update([5, 5, 700])])
+    golden = Path(__file__).parent / "golden"
+    for h in (counts, sums, merged):
+        blob = h.to_bytes()
+        if not compiled.active():
+            assert cu.union_bytes([blob], [0]) is None
+            return
+        assert cu.union_bytes([blob, blob], [0, 1]) == [blob, blob]
+        for at in range(L.HEAD_BYTES, len(blob) - 4):
+            for byte in (0, 1, blob[at] ^ 1, 0x80):
+                body = bytearray(blob[:-4])
+                body[at] = byte
+                altered = bytes(body) + int.to_bytes(__import__("zlib").crc32(bytes(body)), 4, "little")
+                try:
+                    expected = [ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(altered)]).to_bytes()]
+                except CorruptSketchError:
+                    expected = None
+                got = cu.union_bytes([altered], [0])
+                assert got == expected or (got is None and expected is not None), (at, byte)
+    old = (golden / "eh_v1_sums.bin").read_bytes()
+    assert cu.union_bytes([old], [0]) == [ExponentialHistogram.from_bytes(old).to_bytes()] != [old]
+
+
 def test_union_bytes_declines_what_the_column_path_decides():
     """Bytes the checks refuse, mixed parameters, nulls and totals near
     int64 are left to the column path (None), which raises or unites."""
