@@ -1390,6 +1390,10 @@ _tick = None  # the compiled read_tick, which _decode_one and _one_bucket call
 _NO_BUCKET = (False, np.int64(0), np.int64(0), np.int64(0))  # _one_bucket's refusal
 _NO_BOUNDS = _NO_BUCKET  # _ordered_bounds' refusal
 _NO_READ = (False, 0, 0, np.int64(0), 0)  # _ordered_read's
+_NO_HEAD = (False, 0, np.int64(0), np.uint64(0), np.uint64(1), -1, np.int64(0))  # _histogram_head's
+_hhead = None  # the compiled _histogram_head and _read_delta, which _ordered_read and _merged_bounds call
+_delta = None
+_limits = None
 _oread = None  # the compiled _ordered_read and _ordered_decode
 _odecode = None
 _POP7 = np.array([bin(x).count("1") for x in range(1 << 7)], dtype=np.int64)  # set bits of a bitmap word
@@ -1412,7 +1416,7 @@ _layout = None  # the compiled _keyed_layout, which _read_keyed_all and _read_ke
 def _kernel(name: str = "compress"):
     global _one, _desc, _runs_order, _merge2, _bisect_left, _varint, _gcd, _wvarint, _enc1, _levels, _bounds1, _unite1
     global _runs1, _key_runs, _ubruns, _prun, _rest
-    global _dec1, _decl, _unit, _tick, _obounds, _mbounds, _oread, _odecode, _canon
+    global _dec1, _decl, _unit, _tick, _obounds, _mbounds, _oread, _odecode, _canon, _hhead, _delta, _limits
     global _vsize, _least1, _bufs, _crc1, _layout
     if name not in _COMPILED:
         if name in ("crc", "seal") and _crc1 is None:
@@ -1473,6 +1477,7 @@ def _kernel(name: str = "compress"):
             _canon = jit(_canonical_runs)
             _tick = jit(read_tick)
             _unit = jit(_one_bucket)
+            _hhead, _delta, _limits = jit(_histogram_head), jit(_read_delta), jit(_time_limits)
             _oread = jit(_ordered_read)
             _obounds, _odecode = jit(_ordered_bounds), jit(_ordered_decode)
             _mbounds = jit(_merged_bounds)
@@ -2595,6 +2600,95 @@ def _one_bucket(buf, start, end, f, newest, window):
     return True, np.int64(e), h, np.int64(np.uint64(h) - w * tick)
 
 
+def _histogram_head(buf, start, end, f, n, run_e, run_n):
+    """What :func:`_ordered_read` and :func:`_merged_bounds` read first,
+    with :func:`_decode_one`'s checks: the bucket count (``n``, at least
+    1), the size runs (into ``run_e`` and ``run_n``: adjacent exponents
+    differing, lengths summing to ``n``, the total below 2**62), the tick
+    and the shared-timestamps bitmap (one-byte words, 7 bits each, padding
+    and bit 0 clear, more set bits than words).  ``(True, position after
+    them, runs, total, tick, where the bitmap starts or -1, its set
+    bits)``, or :data:`_NO_HEAD`."""
+    n_u, pos, good = _varint(buf, start, end)
+    if not good or np.int64(n_u) != n:
+        return _NO_HEAD
+    r_u, pos, good = _varint(buf, pos, end)
+    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
+        return _NO_HEAD
+    runs = np.int64(r_u)
+    big = np.uint64(1) << np.uint64(40)
+    filled = 0
+    prev_e = -1
+    total = np.uint64(0)
+    for j in range(runs):
+        e, pos, good = _varint(buf, pos, end)
+        ln, pos, good2 = _varint(buf, pos, end)
+        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
+            return _NO_HEAD
+        ei = np.int64(e)
+        li = np.int64(ln)
+        if ei == prev_e or filled + li > n or ei >= 61 or li >= (np.int64(1) << (61 - ei)):
+            return _NO_HEAD
+        total += np.uint64(li) << np.uint64(ei)
+        if total >= np.uint64(1) << np.uint64(62):
+            return _NO_HEAD
+        run_e[j] = ei
+        run_n[j] = li
+        filled += li
+        prev_e = ei
+    if filled != n:
+        return _NO_HEAD
+    tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
+    if not good:
+        return _NO_HEAD
+    mark = -1
+    n_shared = 0
+    if (f & _FLAG_SHARED) != 0:  # one-byte words: a varint below 128 is its byte
+        words = (n + _BITS - 1) // _BITS
+        mark = pos
+        pos += words
+        if pos > end:
+            return _NO_HEAD
+        for w in range(words):
+            word = np.int64(buf[mark + w])
+            if word >= (1 << _BITS) or (word >> min(n - _BITS * w, _BITS)) != 0:
+                return _NO_HEAD
+            n_shared += _POP7[word]
+        if (buf[mark] & 1) != 0 or n_shared <= words:
+            return _NO_HEAD
+    return True, pos, runs, total, tick, mark, n_shared
+
+
+def _time_limits(tick, newest):
+    """``(limit, top bit, edge, room)`` of :func:`_read_delta`'s checks for
+    a histogram of ``tick`` ending at ``newest``: the largest value a tick
+    scales without overflow, bit 63, 2**61 and ``newest - INT64_MIN``."""
+    top_bit = np.uint64(1) << np.uint64(63)
+    return np.uint64(0xFFFFFFFFFFFFFFFF) // tick, top_bit, np.uint64(1) << np.uint64(61), np.uint64(newest) ^ top_bit
+
+
+def _read_delta(buf, pos, end, i, shared, g, zeros, cum, tick, limit, edge, room):
+    """One timestamp delta of :func:`_ordered_read` and
+    :func:`_merged_bounds`, bucket ``i``'s, with :func:`_decode_one`'s
+    checks (a zero after the first only without a bitmap, counted; the
+    scaled delta and the running sum within 2**61 and the room below the
+    newest time): ``(ok, next position, gcd so far, zeros, running sum)``."""
+    d, pos, good = _varint(buf, pos, end)
+    if not good:
+        return False, pos, g, zeros, cum
+    if i > 0 and d == np.uint64(0):
+        if shared:
+            return False, pos, g, zeros, cum
+        zeros += 1
+    g = _gcd(g, d)
+    if d > limit or d * tick >= edge:
+        return False, pos, g, zeros, cum
+    cum += d * tick
+    if cum >= edge or cum > room:
+        return False, pos, g, zeros, cum
+    return True, pos, g, zeros, cum
+
+
 def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_n, hi, at):
     """Every check of :func:`_decode_one` on an ordered (unmerged)
     histogram of ``n >= 1`` buckets, reading its size runs (into ``run_e``
@@ -2616,64 +2710,14 @@ def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_
     (``tests/test_columnar.py`` compares both on altered bytes)."""
     if (f & _FLAG_MERGED) != 0 or newest == INT64_MIN or n < 1:
         return _NO_READ
-    is_shared = (f & _FLAG_SHARED) != 0
-    n_u, pos, good = _varint(buf, start, end)
-    if not good or np.int64(n_u) != n:
-        return _NO_READ
-    r_u, pos, good = _varint(buf, pos, end)
-    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
-        return _NO_READ
-    runs = np.int64(r_u)
-    big = np.uint64(1) << np.uint64(40)
-    filled = 0
-    prev_e = -1
-    total = np.uint64(0)
-    for j in range(runs):  # size runs, adjacent exponents differing, lengths summing to n; the total below 2**62
-        e, pos, good = _varint(buf, pos, end)
-        ln, pos, good2 = _varint(buf, pos, end)
-        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
-            return _NO_READ
-        ei = np.int64(e)
-        li = np.int64(ln)
-        if ei == prev_e or filled + li > n:
-            return _NO_READ
-        run_e[j] = ei
-        run_n[j] = li
-        filled += li
-        prev_e = ei
-    if filled != n:
-        return _NO_READ
-    for j in range(runs):
-        if run_e[j] >= 61 or run_n[j] >= (np.int64(1) << (61 - run_e[j])):
-            return _NO_READ
-        total += np.uint64(run_n[j]) << np.uint64(run_e[j])
-        if total >= np.uint64(1) << np.uint64(62):
-            return _NO_READ
-    tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
+    good, pos, runs, total, tick, mark, n_shared = _hhead(buf, start, end, f, n, run_e, run_n)
     if not good:
         return _NO_READ
-    limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
-    top_bit = np.uint64(1) << np.uint64(63)
-    edge = np.uint64(1) << np.uint64(61)
-    room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
+    limit, top_bit, edge, room = _limits(tick, newest)
     words = (n + _BITS - 1) // _BITS
     g = np.uint64(0)
     cum = np.uint64(0)
     p = n  # the first bucket at or before the cut
-    mark = -1
-    n_shared = 0
-    if is_shared:  # the bitmap: one-byte words (a varint below 128 is its byte), 7 bits each, padding and bit 0 clear
-        mark = pos
-        pos += words
-        if pos > end:
-            return _NO_READ
-        for w in range(words):
-            word = np.int64(buf[mark + w])
-            if word >= (1 << _BITS) or (word >> min(n - _BITS * w, _BITS)) != 0:
-                return _NO_READ
-            n_shared += _POP7[word]
-        if (buf[mark] & 1) != 0 or n_shared <= words:
-            return _NO_READ
     w = -1  # a delta per bucket the bitmap leaves clear (every bucket without one), lowest first
     free = np.int64(0)
     zeros = 0
@@ -2685,18 +2729,8 @@ def _ordered_read(buf, start, end, f, v2, newest, n, window, l, cut, run_e, run_
                 free = ~np.int64(buf[mark + w]) & ((np.int64(1) << min(n - _BITS * w, _BITS)) - 1)
             i = _BITS * w + _LOW7[free]
             free &= free - 1
-        d, pos, good = _varint(buf, pos, end)
+        good, pos, g, zeros, cum = _delta(buf, pos, end, i, mark >= 0, g, zeros, cum, tick, limit, edge, room)
         if not good:
-            return _NO_READ
-        if i > 0 and d == np.uint64(0):
-            if mark >= 0:
-                return _NO_READ
-            zeros += 1
-        g = _gcd(g, d)
-        if d > limit or d * tick >= edge:
-            return _NO_READ
-        cum += d * tick
-        if cum >= edge or cum > room:
             return _NO_READ
         hi[at + i] = newest - np.int64(cum)
         if p == n and hi[at + i] <= cut:
@@ -2764,57 +2798,11 @@ def _merged_bounds(buf, start, end, f, v2, newest, n, window, cut, run_e, run_n,
     there with the same bounds (``tests/test_columnar.py``)."""
     if (f & _FLAG_MERGED) == 0 or newest == INT64_MIN or n < 1:
         return _NO_BOUNDS
-    n_u, pos, good = _varint(buf, start, end)
-    if not good or np.int64(n_u) != n:
-        return _NO_BOUNDS
-    r_u, pos, good = _varint(buf, pos, end)
-    if not good or r_u < np.uint64(1) or r_u > np.uint64(n):
-        return _NO_BOUNDS
-    runs = np.int64(r_u)
-    big = np.uint64(1) << np.uint64(40)
-    filled = 0
-    prev_e = -1
-    total = np.uint64(0)
-    for j in range(runs):  # size runs as the general decoder checks them; the total below 2**62
-        e, pos, good = _varint(buf, pos, end)
-        ln, pos, good2 = _varint(buf, pos, end)
-        if not good or not good2 or e > np.uint64(62) or ln < np.uint64(1) or ln > big:
-            return _NO_BOUNDS
-        ei = np.int64(e)
-        li = np.int64(ln)
-        if ei == prev_e or filled + li > n or ei >= 61 or li >= (np.int64(1) << (61 - ei)):
-            return _NO_BOUNDS
-        total += np.uint64(li) << np.uint64(ei)
-        if total >= np.uint64(1) << np.uint64(62):
-            return _NO_BOUNDS
-        run_e[j] = ei
-        run_n[j] = li
-        filled += li
-        prev_e = ei
-    if filled != n:
-        return _NO_BOUNDS
-    tick, pos, good = _tick(buf, pos, end, (f & _FLAG_TICK) != 0)
+    good, pos, _, total, tick, mark, _ = _hhead(buf, start, end, f, n, run_e, run_n)
     if not good:
         return _NO_BOUNDS
-    limit = np.uint64(0xFFFFFFFFFFFFFFFF) // tick
-    top_bit = np.uint64(1) << np.uint64(63)
-    edge = np.uint64(1) << np.uint64(61)
-    room = np.uint64(newest) ^ top_bit  # newest - INT64_MIN
+    limit, top_bit, edge, room = _limits(tick, newest)
     words = (n + _BITS - 1) // _BITS
-    mark = -1
-    if (f & _FLAG_SHARED) != 0:  # the bitmap, as _ordered_read reads it
-        mark = pos
-        pos += words
-        if pos > end:
-            return _NO_BOUNDS
-        n_shared = 0
-        for w in range(words):
-            word = np.int64(buf[mark + w])
-            if word >= (1 << _BITS) or (word >> min(n - _BITS * w, _BITS)) != 0:
-                return _NO_BOUNDS
-            n_shared += _POP7[word]
-        if (buf[mark] & 1) != 0 or n_shared <= words:
-            return _NO_BOUNDS
     g = np.uint64(0)
     cum = np.uint64(0)
     zeros = 0
@@ -2822,18 +2810,8 @@ def _merged_bounds(buf, start, end, f, v2, newest, n, window, cut, run_e, run_n,
         if mark >= 0 and (buf[mark + i // _BITS] >> (i % _BITS)) & 1:
             hi[i] = hi[i - 1]
             continue
-        d, pos, good = _varint(buf, pos, end)
+        good, pos, g, zeros, cum = _delta(buf, pos, end, i, mark >= 0, g, zeros, cum, tick, limit, edge, room)
         if not good:
-            return _NO_BOUNDS
-        if i > 0 and d == np.uint64(0):
-            if mark >= 0:
-                return _NO_BOUNDS
-            zeros += 1
-        g = _gcd(g, d)
-        if d > limit or d * tick >= edge:
-            return _NO_BOUNDS
-        cum += d * tick
-        if cum >= edge or cum > room:
             return _NO_BOUNDS
         hi[i] = newest - np.int64(cum)
     if v2 and mark < 0 and zeros > words:
