@@ -347,6 +347,13 @@ class KeyedColumn:
         return (f"{type(self).__name__}(sketches={len(self)}, {self.store}={self._counters().keys.size}, "
                 f"params={self.params})")
 
+    def take(self, indices) -> "KeyedColumn":
+        """The sketches at ``indices``, in that order (``self`` when they
+        are all of them in order)."""
+        counters = self._counters()
+        taken = counters.take(indices)
+        return self if taken is counters else type(self)(self.params, taken)
+
     def __getitem__(self, i: int):
         i = range(len(self))[i]
         counters = self._counters()

@@ -34,6 +34,7 @@ from ehist.hashing import hash64
 from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
+from frequencies.count_min import LAYOUT as ECM_LAYOUT
 
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, check_arrow_type, integers, items
@@ -55,14 +56,19 @@ class _Weighted(Spec):
     def merge_groups(cls, blobs, starts):
         """Every group's :meth:`merge` in one pass (:mod:`frequencies.columnar`):
         each group's bytes in order, all decoded together, every counter of
-        every group united at once, byte for byte the per-group merge.
+        every group united at once, byte for byte the per-group merge (a
+        lone ECM-sketch keeps its bytes: :meth:`kept_alone`).
         Sketches of different parameters: the per-group merge, which
         refuses them in one group."""
         raw = Blobs.of(blobs)
-        column = cls.column_type.from_bytes(cls.merge_order(raw, starts))
+        ordered = cls.merge_order(raw, starts)
+        column = cls.column_type.from_bytes(ordered)  # every sketch checked
         if column is None:
             return super().merge_groups(raw, starts)
         with as_key_sum_overflow():
+            if cls.column_type is CountMinColumn:  # a lone ECM-sketch keeps its bytes
+                return cls.kept_alone(ordered, starts, ECM_LAYOUT.version,
+                                      lambda rows, first: column.take(rows).union(first).to_bytes())
             return column.union(starts).to_bytes()
 
     @classmethod

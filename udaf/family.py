@@ -27,8 +27,8 @@ from typing import ClassVar
 import numpy as np
 
 from ehist.blobs import Blobs
-from ehist.segments import gather
-from ehist.serialization import FAMILIES as FAMILY_IDS, PREAMBLE_BYTES, family_of
+from ehist.segments import gather, ranges
+from ehist.serialization import FAMILIES as FAMILY_IDS, PREAMBLE_BYTES, VERSION_AT, family_of
 
 from .exact import as_key_sum_overflow
 from .inputs import bad_value
@@ -230,6 +230,30 @@ class Family:
         order = pc.sort_indices(pa.table({"g": group, "b": column}), sort_keys=[("g", "ascending"),
                                                                                 ("b", "ascending")])
         return blobs.take(order.to_numpy())
+
+    @staticmethod
+    def kept_alone(blobs: Blobs, starts, version: int, unite) -> list:
+        """Each group's union where a group of one sketch in the current
+        format (``version``) keeps its bytes: :meth:`merge` leaves one
+        sketch as it is, and one the family's decoder took (the caller has
+        checked every sketch) is what it would write.  The other groups are
+        ``unite(rows, group_starts)``: their sketches' positions in
+        ``blobs``, where each group starts among those; every group goes
+        to ``unite`` when none is alone."""
+        starts = np.asarray(starts, dtype=np.int64)
+        sizes = np.diff(np.append(starts, len(blobs)))
+        lone = (sizes == 1) & (blobs.buf[blobs.starts[starts] + VERSION_AT] == version)
+        if not lone.any():
+            return list(unite(np.arange(len(blobs)), starts))
+        out = [None] * starts.size
+        rest = np.flatnonzero(~lone)
+        if rest.size:
+            rows = ranges(starts[rest], starts[rest] + sizes[rest])
+            for g, b in zip(rest.tolist(), unite(rows, np.concatenate([[0], np.cumsum(sizes[rest])[:-1]]))):
+                out[g] = b
+        for g in np.flatnonzero(lone).tolist():
+            out[g] = blobs[int(starts[g])]
+        return out
 
     @classmethod
     def merge_groups(cls, blobs: list, starts: np.ndarray) -> list:

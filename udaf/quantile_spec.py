@@ -34,6 +34,7 @@ import pandas as pd
 from ehist.blobs import Blobs
 from quantiles import SlidingQuantiles, quantile_bounds_from_bounds, quantiles_from_bounds
 from quantiles.columnar import QuantileColumn
+from quantiles.sliding import LAYOUT as QUANTILE_LAYOUT
 
 from .exact import as_key_sum_overflow, in_window
 from .inputs import NUMERIC, reals
@@ -180,14 +181,17 @@ class Quantile(Spec, family="sliding_quantile", sketch=SlidingQuantiles,
     @classmethod
     def merge_groups(cls, blobs, starts):
         """Every group's :meth:`merge` in one pass (:mod:`quantiles.columnar`):
-        byte for byte the per-group merge.  Sketches of different
-        parameters: the per-group merge, which refuses them in one group."""
+        byte for byte the per-group merge (a lone sketch keeps its bytes:
+        :meth:`kept_alone`).  Sketches of different parameters: the
+        per-group merge, which refuses them in one group."""
         raw = Blobs.of(blobs)
-        column = QuantileColumn.from_bytes(cls.merge_order(raw, starts))
+        ordered = cls.merge_order(raw, starts)
+        column = QuantileColumn.from_bytes(ordered)  # every sketch checked
         if column is None:
             return super().merge_groups(raw, starts)
         with as_key_sum_overflow():
-            return column.union(starts).to_bytes()
+            return cls.kept_alone(ordered, starts, QUANTILE_LAYOUT.version,
+                                  lambda rows, first: column.take(rows).union(first).to_bytes())
 
     def union(self, blobs, starts, at=None):
         """Each key's quantile from its partials' summed bin bounds (no
