@@ -18,6 +18,7 @@ import pandas as pd
 from distinct import SlidingHyperLogLog
 from distinct.columnar import SketchColumn, sliding_hll_bytes, union_estimates, union_estimates_of_bytes
 from distinct.columnar_union import union_bytes
+from distinct.hll_layout import LAYOUT as HLL_LAYOUT
 from ehist.blobs import Blobs
 
 from .hashed_items import HashedItems
@@ -93,14 +94,16 @@ class Distinct(HashedItems, family="sliding_hll", sketch=SlidingHyperLogLog, one
         """Every group's :meth:`merge` in one pass: all decoded at once,
         united register-wise
         (:func:`~distinct.columnar_union.union_bytes`), byte for byte the
-        per-group merge.  Sketches of different windows, precisions or
+        per-group merge (a lone sketch keeps its bytes: :meth:`kept_alone`).
+        Sketches of different windows, precisions or
         seeds: the per-group merge, which refuses them in one group."""
         # the union does not depend on the order within a group (each
         # register's future maxima), so the bytes are read where they are
-        column = SketchColumn.from_bytes(Blobs.of(blobs))
+        raw = Blobs.of(blobs)
+        column = SketchColumn.from_bytes(raw)  # every sketch checked
         if not column.alike():
             return super().merge_groups([bytes(b) for b in blobs], starts)
-        return union_bytes(column, starts)
+        return cls.kept_alone(raw, starts, HLL_LAYOUT.version, lambda rows, first: union_bytes(column.take(rows), first))
 
     def union(self, blobs, starts, at=None):
         """Each register's largest live rank over a key's partials, for all
