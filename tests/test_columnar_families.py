@@ -463,42 +463,18 @@ def test_spec_batch_paths_equal_their_per_key_ones(name, family, specs):
 
 @pytest.mark.parametrize("family", [SlidingCountMin, SlidingQuantiles])
 def test_a_lone_sketch_keeps_its_bytes_once_the_decoder_takes_them(family, specs):
-    """A group of one sketch keeps its bytes (``Family.kept_alone``): each
-    byte after the preamble altered in turn (0, 1, its low bit flipped,
-    0x80) with the checksum made good, ``merge_groups`` of it alone gives
-    ``merge_all``'s bytes where ``from_bytes`` takes it and the same error
-    where it refuses; a version-1 sketch is written anew."""
-    import struct
-    import zlib
+    """A group of one sketch keeps its bytes (``Family.kept_alone``), and
+    any byte of it altered gives merge_all's bytes or its error
+    (:func:`tests.lone.assert_lone_sketches_keep_their_bytes`)."""
     from pathlib import Path
 
-    from ehist.serialization import PREAMBLE_BYTES
-
-    def outcome(fn):
-        try:
-            return "ok", fn()
-        except (CorruptSketchError, ValueError) as exc:
-            return type(exc).__name__
+    from .lone import assert_lone_sketches_keep_their_bytes
 
     spec = specs[family]
-    cls = type(spec)
-    rng = np.random.default_rng(4)
-    rows = _rows(family, rng)
-    blob = spec.make(1000).update(*(r[:12] for r in rows)).to_bytes()
-    assert cls.merge_groups([blob, blob, blob], np.array([0, 1])) == \
-        [blob, family.merge_all([family.from_bytes(blob), family.from_bytes(blob)]).to_bytes()]
-    taken = 0
-    for at in range(PREAMBLE_BYTES, len(blob) - 4):
-        for byte in {0, 1, blob[at] ^ 1, 0x80}:
-            body = blob[:at] + bytes([byte]) + blob[at + 1:-4]
-            altered = body + struct.pack("<I", zlib.crc32(body))
-            expected = outcome(lambda: [family.merge_all([family.from_bytes(altered)]).to_bytes()])
-            assert outcome(lambda: cls.merge_groups([altered], np.array([0]))) == expected, (at, byte)
-            taken += expected != "CorruptSketchError"
-    assert taken > 10
-    old = (Path(__file__).parent / "golden" / ("cm_v1.bin" if family is SlidingCountMin else "quantiles_v1.bin"))
-    old = old.read_bytes()
-    assert cls.merge_groups([old], np.array([0])) == [family.from_bytes(old).to_bytes()] != [old]
+    rows = _rows(family, np.random.default_rng(4))
+    old = Path(__file__).parent / "golden" / ("cm_v1.bin" if family is SlidingCountMin else "quantiles_v1.bin")
+    assert_lone_sketches_keep_their_bytes(type(spec), family, spec.make(1000).update(*(r[:12] for r in rows)).to_bytes(),
+                                          old.read_bytes())
 
 
 def _rows(family, rng):

@@ -352,41 +352,17 @@ def test_union_estimates_one_now_per_group():
 
 def test_a_lone_sketch_keeps_its_bytes_once_the_decoder_takes_them():
     """A group of one sliding HyperLogLog keeps its bytes
-    (``Family.kept_alone``): each byte after the preamble altered in turn
-    (0, 1, its low bit flipped, 0x80) with the checksum made good,
-    ``merge_groups`` of it alone gives ``merge_all``'s bytes where
-    ``from_bytes`` takes it and the same error where it refuses; a
-    version-1 sketch is written anew."""
-    import struct
-    import zlib
+    (``Family.kept_alone``), and any byte of it altered gives merge_all's
+    bytes or its error (:func:`tests.lone.assert_lone_sketches_keep_their_bytes`)."""
     from pathlib import Path
 
-    from ehist import CorruptSketchError
-    from ehist.serialization import PREAMBLE_BYTES
     from udaf.family import load_families, spec_for_bytes
 
-    def outcome(fn):
-        try:
-            return "ok", fn()
-        except (CorruptSketchError, ValueError) as exc:
-            return type(exc).__name__
+    from .lone import assert_lone_sketches_keep_their_bytes
 
     load_families(())
-    H = SlidingHyperLogLog
     rng = np.random.default_rng(6)
     blob = SlidingHyperLogLog(5000, precision=6).update(np.sort(rng.integers(0, 4000, 20)),
                                                          rng.integers(0, 300, 20)).to_bytes()
-    cls = spec_for_bytes(blob)
-    assert cls.merge_groups([blob, blob, blob], np.array([0, 1])) == \
-        [blob, SlidingHyperLogLog.merge_all([SlidingHyperLogLog.from_bytes(blob)] * 2).to_bytes()]
-    taken = 0
-    for at in range(PREAMBLE_BYTES, len(blob) - 4):
-        for byte in {0, 1, blob[at] ^ 1, 0x80}:
-            body = blob[:at] + bytes([byte]) + blob[at + 1:-4]
-            altered = body + struct.pack("<I", zlib.crc32(body))
-            expected = outcome(lambda: [H.merge_all([H.from_bytes(altered)]).to_bytes()])
-            assert outcome(lambda: cls.merge_groups([altered], np.array([0]))) == expected, (at, byte)
-            taken += expected != "CorruptSketchError"
-    assert taken > 10
-    old = (Path(__file__).parent / "golden" / "hll_v1.bin").read_bytes()
-    assert cls.merge_groups([old], np.array([0])) == [SlidingHyperLogLog.from_bytes(old).to_bytes()] != [old]
+    assert_lone_sketches_keep_their_bytes(spec_for_bytes(blob), SlidingHyperLogLog, blob,
+                                          (Path(__file__).parent / "golden" / "hll_v1.bin").read_bytes())

@@ -187,3 +187,21 @@ def test_spec_partials_are_the_per_key_ones():
     spec = DistinctFM("dst", 1000, num_bitmaps=16)
     data = spec.read({"column": pa.array([None if i % 13 == 0 else f"d{i}" for i in rng.integers(0, 300, n)])}, n)
     assert spec.partials(t, starts, data, 1000)[0] == Spec.partials(spec, t, starts, data, 1000)[0]
+
+
+def test_a_lone_sketch_keeps_its_bytes_once_the_decoder_takes_them():
+    """A group of one FM sketch keeps its bytes (``Family.kept_alone``),
+    and any byte of it altered gives merge_all's bytes or its error
+    (:func:`tests.lone.assert_lone_sketches_keep_their_bytes`)."""
+    from pathlib import Path
+
+    pytest.importorskip("pandas")
+    from udaf import DistinctFM
+
+    from .lone import assert_lone_sketches_keep_their_bytes
+
+    spec = DistinctFM("x", 1000, num_bitmaps=8)
+    rng = np.random.default_rng(8)
+    blob = spec.make(1000).update(np.sort(rng.integers(0, 3000, 15)), rng.integers(0, 300, 15)).to_bytes()
+    assert_lone_sketches_keep_their_bytes(type(spec), SlidingFM, blob,
+                                          (Path(__file__).parent / "golden" / "fm_v1.bin").read_bytes())

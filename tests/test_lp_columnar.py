@@ -384,3 +384,18 @@ def test_compiled_loops_refuse_arrays_that_do_not_fit():
         lp.build(np.zeros((3, 2)), [1, 2, 3], [0, 4], 10, 0.2, 2.0, 1.0)
     with pytest.raises(ValueError, match="atoms"):
         lp.build(np.zeros((3, 2)), [1, 2], [0, 3], 10, 0.2, 2.0, 1.0)
+
+
+def test_a_lone_sketch_keeps_its_bytes_once_the_decoder_takes_them(loops):
+    """A group of one L_p sketch keeps its bytes (``Family.kept_alone``),
+    and any byte of it altered gives merge_all's bytes or its error
+    (:func:`tests.lone.assert_lone_sketches_keep_their_bytes`)."""
+    pytest.importorskip("pandas")
+    from udaf import LpNorm
+
+    from .lone import assert_lone_sketches_keep_their_bytes
+
+    spec = LpNorm("x", 1000, p=1.5, eps=0.5, delta=0.5)
+    rng = np.random.default_rng(9)
+    blob = spec.make(1000).update(np.sort(rng.integers(0, 3000, 6)), rng.integers(0, 300, 6)).to_bytes()
+    assert_lone_sketches_keep_their_bytes(type(spec), SlidingLpNorm, blob)

@@ -60,12 +60,16 @@ class DistinctFM(HashedItems, family="sliding_fm", sketch=SlidingFM, one_step="s
         """Every group's :meth:`merge` in one pass: each bit's newest
         timestamp over the group, every group at once
         (:meth:`~distinct.fm_columnar.FMColumn.union`), byte for byte the
-        per-group merge.  Sketches of different parameters: the per-group
-        merge, which refuses them in one group."""
+        per-group merge (a lone sketch keeps its bytes: :meth:`kept_alone`).
+        Sketches of different parameters: the per-group merge, which
+        refuses them in one group."""
         raw = Blobs.of(blobs)
         if not raw or not _alike(raw):
             return super().merge_groups(raw, starts)
-        return FMColumn.from_bytes(cls.merge_order(raw, starts)).union(starts).to_bytes()
+        ordered = cls.merge_order(raw, starts)
+        column = FMColumn.from_bytes(ordered)  # every sketch checked
+        return cls.kept_alone(ordered, starts, LAYOUT.version,
+                              lambda rows, first: column.take(rows).union(first).to_bytes())
 
     @classmethod
     def union_answers(cls, blobs, starts, nows, window):

@@ -103,13 +103,17 @@ class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_
     def merge_groups(cls, blobs, starts):
         """Every group's :meth:`merge` in one pass
         (:meth:`~lp_norms.columnar.LpColumn.union`: each group's sketches
-        in byte order, re-bucketed as ``merge_all`` does), byte for byte.
-        Sketches of different parameters: the per-group merge, which
-        refuses them in one group."""
+        in byte order, re-bucketed as ``merge_all`` does), byte for byte (a
+        lone sketch keeps its bytes: :meth:`kept_alone`).  Sketches of
+        different parameters: the per-group merge, which refuses them in
+        one group."""
         raw = Blobs.of(blobs)
         if not len(raw) or not one_parameter_set(raw, LAYOUT):
             return super().merge_groups(raw, starts)
-        return LpColumn.from_bytes(cls.merge_order(raw, starts)).union(starts).to_bytes()
+        ordered = cls.merge_order(raw, starts)
+        column = LpColumn.from_bytes(ordered)  # every sketch checked
+        return cls.kept_alone(ordered, starts, LAYOUT.version,
+                              lambda rows, first: column.take(rows).union(first).to_bytes())
 
     @classmethod
     def union_answers(cls, blobs, starts, nows, window):
