@@ -704,6 +704,13 @@ class HeavyHittersColumn:
     def __len__(self) -> int:
         return len(self.levels) // self.depth
 
+    def take(self, indices) -> "HeavyHittersColumn":
+        """The sketches at ``indices``, in that order (each one's levels
+        together)."""
+        depth = self.depth
+        rows = (np.asarray(indices, dtype=np.int64)[:, None] * depth + np.arange(depth)).ravel()
+        return HeavyHittersColumn(self.bits, self.level_bits, self.levels.take(rows))
+
     def __repr__(self) -> str:
         return f"HeavyHittersColumn(sketches={len(self)}, bits={self.bits}, level_bits={self.level_bits})"
 

@@ -35,6 +35,7 @@ from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn
 from frequencies.count_min import LAYOUT as ECM_LAYOUT
+from frequencies.heavy_hitters import LAYOUT as HH_LAYOUT
 
 from .exact import as_key_sum_overflow, in_window, per_key_sums, sum_past_int64
 from .inputs import INTEGRAL, ITEM, bad_value, check_arrow_type, integers, items
@@ -57,7 +58,7 @@ class _Weighted(Spec):
         """Every group's :meth:`merge` in one pass (:mod:`frequencies.columnar`):
         each group's bytes in order, all decoded together, every counter of
         every group united at once, byte for byte the per-group merge (a
-        lone ECM-sketch keeps its bytes: :meth:`kept_alone`).
+        lone sketch keeps its bytes: :meth:`kept_alone`).
         Sketches of different parameters: the per-group merge, which
         refuses them in one group."""
         raw = Blobs.of(blobs)
@@ -65,11 +66,10 @@ class _Weighted(Spec):
         column = cls.column_type.from_bytes(ordered)  # every sketch checked
         if column is None:
             return super().merge_groups(raw, starts)
+        version = (ECM_LAYOUT if cls.column_type is CountMinColumn else HH_LAYOUT).version
         with as_key_sum_overflow():
-            if cls.column_type is CountMinColumn:  # a lone ECM-sketch keeps its bytes
-                return cls.kept_alone(ordered, starts, ECM_LAYOUT.version,
-                                      lambda rows, first: column.take(rows).union(first).to_bytes())
-            return column.union(starts).to_bytes()
+            return cls.kept_alone(ordered, starts, version,
+                                  lambda rows, first: column.take(rows).union(first).to_bytes())
 
     @classmethod
     def _frequencies_of_unions(cls, blobs, starts, arrays, nows, window, frequencies, of_bytes=None):
