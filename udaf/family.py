@@ -251,8 +251,9 @@ class Family:
             rows = ranges(starts[rest], starts[rest] + sizes[rest])
             for g, b in zip(rest.tolist(), unite(rows, np.concatenate([[0], np.cumsum(sizes[rest])[:-1]]))):
                 out[g] = b
-        for g in np.flatnonzero(lone).tolist():
-            out[g] = blobs[int(starts[g])]
+        alone = np.flatnonzero(lone)
+        for g, b in zip(alone.tolist(), blobs.take(starts[alone]).tolist()):  # their bytes, one copy pass
+            out[g] = b
         return out
 
     @classmethod
