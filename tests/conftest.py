@@ -18,6 +18,49 @@ import pytest
 
 SCALE = max(1, int(os.environ.get("EHIST_HYPOTHESIS_SCALE", "1")))
 
+#: The test session's JVM (its ``Popen``), once the ``spark`` fixture started it.
+_JVM: dict = {}
+
+#: What an exit code of Spark's JVM says (SparkExitCode, the JVM's and the
+#: kernel's signals; a negative code is the signal that ended it).
+_JVM_EXITS = {
+    0: "it read end-of-file on its stdin: the Python process's pipe to it was closed",
+    50: "an uncaught exception in one of its threads",
+    52: "an OutOfMemoryError in a task thread: the heap (spark.driver.memory) is too small",
+    134: "it aborted: a fatal error in native code (RocksDB, the JIT): see its hs_err file",
+    -6: "it aborted: a fatal error in native code (RocksDB, the JIT): see its hs_err file",
+    -9: "SIGKILL: the kernel's OOM killer when the machine ran out of memory, or a person",
+    137: "SIGKILL: the kernel's OOM killer when the machine ran out of memory, or a person",
+}
+
+
+def jvm_exit() -> str | None:
+    """Why the session's JVM is gone (None while it runs): its exit code,
+    what the code says, and the head of its crash report if it wrote one
+    (hs_err_pid<pid>.log in its working directory).  A test of a dead JVM
+    otherwise fails with py4j's ``ConnectionRefusedError``, which says
+    nothing of the cause."""
+    proc = _JVM.get("proc")
+    if proc is None or proc.poll() is None:
+        return None
+    code = proc.returncode
+    message = f"Spark's JVM exited with code {code} ({_JVM_EXITS.get(code, 'see its output')}; pid {proc.pid})"
+    report = os.path.join(os.getcwd(), f"hs_err_pid{proc.pid}.log")
+    if os.path.exists(report):
+        with open(report, errors="replace") as f:
+            head = [line.rstrip() for line in f.readlines()[:40] if line.strip() and line.strip() != "#"]
+        message += f"\n{report}:\n" + "\n".join(head)
+    return message
+
+
+def pytest_runtest_setup(item):
+    """A test of the shared session fails at once, saying why, when its JVM
+    has exited."""
+    if "spark" in getattr(item, "fixturenames", ()):
+        gone = jvm_exit()
+        if gone:
+            pytest.fail(gone, pytrace=False)
+
 
 def examples(n: int) -> int:
     """Number of hypothesis examples for a test that runs ``n`` by default."""
@@ -60,6 +103,7 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    _JVM["proc"] = getattr(session.sparkContext._gateway, "proc", None)
     yield session
     session.stop()
 
