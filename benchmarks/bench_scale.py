@@ -2,8 +2,9 @@
 
 Run:  python -m pytest benchmarks/bench_scale.py -s
       (EHIST_BENCH_SCALE: data sets as name:keys:events per key and
-      site[:zipf exponent of the destinations, default uniform], default
-      "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5 alternating
+      site[:zipf exponent of the destinations, default uniform[:share of
+      the sources seen at every site, default 1: the others are seen at
+      one site each]], default "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5 alternating
       rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0 leaves out
       the sums' union, minutes at 100k keys; EHIST_BENCH_SCALE_WINDOWS,
       default "1 hour,1 day": the windows asked; EHIST_BENCH_SCALE_KINDS,
@@ -101,7 +102,8 @@ from benchmarks.conftest import RESULTS, median_interval, note_load, spark_fixtu
 
 pytest.importorskip("pyspark")
 
-DATA_SETS = [(name, int(keys), int(per), float(skew[0]) if skew else 0.0) for name, keys, per, *skew in
+DATA_SETS = [(name, int(keys), int(per), float(rest[0]) if rest else 0.0, float(rest[1]) if len(rest) > 1 else 1.0)
+             for name, keys, per, *rest in
              (item.split(":") for item in os.environ.get("EHIST_BENCH_SCALE", "sparse:100000:25").split(","))]
 ROUNDS = int(os.environ.get("EHIST_BENCH_SCALE_ROUNDS", "5"))
 SUMS = os.environ.get("EHIST_BENCH_SCALE_SUMS", "1") != "0"
@@ -135,13 +137,15 @@ def tables(spark, request, tmp_path_factory):
 
     from udaf import Count, Distinct, Frequencies, HeavyHitters, LpNorm, Quantile, Sum, sketch_table
 
-    name, keys, per, skew = request.param
+    name, keys, per, skew, shared = request.param
     heavy_asked = HEAVY and skew > 0
     base = tmp_path_factory.mktemp(f"scale-{name}")
     rng = np.random.default_rng(40)
+    common = round(keys * shared)  # sources 0..common at every site, each other one at one site only
     for site in range(SITES):
-        n = keys * per
-        pdf = pd.DataFrame({"src": rng.integers(0, keys, n),
+        seen = np.concatenate([np.arange(common), np.arange(common + site, keys, SITES)])
+        n = seen.size * per
+        pdf = pd.DataFrame({"src": seen[rng.integers(0, seen.size, n)],
                             "ts": pd.Timestamp(START) + pd.to_timedelta(rng.integers(0, 86_400 * 10**6, n), unit="us"),
                             "bytes": rng.integers(40, 1500, n),
                             "dst": rng.zipf(skew, n) % 5000 if skew else rng.integers(0, 5000, n)})
@@ -176,7 +180,9 @@ def tables(spark, request, tmp_path_factory):
         hourly_build = time.perf_counter() - t
     size = {t: sum(p.stat().st_size for p in (base / t).rglob("*.parquet"))
             for t in ("rollup", "sketches", "hourly", "items")}
-    RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": keys * per * SITES, "skew": skew,
+    events_n = (common * SITES + keys - common) * per
+    RESULTS[f"scale build | {name}"] = {"data": name, "keys": keys, "events": events_n, "skew": skew,
+                                        "per_key_and_site": per, "shared": shared,
                                         "heavy": heavy_asked,
                                         "native_seconds": native_build, "ehist_seconds": ehist_build,
                                         "rollup_bytes": size["rollup"], "sketch_bytes": size["sketches"],
@@ -184,7 +190,7 @@ def tables(spark, request, tmp_path_factory):
                                         "items_bytes": size["items"] or None}
     hourly = spark.read.parquet(str(base / "hourly")) if TIERS else None
     items = spark.read.parquet(str(base / "items")) if L2 or FREQUENCY else None  # the per-destination rollup
-    return (name, keys, per, skew, events, spark.read.parquet(str(base / "rollup")),
+    return (name, keys, per, skew, shared, events, spark.read.parquet(str(base / "rollup")),
             spark.read.parquet(str(base / "sketches")), hourly, items)
 
 
@@ -337,7 +343,7 @@ def _check(events, sketches, keys: int, hourly=None, heavy_asked: bool = False) 
 
 
 def test_scale(tables):
-    name, keys, per, skew, events, roll, sketches, hourly, items = tables
+    name, keys, per, skew, shared, events, roll, sketches, hourly, items = tables
     heavy_asked = HEAVY and skew > 0
     _check(events, sketches, keys, hourly, heavy_asked)
     kinds = [(k, KINDS[k]) for k in ASKED if (SUMS or k != "sums") and (heavy_asked or k != "heavy hitters")]
@@ -354,8 +360,8 @@ def test_scale(tables):
                         seconds[p].append(time.perf_counter() - t)
             for ours in (p for p in paths if p != "native"):
                 ratios = [x / y for x, y in zip(seconds[ours], seconds["native"])]
-                row = {"data": name, "keys": keys, "per_key_and_site": per, "skew": skew, "kind": kind,
-                       "question": question, "window": window, "path": ours, "rounds": rounds,
+                row = {"data": name, "keys": keys, "per_key_and_site": per, "skew": skew, "shared": shared,
+                       "kind": kind, "question": question, "window": window, "path": ours, "rounds": rounds,
                        "native_median": statistics.median(seconds["native"]),
                        "ehist_median": statistics.median(seconds[ours]), "ratio_median": statistics.median(ratios),
                        "ratio_interval": list(median_interval(ratios))}

@@ -539,7 +539,8 @@ def _scale(r: dict) -> list[str]:
           "| data | keys | events per key and site | destinations | build: native / sketch_table seconds | "
           "bytes: rollup / sketches | hourly sketch tables: build seconds, bytes |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
-    md += [f"| {v['data']} | {v['keys']:,} | {v['events'] // v['keys'] // 4:,} | "
+    md += [f"| {v['data']}{_shared(v)} | {v['keys']:,} | "
+           f"{v.get('per_key_and_site', v['events'] // v['keys'] // 4):,} | "
            f"{'Zipf ' + format(v['skew'], 'g') if v.get('skew') else 'uniform'} of 5,000"
            f"{', heavy hitters kept' if v.get('heavy') else ''} | "
            f"{v['native_seconds']:.1f} / {v['ehist_seconds']:.1f} | "
@@ -553,6 +554,13 @@ def _scale(r: dict) -> list[str]:
            f"{v['native_median']:.2f} | {v['ehist_median']:.2f} | {v['ratio_median']:.2f}x "
            f"({v['ratio_interval'][0]:.2f}-{v['ratio_interval'][1]:.2f}) | {v['rounds']} |" for v in rows]
     return md + [""]
+
+
+def _shared(v: dict) -> str:
+    """Where a data set's sources are not all seen at every site: how many
+    are (the others at one site each)."""
+    shared = v.get("shared", 1.0)
+    return "" if shared >= 1 else f" ({shared:.0%} of the sources at every site, the others at one)"
 
 
 def _span(values) -> str:
