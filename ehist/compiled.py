@@ -91,7 +91,33 @@ def jit(fn):
             return unlocked(sig)
 
     dispatcher.compile = compile
+    _typed_by_kind(dispatcher)
     return dispatcher
+
+
+def _typed_by_kind(dispatcher) -> None:
+    """Calls of ``dispatcher`` from compiled code typed by kind, not value.
+
+    numba types a constant argument as a literal (``Literal[int](0)``,
+    ``Literal[bool](True)``) and compiles the callee once per literal
+    signature: the unions' callers compiled ``_encode_one`` seven times and
+    ``_ordered_read`` six.  Here the arguments of such a call lose their
+    literal types (``numba.types.unliteral``) before the callee is compiled
+    or looked up: one specialization per kind of argument.  A sketch table
+    of counts, sums, distinct counts and p99 and its union, on first use in
+    a fresh environment: 93 specializations compiled in 74 s, now 57 in 48 s
+    (the unions run 0-3% slower in one process, within the noise of this
+    machine).  Calls from Python are typed by their values' types already.
+    Where numba has no ``get_call_template``, calls keep numba's typing."""
+    typed = getattr(dispatcher, "get_call_template", None)
+    unliteral = getattr(getattr(numba, "types", None), "unliteral", None)
+    if typed is None or unliteral is None:  # pragma: no cover - another numba
+        return
+
+    def get_call_template(args, kws):
+        return typed(tuple(unliteral(a) for a in args), {k: unliteral(v) for k, v in kws.items()})
+
+    dispatcher.get_call_template = get_call_template
 
 
 def kernel(fn):
