@@ -5,7 +5,7 @@ Run:  python -m pytest benchmarks/bench_udaf.py -s
       EHIST_BENCH_REPEATS the runs per path, default 3 or more: the best is kept)
 
 One question, "count, sum (and distinct count) per key over the last
-window, as of now", on a cached DataFrame of (k, ts, bytes, dst) rows with
+window, as of now" (and the p99 of bytes: :func:`test_p99_as_of_now`), on a cached DataFrame of (k, ts, bytes, dst) rows with
 1k and 100k keys and a window of a quarter of the stream, answered by:
 
 * the native query: ``df.where(ts > now - w).groupBy(k).agg(count, sum,
@@ -233,6 +233,41 @@ def test_count_and_sum_as_of_now(spark, keys):
     exact, auto = answers(got["native query"], "l"), answers(got["aggregate auto"], "l")
     assert all(abs(auto[k][0] - v[0]) <= 1e-9 * v[0] for k, v in exact.items())
     tie(q, keys, per_dst, lambda: aggregate(df, "k", "ts", now=NOW, **l2).collect())
+    df.unpersist()
+
+
+@pytest.mark.parametrize("keys", [1_000, 100_000])
+def test_p99_as_of_now(spark, keys):
+    """Issue 40's two-phase target for the quantiles: each key's p99 of
+    bytes over the window as of now, against the queries Spark offers
+    (``percentile_approx``, and its own KLL sketches); ``aggregate`` with a
+    ``Quantile`` (auto and two_phase).  Answers checked on a sample of keys:
+    within the sketch's accuracy of the window's top 2% of values."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from udaf import Quantile, aggregate
+
+    q = "p99 of bytes, as of now"
+    df = data(spark, keys)
+    recent = df.where(F.col("ts") > NOW - WINDOW).groupBy("k")
+    spec = dict(p=Quantile("bytes", WINDOW, q=0.99))
+    got = runs(spark, q, keys, {
+        "native percentile_approx": lambda: recent.agg(F.percentile_approx("bytes", 0.99).alias("p")).collect(),
+        "native kll sketch": lambda: recent.agg(F.kll_sketch_get_quantile_bigint(
+            F.kll_sketch_agg_bigint("bytes"), F.lit(0.99)).alias("p")).collect(),
+        "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **spec).collect(),
+        "aggregate two_phase": lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase", **spec).collect()})
+    sample = sorted(answers(got["native percentile_approx"], "p"))[:50]
+    values = {}
+    for r in df.where((F.col("ts") > NOW - WINDOW) & F.col("k").isin(sample)).select("k", "bytes").collect():
+        values.setdefault(r.k, []).append(r.bytes)
+    accuracy = spec["p"].accuracy
+    for path in ("aggregate auto", "aggregate two_phase"):
+        mine = answers(got[path], "p")
+        for k, v in values.items():
+            low, high = np.quantile(v, 0.98), max(v)
+            assert low * (1 - accuracy) - 1 <= mine[k][0] <= high * (1 + accuracy) + 1, (path, k)
     df.unpersist()
 
 
