@@ -4,8 +4,9 @@ Run:  python -m pytest benchmarks/bench_scale.py -s
       (EHIST_BENCH_SCALE: data sets as name:keys:events per key and
       site[:zipf exponent of the destinations, default uniform[:share of
       the sources seen at every site, default 1: the others are seen at
-      one site each]], default "sparse:100000:25"; EHIST_BENCH_SCALE_ROUNDS, default 5 alternating
-      rounds after one warm-up round; EHIST_BENCH_SCALE_SUMS=0 leaves out
+      one site each]], default "sparse:100000:25";
+      EHIST_BENCH_SCALE_ROUNDS, default 5 alternating rounds after one
+      warm-up round; EHIST_BENCH_SCALE_SUMS=0 leaves out
       the sums' union, minutes at 100k keys; EHIST_BENCH_SCALE_WINDOWS,
       default "1 hour,1 day": the windows asked; EHIST_BENCH_SCALE_KINDS,
       default "count + distinct,p99,sums": the answers asked, "heavy
@@ -54,6 +55,11 @@ sketch keeps buckets for every size class.  Dense keys (thousands of
 events per source and site, destinations drawn from a Zipf law so that
 some are heavy) are the sketches': the rollup keeps a row per minute
 whatever happens in it.
+
+Sources seen at one site (``EHIST_BENCH_SCALE="lone:100000:25:0:0.1"``: a
+tenth of the sources at every site, each other one at one site): what
+real network tables look like, most sources showing up at one site; their
+keys take the unions' path for a lone sketch (read, checked, bytes kept).
 
 Tiered tables, the rollup's own trick for short windows: beside the
 day's table, one sketch table per hour (``sketch_table`` by source, site

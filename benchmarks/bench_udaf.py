@@ -5,8 +5,9 @@ Run:  python -m pytest benchmarks/bench_udaf.py -s
       EHIST_BENCH_REPEATS the runs per path, default 3 or more: the best is kept)
 
 One question, "count, sum (and distinct count) per key over the last
-window, as of now" (and the p99 of bytes: :func:`test_p99_as_of_now`), on a cached DataFrame of (k, ts, bytes, dst) rows with
-1k and 100k keys and a window of a quarter of the stream, answered by:
+window, as of now" (and the p99 of bytes: :func:`test_p99_as_of_now`), on
+a cached DataFrame of (k, ts, bytes, dst) rows with 1k and 100k keys and a
+window of a quarter of the stream, answered by:
 
 * the native query: ``df.where(ts > now - w).groupBy(k).agg(count, sum,
   countDistinct | approx_count_distinct)`` (the baseline, ratio 1.0);
