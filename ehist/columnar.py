@@ -446,6 +446,27 @@ class HistogramColumn:
         return HistogramColumn(self.window, self.eps, offsets, *buckets, self.newest[idx], self.has_newest[idx],
                                self.merged[idx])
 
+    def take_spans(self, starts, ends) -> "HistogramColumn":
+        """The histograms ``starts[i]:ends[i]`` of every ``i``, in that
+        order: :meth:`take` of :func:`ehist.segments.ranges` of them, with
+        each span's buckets (contiguous) copied as one span rather than
+        indexed histogram by histogram (a keyed sketch's counters lie
+        together: :meth:`ehist.keyed_counters.KeyedCounters.take`).
+
+        >>> col = HistogramColumn.build(np.array([1, 2, 3, 4, 5, 6]), np.array([0, 2, 3, 5]), window=100, eps=0.5)
+        >>> part = col.take_spans([2, 0], [4, 1])
+        >>> part.hi.tolist() == col.take([2, 3, 0]).hi.tolist(), np.diff(part.offsets).tolist()
+        (True, [2, 1, 2])
+        """
+        a = np.asarray(starts, dtype=np.int64)
+        z = np.asarray(ends, dtype=np.int64)
+        first, end = (gather(self.offsets[:-1], a, z), gather(self.offsets[1:], a, z))
+        offsets = np.concatenate([[0], np.cumsum(end - first)]).astype(np.int64)
+        ba, bz = self.offsets[a], self.offsets[z]  # each span's buckets, together
+        buckets = [gather(x, ba, bz) for x in (self.exps, self.hi, self.lo)]
+        return HistogramColumn(self.window, self.eps, offsets, *buckets,
+                               *(gather(x, a, z) for x in (self.newest, self.has_newest, self.merged)))
+
 
 def _cutoffs(total: int, newest, has_newest, now, window, where: str) -> np.ndarray:
     """Each histogram's cutoff (units after it are in the window) for a

@@ -51,7 +51,6 @@ from .columnar import HistogramColumn, decode_compact_flat, region_varints
 from .counters import MIN_COMPACT_BYTES, merge_keyed_groups
 from .serialization import varint_stream
 from .segments import every, gather
-from .segments import ranges as _ranges
 
 __all__ = ["KeyedCounters", "KeyedColumn"]
 
@@ -144,10 +143,9 @@ class KeyedCounters:
         idx = np.asarray(indices, dtype=np.int64)
         if every(idx, len(self)):
             return self
-        a, b = self.offsets[idx], self.offsets[idx + 1]
-        rows = _ranges(a, b)
-        return KeyedCounters(np.concatenate([[0], np.cumsum(b - a)]), self.keys[rows], self.col.take(rows),
-                             self.newest[idx], self.has_newest[idx])
+        a, b = self.offsets[idx], self.offsets[idx + 1]  # a sketch's counters (and their buckets) lie together
+        return KeyedCounters(np.concatenate([[0], np.cumsum(b - a)]), gather(self.keys, a, b),
+                             self.col.take_spans(a, b), self.newest[idx], self.has_newest[idx])
 
     # --------------------------------------------------------------- union
     def unite(self, group_starts) -> "KeyedCounters":

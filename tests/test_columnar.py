@@ -85,6 +85,31 @@ def test_build_equals_update_per_run(data, window, eps, counts):
     assert col.to_bytes() == [h.to_bytes() for h in expected]
 
 
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(60), deadline=None)
+@given(data=runs(), merged=st.booleans(), picks=st.data())
+def test_take_spans_is_take_of_the_spans(name, data, merged, picks):
+    """A column's histograms taken span by span (each span's buckets
+    copied together: how a keyed sketch's counters are taken) are
+    :meth:`HistogramColumn.take` of the spans' positions, empty spans and
+    repeats included."""
+    from ehist.segments import ranges
+
+    ts, vs, starts = data
+    col = HistogramColumn.build(ts, starts, vs, window=3000, eps=0.1)
+    if merged:
+        col = HistogramColumn(col.window, col.eps, col.offsets, col.exps, col.hi, col.lo, col.newest,
+                              col.has_newest, np.arange(len(col)) % 2 == 0)
+    cuts = picks.draw(st.lists(st.tuples(st.integers(0, len(col)), st.integers(0, len(col))), max_size=6))
+    a = np.array([min(x) for x in cuts], dtype=np.int64)
+    z = np.array([max(x) for x in cuts], dtype=np.int64)
+    with engine(name):
+        got = col.take_spans(a, z)
+    want = col.take(ranges(a, z))
+    for field in ("offsets", "exps", "hi", "lo", "newest", "has_newest", "merged"):
+        assert getattr(got, field).tolist() == getattr(want, field).tolist(), field
+
+
 @settings(max_examples=examples(100), deadline=None)
 @given(data=runs(values=values_small), window=st.integers(1, 500), eps=eps_values,
        now_after=st.integers(0, 600), query=st.integers(1, 500))
