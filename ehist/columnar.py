@@ -1239,15 +1239,12 @@ def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
     ``newest[i]`` where ``has_newest[i]``, its payload
     ``payload[byte_starts[i]:byte_ends[i]]`` (uint8) and the CRC-32 of all
     of it (:mod:`ehist.serialization`'s framing); one compiled pass when
-    the compiled loops run and the blobs are small (large ones: zlib's
-    CRC-32 each, see :data:`ZLIB_CRC_FROM`)."""
+    the compiled loops run (by their table loop, large blobs: zlib's CRC-32
+    each, see :data:`ZLIB_CRC_FROM`)."""
     count = np.size(byte_starts)
     large = count and int(np.sum(np.asarray(byte_ends) - np.asarray(byte_starts))) >= ZLIB_CRC_FROM * count
-    if compiled.active() and not large:
-        buf, offsets = compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT)
-        whole = buf.tobytes()
-        bounds = offsets.tolist()
-        return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    if compiled.active() and (not large or compiled.crc_by_zlib()):
+        return split(*compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT))
     payload = np.ascontiguousarray(payload, dtype=np.uint8).tobytes()
     flags = np.asarray(flags).tolist()
     heads = {f: head[:FLAGS_AT] + struct.pack("<H", f) + head[FLAGS_AT + 2:] for f in set(flags)}
@@ -1259,6 +1256,36 @@ def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
         out.append(body + pack_crc(crc32(body)))
     return out
 
+
+def sealed_spans(head: bytes, flags, newest, has_newest, payload: np.ndarray, byte_starts,
+                 byte_ends) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sealed_blobs` one after the other, for a writer that puts
+    them inside larger blobs (a heavy-hitter sketch's levels): ``(buf,
+    offsets)``, blob ``i`` at ``buf[offsets[i]:offsets[i + 1]]``, in one
+    compiled pass where the compiled loops run.
+
+    >>> head = bytes([69, 72, 1, 2, 0, 0])
+    >>> args = (head, [0, 1], [0, 7], [False, True], np.array([3, 4], dtype=np.uint8), [0, 1], [1, 2])
+    >>> split(*sealed_spans(*args)) == sealed_blobs(*args)
+    True
+    """
+    if compiled.active():
+        return compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT)
+    blobs = sealed_blobs(head, flags, newest, has_newest, payload, byte_starts, byte_ends)
+    return (np.frombuffer(b"".join(blobs), dtype=np.uint8),
+            np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int64))
+
+
+def split(buf: np.ndarray, offsets) -> list:
+    """``buf[offsets[i]:offsets[i + 1]]`` of every ``i``, as bytes (one copy
+    of the buffer, sliced).
+
+    >>> split(np.arange(65, 70, dtype=np.uint8), np.array([0, 2, 2, 5]))
+    [b'AB', b'', b'CDE']
+    """
+    whole = np.ascontiguousarray(buf, dtype=np.uint8).tobytes()
+    bounds = np.asarray(offsets).tolist()
+    return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):
     """(accepted mask, bytes as uint8, starts, lengths): the ``blobs`` (a
@@ -1275,12 +1302,13 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_
             col.lengths)
 
 
-#: Blobs of this many bytes or more have their checksum checked by zlib, one
-#: call each, the others in one compiled pass: zlib's CRC-32 runs at ~2 GB/s
-#: here against the compiled table loop's ~0.7 GB/s, and a call costs about
-#: a microsecond (measured: 300 L_p sketches of 420 KB, 0.064 s against
-#: 0.15-0.2 s; 400 heavy-hitter sketches of 118 KB, 0.013-0.021 s against
-#: 0.035-0.038 s).
+#: Where the compiled loops check checksums by their table loop
+#: (:func:`ehist.compiled.crc_by_zlib` False: zlib's library not found),
+#: blobs of this many bytes or more are checked by zlib, one call each:
+#: zlib's CRC-32 runs at ~2 GB/s here against the table loop's ~0.7 GB/s,
+#: and a call costs about a microsecond (measured: 300 L_p sketches of 420
+#: KB, 0.064 s against 0.15-0.2 s; 400 heavy-hitter sketches of 118 KB,
+#: 0.013-0.021 s against 0.035-0.038 s).
 ZLIB_CRC_FROM = 4096
 
 
@@ -1296,10 +1324,10 @@ def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int
               & (version_2 | (version == 1)) & (head[:, FLAGS_AT + 1] == 0)
               & ((flags & ~np.uint8(v2_flags)) == base_flags) & (version_2 | (flags == base_flags)))
     rest = np.flatnonzero(ok)
-    if compiled.active():  # small blobs in one compiled pass; large ones by zlib, 2-3x faster per byte
-        small = rest[lengths[rest] < ZLIB_CRC_FROM]
+    if compiled.active():  # in one compiled pass; by the table loop, large blobs by zlib (faster per byte)
+        small = rest if compiled.crc_by_zlib() else rest[lengths[rest] < ZLIB_CRC_FROM]
         ok[small] = compiled.crc_matches(buf, starts[small], lengths[small])
-        rest = rest[lengths[rest] >= ZLIB_CRC_FROM]
+        rest = rest[:0] if compiled.crc_by_zlib() else rest[lengths[rest] >= ZLIB_CRC_FROM]
     mv = memoryview(buf)
     crc32 = zlib.crc32
     for i in rest.tolist():

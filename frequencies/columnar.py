@@ -35,16 +35,15 @@ from __future__ import annotations
 
 import math
 import struct
-import zlib
 
 import numpy as np
 
 from ehist import compiled
 from ehist.validation import INT64_MIN
-from ehist.columnar import region_varints, sealed, sealed_heads
+from ehist.columnar import region_varints, sealed, sealed_blobs, sealed_heads, sealed_spans
 from ehist.hashing import as_hashes
 from ehist.keyed_counters import KeyedColumn, KeyedCounters
-from ehist.serialization import FAMILIES, MAGIC
+from ehist.serialization import FAMILIES, MAGIC, varint_stream
 from ehist.segments import gather, groups_checked, search_segments
 
 from . import count_min as _cm
@@ -60,17 +59,6 @@ _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("e
 _ECM_PARAMS_AT = 6
 _HH_HEAD = _hh.LAYOUT.head
 _CRC = struct.Struct("<I")
-
-
-def _sealed_list(buf: np.ndarray, offsets: np.ndarray) -> list:
-    """Each ``buf[offsets[i]:offsets[i + 1]]`` with its CRC-32 appended."""
-    joined = buf.tobytes()
-    crc32, pack = zlib.crc32, _CRC.pack
-    out = []
-    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        body = joined[a:b]
-        out.append(body + pack(crc32(body)))
-    return out
 
 
 def _listed(groups: int, cg, cand, est, lower, upper) -> list:
@@ -427,30 +415,16 @@ class CountMinColumn(KeyedColumn):
     # ------------------------------------------------------------ encoding
     def to_bytes(self) -> list:
         """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
-        n = len(self)
-        if n == 0:
-            return []
+        return sealed_blobs(*self._sealing()) if len(self) else []
+
+    def _sealing(self) -> tuple:
+        """:func:`~ehist.columnar.sealed_blobs`'s arguments for every
+        sketch: the head (preamble and parameters), "has newest" flags, the
+        newest times and the keyed counter regions."""
         c = self.counters
         regions, r_off = c.write()
-        flags = c.has_newest.astype(np.uint16)
-        heads = np.zeros(n, dtype=np.dtype([("magic", "S2"), ("family", "u1"), ("version", "u1"), ("flags", "<u2")]
-                                           + _ECM_FIELDS.descr))
-        heads["magic"], heads["family"], heads["version"], heads["flags"] = MAGIC, FAMILIES["SlidingCountMin"], \
-            _cm.LAYOUT.version, flags
-        for name, value in zip(("window", "eps", "delta", "eh_eps", "seed"), self.params):
-            heads[name] = value
-        heads["newest"] = c.newest
-        head_buf = np.frombuffer(heads.tobytes(), dtype=np.uint8)
-        size = _ECM_HEAD.size
-        head_len = np.where(c.has_newest, size, size - 8)  # no newest: the parameters only
-        src = np.concatenate([head_buf, regions])
-        piece_starts = np.empty(2 * n, dtype=np.int64)
-        piece_ends = np.empty(2 * n, dtype=np.int64)
-        piece_starts[0::2] = np.arange(n) * size
-        piece_ends[0::2] = piece_starts[0::2] + head_len
-        piece_starts[1::2], piece_ends[1::2] = head_buf.size + r_off[:-1], head_buf.size + r_off[1:]
-        lengths = head_len + np.diff(r_off)
-        return _sealed_list(gather(src, piece_starts, piece_ends), np.concatenate([[0], np.cumsum(lengths)]))
+        head = _cm.LAYOUT.head.pack(MAGIC, FAMILIES["SlidingCountMin"], _cm.LAYOUT.version, 0, *self.params)
+        return head, c.has_newest.astype(np.uint16), c.newest, c.has_newest, regions, r_off[:-1], r_off[1:]
 
 
 def _row_sums(lo: np.ndarray, up: np.ndarray, segment: np.ndarray, size: int):
@@ -970,30 +944,27 @@ class HeavyHittersColumn:
         return HeavyHittersColumn(self.bits, self.level_bits, ordered.union(run_starts))
 
     def to_bytes(self) -> list:
-        """``[self[i].to_bytes() for i in range(len(self))]``."""
-        levels = self.levels.to_bytes()
-        depth = self.depth
+        """``[self[i].to_bytes() for i in range(len(self))]``: every level
+        sealed in one pass, then every sketch's level table and levels."""
+        n, depth = len(self), self.depth
+        if n == 0:
+            return []
+        levels, l_off = sealed_spans(*self.levels._sealing())
+        sizes = np.diff(l_off)
+        table, nbytes = varint_stream(sizes)  # each sketch's level lengths, then its levels (consecutive)
+        t_off = np.concatenate([[0], np.cumsum(nbytes)])[::depth]
+        firsts, ends = l_off[:-1:depth], l_off[depth::depth]  # each sketch's levels
+        piece_starts, piece_ends = np.empty(2 * n, dtype=np.int64), np.empty(2 * n, dtype=np.int64)
+        piece_starts[0::2], piece_ends[0::2] = t_off[:-1], t_off[1:]
+        piece_starts[1::2], piece_ends[1::2] = table.size + firsts, table.size + ends
+        payload = gather(np.concatenate([table, levels]), piece_starts, piece_ends)
+        p_off = np.concatenate([[0], np.cumsum(np.diff(t_off) + ends - firsts)])
         head = _HH_HEAD.pack(MAGIC, FAMILIES["SlidingHeavyHitters"], _hh.LAYOUT.version, 0, self.bits,
                              self.level_bits) + bytes([depth])
-        out = []
-        crc32, pack = zlib.crc32, _CRC.pack
-        for i in range(0, len(levels), depth):
-            parts = levels[i:i + depth]
-            body = head + _varints([len(p) for p in parts]) + b"".join(parts)
-            out.append(body + pack(crc32(body)))
-        return out
+        return sealed_blobs(head, np.zeros(n, dtype=np.uint16), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool),
+                            payload, p_off[:-1], p_off[1:])
 
 
 def _level_rows(sketches: np.ndarray, depth: int) -> np.ndarray:
     """The level rows of ``sketches`` (each ``depth`` levels), in order."""
     return (np.asarray(sketches, dtype=np.int64)[:, None] * depth + np.arange(depth)).ravel()
-
-
-def _varints(values: list) -> bytes:
-    out = bytearray()
-    for v in values:
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-    return bytes(out)

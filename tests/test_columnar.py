@@ -702,6 +702,23 @@ def test_segment_helpers_against_numpy(name, data):
 
 
 @pytest.mark.skipif(not ehist_compiled.AVAILABLE, reason="no numba")
+@given(data=st.binary(max_size=300), cut=st.integers(0, 300))
+@settings(max_examples=examples(40), deadline=None)
+def test_both_compiled_checksum_loops_are_zlibs_crc32(data, cut):
+    """The compiled CRC-32 of a span: by zlib's own ``crc32`` where its
+    library is found (what :func:`crc_matches` runs then) and by the
+    table loop (where it is not), both :func:`zlib.crc32`."""
+    from ehist import compiled
+
+    buf = np.frombuffer(b"\x07" + data, dtype=np.uint8)
+    a, end = 1, 1 + min(cut, len(data))
+    want = zlib.crc32(data[:end - 1])
+    assert int(compiled.jit(compiled._crc_span)(buf, a, end, compiled._CRC_TABLE)) == want
+    if compiled._zlib_crc32() is not None:
+        assert int(compiled.jit(compiled._crc_span_zlib)(buf, a, end, compiled._CRC_TABLE)) == want
+
+
+@pytest.mark.skipif(not ehist_compiled.AVAILABLE, reason="no numba")
 def test_every_compilation_holds_the_compile_lock(monkeypatch):
     """compiled.jit: numba compiles (or loads from its cache) each new
     signature under the machine-wide lock, re-entered by the compilations
