@@ -708,11 +708,21 @@ def _gather(src, starts, ends):
         total += ends[i] - starts[i]
     out = np.empty(total, dtype=src.dtype)
     at = 0
-    for i in range(starts.size):  # element by element: many spans are a few elements (no view per span)
-        for j in range(starts[i], ends[i]):
+    for i in range(starts.size):
+        n = ends[i] - starts[i]
+        if n >= _LONG_SPAN:  # one slice copy
+            out[at:at + n] = src[starts[i]:ends[i]]
+            at += n
+            continue
+        for j in range(starts[i], ends[i]):  # element by element: most spans are a few elements (no views)
             out[at] = src[j]
             at += 1
     return out
+
+
+#: Spans of this many elements or more are copied by one slice assignment in
+#: the compiled gathers, the shorter ones element by element.
+_LONG_SPAN = 64
 
 
 def search_segments(values, lo, hi, needles) -> np.ndarray:
@@ -1153,9 +1163,14 @@ def _seal_all(head, flags_at, flags, newest, has_newest, payload, starts, ends, 
             for j in range(8):
                 out[at + j] = np.uint8((v >> np.uint64(8 * j)) & np.uint64(0xFF))
             at += 8
-        for j in range(starts[i], ends[i]):
-            out[at] = payload[j]
-            at += 1
+        n = ends[i] - starts[i]
+        if n >= _LONG_SPAN:
+            out[at:at + n] = payload[starts[i]:ends[i]]
+            at += n
+        else:
+            for j in range(starts[i], ends[i]):
+                out[at] = payload[j]
+                at += 1
         c = _crc1(out, offsets[i], at, table)
         for j in range(4):
             out[at + j] = np.uint8((c >> np.uint32(8 * j)) & np.uint32(0xFF))

@@ -679,7 +679,7 @@ def test_segment_helpers_against_numpy(name, data):
     from ehist import compiled
     from ehist.segments import gather, ranges, search_segments
 
-    src = np.array(data.draw(st.lists(st.integers(0, 255), max_size=80)), dtype=np.uint8)
+    src = np.array(data.draw(st.lists(st.integers(0, 255), max_size=200)), dtype=np.uint8)  # spans short and long
     cuts = sorted(data.draw(st.lists(st.integers(0, src.size), max_size=12)))
     starts, ends = np.array(cuts[0::2][:len(cuts) // 2], dtype=np.int64), np.array(cuts[1::2], dtype=np.int64)
     values = np.sort(np.array(data.draw(st.lists(st.integers(-50, 50), min_size=1, max_size=40)), dtype=np.int64))
