@@ -61,6 +61,13 @@ _HH_HEAD = _hh.LAYOUT.head
 _CRC = struct.Struct("<I")
 
 
+def _head_fields(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The parameters and newest time (:data:`_ECM_FIELDS`) of the
+    ECM-sketches at ``starts``, one span copy each."""
+    at = np.asarray(starts, dtype=np.int64) + _ECM_PARAMS_AT
+    return np.frombuffer(gather(buf, at, at + _ECM_FIELDS.itemsize), dtype=_ECM_FIELDS)
+
+
 def _listed(groups: int, cg, cand, est, lower, upper) -> list:
     """Each group's heavy hitters, largest estimate first (ties: smaller
     item first), as :class:`~frequencies.heavy_hitters.HeavyHitter` lists."""
@@ -185,8 +192,7 @@ class CountMinColumn(KeyedColumn):
         params = None
         fast = None
         if idx.size:
-            fields = np.ndarray(idx.size, dtype=_ECM_FIELDS, buffer=buf[(starts[idx][:, None] + _ECM_PARAMS_AT
-                                                                         + np.arange(_ECM_FIELDS.itemsize))].tobytes())
+            fields = _head_fields(buf, starts[idx])
             first = fields[0]
             params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
                       int(first["seed"]))
@@ -499,8 +505,7 @@ def _ecm_bounds_of_bytes(buf, starts, lengths, window, times):
     n = starts.size
     if not (buf[starts + 3] == _cm.LAYOUT.version).all():
         return None
-    fields = np.ndarray(n, dtype=_ECM_FIELDS, buffer=buf[(starts[:, None] + _ECM_PARAMS_AT
-                                                          + np.arange(_ECM_FIELDS.itemsize))].tobytes())
+    fields = _head_fields(buf, starts)
     first = fields[0]
     params = (int(first["window"]), float(first["eps"]), float(first["delta"]), float(first["eh_eps"]),
               int(first["seed"]))
