@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
@@ -51,7 +52,7 @@ from . import heavy_hitters as _hh
 from .count_min import SlidingCountMin
 from .heavy_hitters import SlidingHeavyHitters, levels_of
 
-__all__ = ["CountMinColumn", "HeavyHittersColumn"]
+__all__ = ["CountMinColumn", "HeavyHittersColumn", "Hitters"]
 
 _ECM_HEAD = struct.Struct(_cm.LAYOUT.head.format + "q")  # preamble, parameters, newest
 _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("eh_eps", "<f8"), ("seed", "<u8"),
@@ -68,17 +69,50 @@ def _head_fields(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.frombuffer(gather(buf, at, at + _ECM_FIELDS.itemsize), dtype=_ECM_FIELDS)
 
 
-def _listed(groups: int, cg, cand, est, lower, upper) -> list:
-    """Each group's heavy hitters, largest estimate first (ties: smaller
-    item first), as :class:`~frequencies.heavy_hitters.HeavyHitter` lists."""
-    from .heavy_hitters import HeavyHitter
+class Hitters(NamedTuple):
+    """Many groups' heavy hitters, flat: group ``g``'s at
+    ``offsets[g]:offsets[g + 1]``, largest estimate first (ties: smaller
+    item first), as :meth:`lists` gives them, without a Python object per
+    item (``flat=True`` of :meth:`HeavyHittersColumn.heavy_hitters` and
+    its byte-level forms: what a Spark column of lists is built from).
 
-    order = np.lexsort((cand, -est, cg))
-    out = [[] for _ in range(groups)]
-    for g, x, e, a, b in zip(cg[order].tolist(), cand[order].tolist(), est[order].tolist(),
-                             lower[order].tolist(), upper[order].tolist()):
-        out[g].append(HeavyHitter(x, e, a, b))
-    return out
+    >>> h = Hitters.of(3, np.array([2, 0, 2]), np.array([5, 9, 7], dtype=np.uint64), np.array([1.0, 4.0, 3.0]),
+    ...                np.array([1, 4, 3]), np.array([1, 4, 3]))
+    >>> h.offsets.tolist(), [[x.item for x in hs] for hs in h.lists()]
+    ([0, 1, 1, 3], [[9], [], [7, 5]])
+    """
+
+    offsets: np.ndarray
+    item: np.ndarray
+    estimate: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def of(cls, groups: int, cg, cand, est, lower, upper) -> "Hitters":
+        """From each hitter's group, id, estimate and bounds, in any order."""
+        order = np.lexsort((cand, -est, cg))
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(cg, minlength=groups))]).astype(np.int64)
+        return cls(offsets, np.asarray(cand, dtype=np.uint64)[order], np.asarray(est, dtype=np.float64)[order],
+                   np.asarray(lower, dtype=np.int64)[order], np.asarray(upper, dtype=np.int64)[order])
+
+    @classmethod
+    def of_lists(cls, lists: list) -> "Hitters":
+        """From lists of :class:`~frequencies.heavy_hitters.HeavyHitter` (in order)."""
+        flat = [h for hs in lists for h in hs]
+        offsets = np.concatenate([[0], np.cumsum([len(hs) for hs in lists])]).astype(np.int64)
+        return cls(offsets, np.array([h.item for h in flat], dtype=np.uint64),
+                   np.array([h.estimate for h in flat], dtype=np.float64),
+                   np.array([h.lower for h in flat], dtype=np.int64), np.array([h.upper for h in flat], dtype=np.int64))
+
+    def lists(self) -> list:
+        """Each group's list of :class:`~frequencies.heavy_hitters.HeavyHitter`."""
+        from .heavy_hitters import HeavyHitter
+
+        hitters = [HeavyHitter(*h) for h in zip(self.item.tolist(), self.estimate.tolist(), self.lower.tolist(),
+                                                 self.upper.tolist())]
+        bounds = self.offsets.tolist()
+        return [hitters[a:z] for a, z in zip(bounds[:-1], bounds[1:])]
 
 
 class CountMinColumn(KeyedColumn):
@@ -575,7 +609,7 @@ def _level_spans(buf, starts, lengths, depth: int):
 
 
 def _walk(phi: float, bits: int, level_bits: int, params: tuple, width: int, size: int, depth: int, groups: int,
-          group_of, owner, keys, lo, up) -> list | None:
+          group_of, owner, keys, lo, up) -> "Hitters | None":
     """Every group's walk down the levels from its sketches' counter bounds
     summed (``owner``: each counter's level sketch, sketch ``i``'s level
     ``j`` at ``i * depth + j``; ``group_of``: each sketch's group): the
@@ -621,7 +655,7 @@ def _walk(phi: float, bits: int, level_bits: int, params: tuple, width: int, siz
         cg, cand, est, lower, upper = walk(key, sum_lo, sum_up, np.searchsorted(
             key, np.arange(groups * depth + 1, dtype=np.int64) * size), slack, threshold, lengths,
             int_hash_key(seed), _cm._ROW_KEYS[:rows], width, size)
-        return _listed(groups, cg, cand, est, lower, upper)
+        return Hitters.of(groups, cg, cand, est, lower, upper)
     # the walk: every group's candidates at once
     fanout = np.arange(1 << lengths[0], dtype=np.uint64)
     bounds = np.searchsorted(key, np.arange(groups * depth + 1, dtype=np.int64) * size)  # each (group, level)
@@ -644,7 +678,7 @@ def _walk(phi: float, bits: int, level_bits: int, params: tuple, width: int, siz
             step = lengths[j + 1] - lengths[j]
             cand = ((cand[:, None] << np.uint64(step)) | np.arange(1 << step, dtype=np.uint64)[None, :]).ravel()
             cg = np.repeat(cg, 1 << step)
-    return _listed(groups, cg, cand, est, lower, upper)
+    return Hitters.of(groups, cg, cand, est, lower, upper)
 
 
 class HeavyHittersColumn:
@@ -824,7 +858,8 @@ class HeavyHittersColumn:
         last = np.arange(len(self)) * self.depth + self.depth - 1
         return CountMinColumn(self.levels.params, self.levels.counters.take(last)).bounds(now, window)
 
-    def heavy_hitters(self, phi: float, group_starts=None, now=None, window: int | None = None) -> list:
+    def heavy_hitters(self, phi: float, group_starts=None, now=None, window: int | None = None,
+                      flat: bool = False) -> "list | Hitters":
         """Each group's list of :meth:`SlidingHeavyHitters.heavy_hitters`
         (a group of one sketch) or
         :meth:`~SlidingHeavyHitters.union_heavy_hitters` (several: the
@@ -834,9 +869,10 @@ class HeavyHittersColumn:
         counters.  The same lists, floats and order.
 
         ``group_starts`` None: every sketch its own group; ``now``: one
-        time, one per group, or None (each group's newest).  Raises what
-        the sketches' own queries raise (a ``now`` before a part's newest,
-        a bad window or ``phi``)."""
+        time, one per group, or None (each group's newest); ``flat``: the
+        lists as one :class:`Hitters`.  Raises what the sketches' own
+        queries raise (a ``now`` before a part's newest, a bad window or
+        ``phi``)."""
         from .heavy_hitters import _check_phi
 
         _check_phi(phi)
@@ -852,11 +888,13 @@ class HeavyHittersColumn:
         lo, up = self.levels._counter_bounds(at, window)
         got = _walk(phi, self.bits, self.level_bits, self.levels.params, self.levels._width, self.levels._size, depth,
                     groups, group_of, c.owner, c.keys, lo, up)
-        return self._heavy_hitters_one_by_one(phi, starts, now, window) if got is None else got
+        if got is None:
+            got = Hitters.of_lists(self._heavy_hitters_one_by_one(phi, starts, now, window))
+        return got if flat else got.lists()
 
     @classmethod
-    def heavy_hitters_of(cls, blobs, phi: float, group_starts=None, now=None,
-                         window: int | None = None) -> list | None:
+    def heavy_hitters_of(cls, blobs, phi: float, group_starts=None, now=None, window: int | None = None,
+                         flat: bool = False) -> "list | Hitters | None":
         """Stored sketches' (bytes) :meth:`heavy_hitters`: by
         :meth:`heavy_hitters_of_bytes` where it answers, else by the
         decoded column (which raises what is wrong); None for sketches of
@@ -869,15 +907,15 @@ class HeavyHittersColumn:
         >>> [[h.item for h in hs] for hs in lists]
         [[7]]
         """
-        lists = cls.heavy_hitters_of_bytes(blobs, phi, group_starts, now, window)
+        lists = cls.heavy_hitters_of_bytes(blobs, phi, group_starts, now, window, flat)
         if lists is None:
             column = cls.from_bytes(blobs)
-            lists = None if column is None else column.heavy_hitters(phi, group_starts, now, window)
+            lists = None if column is None else column.heavy_hitters(phi, group_starts, now, window, flat)
         return lists
 
     @classmethod
-    def heavy_hitters_of_bytes(cls, blobs, phi: float, group_starts=None, now=None,
-                               window: int | None = None) -> list | None:
+    def heavy_hitters_of_bytes(cls, blobs, phi: float, group_starts=None, now=None, window: int | None = None,
+                               flat: bool = False) -> "list | Hitters | None":
         """``from_bytes(blobs).heavy_hitters(phi, group_starts, now,
         window)``, every counter bounded as it is decoded, in one compiled
         pass (:meth:`~ehist.keyed_counters.KeyedCounters.read_bounds`: no
@@ -922,8 +960,9 @@ class HeavyHittersColumn:
         if got is None:
             return None
         params, width, size, owner, keys, lo, up = got
-        return _walk(phi, int(bits[0]), int(level_bits[0]), params, width, size, depth, groups, group_of, owner, keys,
-                     lo, up)
+        got = _walk(phi, int(bits[0]), int(level_bits[0]), params, width, size, depth, groups, group_of, owner, keys,
+                    lo, up)
+        return got if got is None or flat else got.lists()
 
     def _heavy_hitters_one_by_one(self, phi, starts, now, window) -> list:
         ends = np.append(starts[1:], len(self)).tolist()

@@ -33,7 +33,7 @@ from ehist.blobs import Blobs
 from ehist.hashing import hash64
 from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
-from frequencies.columnar import CountMinColumn, HeavyHittersColumn
+from frequencies.columnar import CountMinColumn, HeavyHittersColumn, Hitters
 from frequencies.count_min import LAYOUT as ECM_LAYOUT
 from frequencies.heavy_hitters import LAYOUT as HH_LAYOUT
 
@@ -563,9 +563,9 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         if present and np.unique(group).size == starts.size:
             raw = Blobs.of(blobs).take(np.array(present))
             firsts = np.searchsorted(group, np.arange(starts.size))
-            lists = HeavyHittersColumn.heavy_hitters_of(raw, self.phi, firsts, at)
-            if lists is not None:
-                return Answers([self._listed(h) for h in lists])
+            hitters = HeavyHittersColumn.heavy_hitters_of(raw, self.phi, firsts, at, flat=True)
+            if hitters is not None:
+                return Answers(HitterRows(hitters))
         ends = np.append(starts[1:], len(blobs)).tolist()
         out = []
         for a, b in zip(starts.tolist(), ends):
@@ -583,10 +583,9 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         sums = frame.groupby(["run", "id"], sort=False)["v"].sum().reset_index()
         sums = sums[(sums["v"] >= self.phi * totals[sums["run"].to_numpy()]) & (sums["v"] > 0)]
         sums = sums.sort_values(["run", "v", "id"], ascending=[True, False, True])
-        out = [[] for _ in range(keys)]
-        for r, i, v in zip(sums["run"].tolist(), sums["id"].tolist(), sums["v"].tolist()):
-            out[r].append({"item": i, "estimate": float(v), "lower": v, "upper": v})
-        return out
+        run_of, v = sums["run"].to_numpy(np.int64), sums["v"].to_numpy(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(run_of, minlength=keys))]).astype(np.int64)
+        return HitterRows(Hitters(offsets, sums["id"].to_numpy(np.int64).view(np.uint64), v.astype(np.float64), v, v))
 
 
     @classmethod
@@ -613,12 +612,10 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
             return cls.answer_array(out)
         rows = np.flatnonzero(sizes > 0)
         at = None if nows is None else np.asarray(nows, dtype=np.int64)[rows]
-        lists = HeavyHittersColumn.heavy_hitters_of(blobs, arrays["phi"], starts[rows], at, window)
-        if lists is None:
+        hitters = HeavyHittersColumn.heavy_hitters_of(blobs, arrays["phi"], starts[rows], at, window, flat=True)
+        if hitters is None:
             return None
-        for i, hitters in zip(rows.tolist(), lists):
-            out[i] = HeavyHitters._listed(hitters)
-        return cls.answer_array(out)
+        return cls.answer_array(HitterRows(hitters, rows, starts.size))
 
     @classmethod
     def estimate_frequency(cls, blobs, arrays, nows, window):
@@ -683,7 +680,7 @@ def _id_frequencies(column, rows, present, kept, at, window, group_starts=None) 
     return np.where(fits, est, np.nan)
 
 
-def _hitter_lists(blobs, phi, nows, window) -> list:
+def _hitter_lists(blobs, phi, nows, window) -> "HitterRows | list":
     """Each stored heavy-hitter sketch's list (None for null) as of
     ``nows[i]`` (None: its newest), every sketch's walk at once; sketches
     of different parameters one at a time."""
@@ -691,12 +688,74 @@ def _hitter_lists(blobs, phi, nows, window) -> list:
     present = np.flatnonzero(blobs.present)
     out = [None] * len(blobs)
     at = None if nows is None else np.asarray(nows, dtype=np.int64)[present]
-    lists = HeavyHittersColumn.heavy_hitters_of(blobs.take(present), phi, None, at, window) if present.size else None
-    if lists is not None:
-        for i, hitters in zip(present.tolist(), lists):
-            out[i] = HeavyHitters._listed(hitters)
-        return out
+    hitters = HeavyHittersColumn.heavy_hitters_of(blobs.take(present), phi, None, at, window, flat=True) \
+        if present.size else None
+    if hitters is not None:
+        return HitterRows(hitters, present, len(blobs))
     for i in present.tolist():
         out[i] = HeavyHitters._listed(SlidingHeavyHitters.from_bytes(blobs[i]).heavy_hitters(
             phi, None if nows is None else int(nows[i]), window))
     return out
+
+
+class HitterRows:
+    """Heavy-hitter lists of many rows, flat (:class:`frequencies.columnar.Hitters`
+    of the rows ``rows`` in order, the other rows null): what a batch's
+    answers are, written as one Arrow column (:meth:`to_arrow`) without a
+    Python object per item, and read as the list of lists of dicts
+    ``HeavyHitters.answer`` gives (``item`` a bigint: an id's 64-bit
+    pattern).
+
+    >>> from frequencies.columnar import Hitters
+    >>> one = np.array([4])
+    >>> rows = HitterRows(Hitters(np.array([0, 1]), np.array([2**64 - 1], dtype=np.uint64), np.array([4.0]), one, one),
+    ...                   np.array([1]), 2)
+    >>> list(rows)
+    [None, [{'item': -1, 'estimate': 4.0, 'lower': 4, 'upper': 4}]]
+    """
+
+    def __init__(self, hitters, rows=None, n: int | None = None):
+        groups = hitters.offsets.size - 1
+        self.hitters = hitters
+        self.rows = np.arange(groups, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+        self.n = groups if n is None else int(n)
+        self._group = np.full(self.n, -1, dtype=np.int64)
+        self._group[self.rows] = np.arange(groups)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):
+        g = int(self._group[i])
+        if g < 0:
+            return None
+        h, a, z = self.hitters, int(self.hitters.offsets[g]), int(self.hitters.offsets[g + 1])
+        return [{"item": x, "estimate": e, "lower": lo, "upper": up} for x, e, lo, up in zip(
+            h.item[a:z].view(np.int64).tolist(), h.estimate[a:z].tolist(), h.lower[a:z].tolist(),
+            h.upper[a:z].tolist())]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n))
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+    __hash__ = None
+
+    def to_arrow(self, arrow_type):
+        """The lists as an Arrow array of ``arrow_type``
+        (``list<struct<item, estimate, lower, upper>>``)."""
+        import pyarrow as pa
+
+        h = self.hitters
+        counts = np.zeros(self.n, dtype=np.int64)
+        counts[self.rows] = np.diff(h.offsets)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+        present = np.zeros(self.n, dtype=bool)
+        present[self.rows] = True
+        struct = arrow_type.value_type
+        fields = [struct.field(i) for i in range(struct.num_fields)]
+        data = {"item": h.item.view(np.int64), "estimate": h.estimate, "lower": h.lower, "upper": h.upper}
+        values = pa.StructArray.from_arrays([pa.array(data[f.name], type=f.type) for f in fields], fields=fields)
+        return pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), values, type=arrow_type,
+                                        mask=pa.array(~present))

@@ -184,7 +184,10 @@ class Family:
             return pa.array(np.asarray(values, dtype=np.float64), type=pa.float64())
         from pyspark.sql.pandas.types import to_arrow_type
 
-        return pa.array(values, type=to_arrow_type(cls.answer_spark_type()))
+        arrow_type = to_arrow_type(cls.answer_spark_type())
+        if hasattr(values, "to_arrow"):  # answers held flat (heavy hitters' lists): no Python object per item
+            return values.to_arrow(arrow_type)
+        return pa.array(values, type=arrow_type)
 
     @classmethod
     def answer_value(cls, value):
