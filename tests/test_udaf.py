@@ -479,6 +479,46 @@ def test_sketch_table_equals_grouped_sketches(spark):
         assert r.s_lower <= int(g.b.sum()) <= r.s_upper
 
 
+def test_a_default_session_lets_adaptive_execution_size_the_python_passes(spark):
+    """Left at Spark's default of 200 shuffle partitions with adaptive
+    execution on, the Python passes shuffle by key alone so that adaptive
+    execution sizes their partitions (200 fixed ones cost 200 Python tasks
+    a call: 8 s for 600 rows on 2 cores); a session's own count, or
+    adaptive execution off, keeps the fixed count.  The answers are the
+    same either way."""
+    from udaf import Count, Distinct, Sum, aggregate, sketch_table, sliding_over
+    from udaf.keys import by_key
+
+    rng = np.random.default_rng(9)
+    n = 3000
+    sdf = spark.createDataFrame(pd.DataFrame({"k": rng.integers(0, 30, n), "ts": rng.permutation(n),
+                                              "b": rng.integers(0, 900, n), "d": rng.integers(0, 200, n)}))
+    specs = dict(c=Count(window=500, eps=0.05), s=Sum("b", window=500, eps=0.05), dd=Distinct("d", window=500))
+    conf = spark.conf
+    before = {c: conf.get(c) for c in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+
+    def plan():  # the logical plan's shuffle: "RepartitionByExpression ['k]" or "..., 200" with a fixed count
+        return by_key(sdf, ["k"])._jdf.queryExecution().logical().toString().splitlines()[0]
+
+    got = {}
+    try:
+        for partitions, adaptive in (("200", "true"), ("200", "false"), ("7", "true")):
+            conf.set("spark.sql.shuffle.partitions", partitions)
+            conf.set("spark.sql.adaptive.enabled", adaptive)
+            assert plan().endswith("['k]") == (partitions == "200" and adaptive == "true"), plan()
+            if adaptive == "false":  # 200 Python tasks a call: the plan is the check
+                continue
+            got[partitions, adaptive] = (
+                sorted(tuple(r) for r in sketch_table(sdf, "k", "ts", **specs).collect()),
+                sorted(tuple(r) for r in aggregate(sdf, "k", "ts", now=n, strategy="shuffle", **specs).collect()),
+                sorted(tuple(r) for r in sliding_over(sdf, "k", "ts", strategy="shuffle", c=Count(500)).collect()))
+    finally:
+        for c, v in before.items():
+            conf.set(c, v)
+    first = got["200", "true"]
+    assert all(other == first for other in got.values()) and len(first[0]) == 30
+
+
 def test_large_partitions_are_spilled_by_key(spark, monkeypatch):
     """Past CHUNK_ROWS rows a task spills its partition to files by key
     hash and builds them in turn: with ~50 rows held, 3 files and Arrow

@@ -31,7 +31,7 @@ from pyspark.sql import types as T
 from ._arrow import complete_runs
 from ._convert import key_names
 from .frames import frame_bounds_runs
-from .keys import partition_count, run_columns
+from .keys import by_key, run_columns
 from .native import has_native_frames, native_frames
 from .spec import read_spec
 from .two_phase import check_specs
@@ -139,7 +139,7 @@ def sliding_over(df: DataFrame, partition_by, order_by: str, *, strategy: str = 
     prepared = df.select("*", *run_exprs) if run_exprs else df
     # the time column is sorted on and read as it is (Arrow int64 units):
     # no extra column through the sort and into Python
-    return prepared.repartition(partition_count(df), *runs).sortWithinPartitions(*runs, order_by).mapInArrow(
+    return by_key(prepared, runs).sortWithinPartitions(*runs, order_by).mapInArrow(
         _FrameAnswers(keys, runs, order_by, list(df.columns), specs, windows), out_schema)
 
 

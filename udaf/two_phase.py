@@ -39,7 +39,7 @@ from .exact_answers import ExactAnswers
 from .fm_spec import DistinctFM
 from .hll_spec import Distinct
 from .inputs import TIME, TIME_NEEDS, check_spark_type, times
-from .keys import partition_count, run_columns
+from .keys import by_key, run_columns
 from .lp_spec import LpNorm
 from .native import has_native, key_text, native_answers
 from .spec import Spec, load_families, read_spec
@@ -278,12 +278,11 @@ def aggregate(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, ske
             fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
         if sketches:
             fields.append(T.StructField(f"{name}_sketch", T.BinaryType()))
-    parts = partition_count(df)
 
     if strategy == "shuffle":
         # every row of a key meets in one place: exact answers, all keys of
         # an Arrow batch in one numpy pass (udaf/exact.py)
-        return prepared.repartition(parts, *runs).sortWithinPartitions(*runs, "__ts").mapInArrow(
+        return by_key(prepared, runs).sortWithinPartitions(*runs, "__ts").mapInArrow(
             ExactAnswers(keys, runs, ts, specs, windows, at, with_bounds), T.StructType(fields))
     # a histogram's answer from partials is the sums of their bounds as of `now` (Spec.union): with a `now`
     # and no sketch asked for, phase one sends those bounds and Spark sums them (no sketch shuffled, and
@@ -607,5 +606,5 @@ def sketch_table(df: DataFrame, by, ts: str, *, now=None, bounds: bool = False, 
         fields += [T.StructField(f"{name}_lower", T.LongType()), T.StructField(f"{name}_upper", T.LongType())]
     rows, builds, groups = reduce_rows(prepared, keys, [r for r in runs if r not in keys], specs, reduce,
                                        REDUCE_SKETCH_TABLE)
-    return rows.repartition(partition_count(df), *runs).mapInArrow(
+    return by_key(rows, runs).mapInArrow(
         PartialSketches(keys, [], ts, builds, windows, at, with_bounds, groups, runs), T.StructType(fields))
