@@ -1287,6 +1287,7 @@ def split(buf: np.ndarray, offsets) -> list:
     bounds = np.asarray(offsets).tolist()
     return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
+
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):
     """(accepted mask, bytes as uint8, starts, lengths): the ``blobs`` (a
     list of bytes or a :class:`~ehist.blobs.Blobs`)
