@@ -587,7 +587,6 @@ class HeavyHitters(_Weighted, family="sliding_hh", sketch=SlidingHeavyHitters):
         offsets = np.concatenate([[0], np.cumsum(np.bincount(run_of, minlength=keys))]).astype(np.int64)
         return HitterRows(Hitters(offsets, sums["id"].to_numpy(np.int64).view(np.uint64), v.astype(np.float64), v, v))
 
-
     @classmethod
     def estimate_heavy_hitters(cls, blobs, arrays, nows, window):
         """``sliding_hh_sketch_heavy_hitters``: the list of each sketch
