@@ -107,6 +107,37 @@ def test_aggregate_gives_every_key_its_heavy_hitters(events, rows, strategy):
                 [tuple(h) for h in SlidingHeavyHitters.from_bytes(r["top_sketch"]).heavy_hitters(0.1)]
 
 
+@pytest.mark.parametrize("now", [None, 5000])
+def test_frequencies_totals_are_the_sums_of_the_partials_bounds(events, rows, now):
+    """A key's window total from its partials is the sums of their bounds
+    (Frequencies is additive: with a now, Spark sums them and no sketch is
+    shuffled; without one, the union pass sums them as of the key's
+    newest), each bracketing the exact total; the same numbers as the
+    partials' own sketches give."""
+    out = {r["k"]: r for r in aggregate(events, "k", "ts", strategy="two_phase", bounds=True, now=now,
+                                        f=Frequencies("src", WINDOW, value="b")).collect()}
+    for k, r in out.items():
+        m = rows["k"] == k
+        at = int(rows["ts"][m].max()) if now is None else now
+        _, total = exact(rows, k, at, WINDOW, value=True)
+        assert r["f_lower"] <= total <= r["f_upper"] and r["f"] == r["f_lower"] * 0.5 + r["f_upper"] * 0.5
+    # the union pass itself: parts of one key in any number, every part's bounds as of the key's time, summed
+    spec = Frequencies("src", WINDOW, value="b")
+    cuts = [0, 1500, 2000, 4000, 6000]  # four parts of interleaved rows; the window cuts through their buckets
+    parts = [SlidingCountMin(3000, 0.1, 0.1, 0.2).update(rows["ts"][a:z:2], rows["k"][a:z:2], rows["b"][a:z:2])
+             for a, z in zip(cuts[:-1], cuts[1:])]  # three items: every counter holds many rows
+    blobs = [p.to_bytes() for p in parts] + [None]
+    starts = np.array([0, 1, 4])  # keys of one part, of three, and of a null part only
+    got = spec.union(blobs, starts, None)
+    for g, (a, z) in enumerate([(0, 1), (1, 4)]):
+        at = max(p.newest for p in parts[a:z])
+        want = [sum(x) for x in zip(*[p.bounds(at) for p in parts[a:z]])]
+        assert [got.lower[g], got.upper[g]] == want
+        stamps, values = rows["ts"][cuts[a]:cuts[z]:2], rows["b"][cuts[a]:cuts[z]:2]
+        assert want[0] <= int(values[stamps > at - 3000].sum()) <= want[1]
+    assert got.upper[1] > got.lower[1] and (got.lower[-1], got.upper[-1]) == (0, 0)
+
+
 def test_native_list_equals_the_python_one_with_nulls_and_null_keys(spark):
     """The native plan and the shuffle strategy's Python pass give the same
     lists, per-key newest or a common now, with null ids, null values,

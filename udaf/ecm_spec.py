@@ -31,6 +31,7 @@ import pandas as pd
 
 from ehist.blobs import Blobs
 from ehist.hashing import hash64
+from ehist.validation import INT64_MIN
 from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn, Hitters
@@ -190,6 +191,7 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
     value: str | None = None
     column_type = CountMinColumn
     bounded = True
+    additive = True  # a key's total is the sum of its partials' (Frequencies.union)
     accepts = {"column": ITEM, "value": INTEGRAL}
     estimators = {"frequency": Estimator((("item", True),), "double",
                                          "Scalar: the estimated frequency of an item (a column or literal) over "
@@ -232,28 +234,40 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         return Answers(np.where(present, lower * 0.5 + upper * 0.5, np.nan), lower, upper)
 
     def union(self, blobs, starts, at=None):
-        """Each key's window total from its partials' summed counter bounds
-        (no merge), as of ``at`` or the key's newest, every key at once
-        (:meth:`~frequencies.columnar.CountMinColumn.union_bounds`)."""
+        """Each key's window total: the sums of its partials' bounds as of
+        ``at`` (default: the key's newest), what ``aggregate``'s two-phase
+        plan has Spark sum (:attr:`additive`).  Each part's bounds bracket
+        its share of the key's rows within eps, so their sums bracket the
+        total within eps, and no wider than the merged sketch's (whose rows'
+        counters, summed over the parts, bracket it as a whole)."""
         present = np.array([b is not None for b in blobs], dtype=bool)
-        column = CountMinColumn.from_bytes([bytes(b) for b in blobs if b is not None]) if present.any() else None
-        if column is not None:
-            group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
-            kept = np.flatnonzero(np.bincount(group, minlength=starts.size))
-            lower = np.zeros(starts.size, dtype=np.int64)
-            upper = np.zeros(starts.size, dtype=np.int64)
-            with as_key_sum_overflow():
-                lower[kept], upper[kept] = column.union_bounds(np.searchsorted(group, kept), at)
+        group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+        lower = np.zeros(starts.size, dtype=np.int64)
+        upper = np.zeros(starts.size, dtype=np.int64)
+        if not present.any():
             return Answers(lower * 0.5 + upper * 0.5, lower, upper)
-        ends = np.append(starts[1:], len(blobs)).tolist()
-        lower, upper = [], []
-        for a, b in zip(starts.tolist(), ends):
-            parts = [SlidingCountMin.from_bytes(x) for x in blobs[a:b] if x is not None]
-            with as_key_sum_overflow():  # parts that fit, a union that does not
-                lo, up = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at))
-            lower.append(lo)
-            upper.append(up)
-        lower, upper = np.array(lower, dtype=np.int64), np.array(upper, dtype=np.int64)
+        column = CountMinColumn.from_bytes([bytes(b) for b in blobs if b is not None])
+        if column is None:  # parameters differ: the sketches' own bounds, part by part
+            parts = [SlidingCountMin.from_bytes(b) for b in blobs if b is not None]
+            newest = np.array([INT64_MIN if p.newest is None else p.newest for p in parts], dtype=np.int64)
+            has = newest != INT64_MIN
+        else:
+            newest, has = column.counters.newest, column.counters.has_newest
+        if at is None:
+            key_at = np.full(starts.size, INT64_MIN, dtype=np.int64)
+            np.maximum.at(key_at, group[has], newest[has])
+        else:
+            key_at = np.broadcast_to(np.asarray(at, dtype=np.int64), starts.shape)
+        part_at = np.where(has, key_at[group], newest)
+        if column is None:
+            lo, up = (np.array(x, dtype=np.int64) for x in zip(*[p.bounds(int(t) if h else None)
+                                                                  for p, t, h in zip(parts, part_at, has)]))
+        else:
+            lo, up = column.bounds(part_at)
+        if np.bincount(group, weights=up.astype(np.float64), minlength=starts.size).max() >= 2.0 ** 63:
+            raise sum_past_int64()  # a key's total past int64, as Spark's checked sums say it
+        np.add.at(lower, group, lo)
+        np.add.at(upper, group, up)
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     def exact(self, t, run, keys, data, window, at=None):
