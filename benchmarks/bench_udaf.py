@@ -6,7 +6,8 @@ Run:  python -m pytest benchmarks/bench_udaf.py -s
 
 One question, "count, sum (and distinct count) per key over the last
 window, as of now" (and the p99 of bytes: :func:`test_p99_as_of_now`; heavy
-hitters: :func:`test_heavy_hitters_as_of_now`), on
+hitters: :func:`test_heavy_hitters_as_of_now`; item frequencies' totals:
+:func:`test_item_totals_as_of_now`), on
 a cached DataFrame of (k, ts, bytes, dst) rows with 1k and 100k keys and a
 window of a quarter of the stream, answered by:
 
@@ -318,6 +319,33 @@ def test_heavy_hitters_as_of_now(spark, keys):
             assert set(items) <= set(mine[k]), (path, k)
             assert all(mine[k][i]["upper"] >= n for i, n in items.items()), (path, k)
     zipf.unpersist()
+
+
+@pytest.mark.parametrize("keys", [1_000, 100_000])
+def test_item_totals_as_of_now(spark, keys):
+    """Issue 40's two-phase target for item frequencies: each key's window
+    total as of now from ``Frequencies`` (what ``aggregate`` answers per key;
+    the sketch, stored, answers any item), against the native count;
+    ``aggregate`` auto (Spark's own plan) and two_phase (ECM-sketches per
+    partition, their total bounds summed by Spark: the family is additive).
+    Checked: the two-phase bounds bracket the exact count."""
+    from pyspark.sql import functions as F
+
+    from udaf import Frequencies, aggregate
+
+    q = "item frequencies' window total, as of now"
+    df = data(spark, keys)
+    spec = dict(f=Frequencies("dst", WINDOW))
+    got = runs(spark, q, keys, {
+        "native count": lambda: df.where(F.col("ts") > NOW - WINDOW).groupBy("k").agg(
+            F.count("dst").alias("f")).collect(),
+        "aggregate auto": lambda: aggregate(df, "k", "ts", now=NOW, **spec).collect(),
+        "aggregate two_phase": lambda: aggregate(df, "k", "ts", now=NOW, strategy="two_phase", bounds=True,
+                                                 **spec).collect()})
+    exact = answers(got["native count"], "f")
+    two = {r.k: (r.f_lower, r.f_upper) for r in got["aggregate two_phase"]}
+    assert all(two[k][0] <= n <= two[k][1] for k, (n,) in exact.items())
+    df.unpersist()
 
 
 def test_bursty_stream_reduction(spark):
