@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ehist import compiled
+from ehist.errors import SumOverflowError
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_blobs, sealed_heads, sealed_spans
 from ehist.hashing import as_hashes
@@ -436,6 +437,34 @@ class CountMinColumn(KeyedColumn):
                 parts = [self[i] for i in range(int(starts[g]), int(ends[g]))]
                 at = None if now is None else int(group_now[g])
                 lower[g], upper[g] = parts[0].total_from_bounds(*SlidingCountMin.union_bounds(parts, at, window))
+        return lower, upper
+
+    def summed_bounds(self, group_starts, now=None) -> tuple[np.ndarray, np.ndarray]:
+        """Each group's window total bounds as the sums of its sketches' own
+        (:meth:`bounds`, each as of the group's time: ``now``, one time or
+        one per group, default the group's newest): every part brackets its
+        share, so the sums bracket the group's total, never wider than
+        :meth:`union_bounds` (the parts' tightest rows, summed, are at least
+        as tight as the tightest row of the summed counters).  Raises
+        :class:`~ehist.errors.SumOverflowError` for a group past int64.
+
+        >>> a = SlidingCountMin(100, eps=0.05).update([1, 2], ["x", "y"])
+        >>> b = SlidingCountMin(100, eps=0.05).update([5], ["x"])
+        >>> [x.tolist() for x in CountMinColumn.from_sketches([a, b]).summed_bounds([0])]
+        [[3], [3]]
+        """
+        starts = np.asarray(group_starts, dtype=np.int64)
+        c = self.counters
+        groups = starts.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, len(c))))
+        group_now = _group_times(group_of, groups, c.has_newest, c.newest, now)
+        lo, up = self.bounds(np.where(c.has_newest, group_now[group_of], c.newest))
+        if groups and np.bincount(group_of, weights=up.astype(np.float64), minlength=groups).max() >= 2.0 ** 63:
+            raise SumOverflowError("the sum of a group's window totals would overflow int64")
+        lower = np.zeros(groups, dtype=np.int64)
+        upper = np.zeros(groups, dtype=np.int64)
+        np.add.at(lower, group_of, lo)
+        np.add.at(upper, group_of, up)
         return lower, upper
 
     def _counter_bounds(self, now, window):

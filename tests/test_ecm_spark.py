@@ -136,6 +136,14 @@ def test_frequencies_totals_are_the_sums_of_the_partials_bounds(events, rows, no
         stamps, values = rows["ts"][cuts[a]:cuts[z]:2], rows["b"][cuts[a]:cuts[z]:2]
         assert want[0] <= int(values[stamps > at - 3000].sum()) <= want[1]
     assert got.upper[1] > got.lower[1] and (got.lower[-1], got.upper[-1]) == (0, 0)
+    # keys of different parameters in one batch: each key's own sums; a key whose parts differ is refused
+    other = SlidingCountMin(3000, 0.2, 0.2, 0.2).update([5], [1], [9])
+    mixed = spec.union([blobs[0], other.to_bytes()], np.array([0, 1]), None)
+    assert [mixed.lower.tolist(), mixed.upper.tolist()] == [[got.lower[0], 9], [got.upper[0], 9]]
+    from ehist import IncompatibleSketchError
+
+    with pytest.raises(IncompatibleSketchError):
+        spec.union([blobs[0], other.to_bytes()], np.array([0]), None)
 
 
 def test_native_list_equals_the_python_one_with_nulls_and_null_keys(spark):

@@ -31,7 +31,6 @@ import pandas as pd
 
 from ehist.blobs import Blobs
 from ehist.hashing import hash64
-from ehist.validation import INT64_MIN
 from ehist.segments import order_by
 from frequencies import SlidingCountMin, SlidingHeavyHitters
 from frequencies.columnar import CountMinColumn, HeavyHittersColumn, Hitters
@@ -242,32 +241,22 @@ class Frequencies(_Weighted, family="ecm", sketch=SlidingCountMin):
         counters, summed over the parts, bracket it as a whole)."""
         present = np.array([b is not None for b in blobs], dtype=bool)
         group = np.repeat(np.arange(starts.size), np.diff(np.append(starts, len(blobs))))[present]
+        kept = np.flatnonzero(np.bincount(group, minlength=starts.size))  # keys with a part
         lower = np.zeros(starts.size, dtype=np.int64)
         upper = np.zeros(starts.size, dtype=np.int64)
-        if not present.any():
+        column = CountMinColumn.from_bytes([bytes(b) for b in blobs if b is not None]) if kept.size else None
+        key_at = None if at is None else np.broadcast_to(np.asarray(at, dtype=np.int64), starts.shape)
+        if column is not None:
+            with as_key_sum_overflow():
+                lower[kept], upper[kept] = column.summed_bounds(np.searchsorted(group, kept),
+                                                                None if key_at is None else key_at[kept])
             return Answers(lower * 0.5 + upper * 0.5, lower, upper)
-        column = CountMinColumn.from_bytes([bytes(b) for b in blobs if b is not None])
-        if column is None:  # parameters differ: the sketches' own bounds, part by part
-            parts = [SlidingCountMin.from_bytes(b) for b in blobs if b is not None]
-            newest = np.array([INT64_MIN if p.newest is None else p.newest for p in parts], dtype=np.int64)
-            has = newest != INT64_MIN
-        else:
-            newest, has = column.counters.newest, column.counters.has_newest
-        if at is None:
-            key_at = np.full(starts.size, INT64_MIN, dtype=np.int64)
-            np.maximum.at(key_at, group[has], newest[has])
-        else:
-            key_at = np.broadcast_to(np.asarray(at, dtype=np.int64), starts.shape)
-        part_at = np.where(has, key_at[group], newest)
-        if column is None:
-            lo, up = (np.array(x, dtype=np.int64) for x in zip(*[p.bounds(int(t) if h else None)
-                                                                  for p, t, h in zip(parts, part_at, has)]))
-        else:
-            lo, up = column.bounds(part_at)
-        if np.bincount(group, weights=up.astype(np.float64), minlength=starts.size).max() >= 2.0 ** 63:
-            raise sum_past_int64()  # a key's total past int64, as Spark's checked sums say it
-        np.add.at(lower, group, lo)
-        np.add.at(upper, group, up)
+        ends = np.append(starts[1:], len(blobs)).tolist()
+        for g in kept.tolist():  # parameters differ in the batch: key by key, a key's parts alike
+            parts = [SlidingCountMin.from_bytes(x) for x in blobs[starts[g]:ends[g]] if x is not None]
+            with as_key_sum_overflow():
+                one = CountMinColumn.from_sketches(parts)  # refuses a key whose parts differ
+                lower[g], upper[g] = (x[0] for x in one.summed_bounds([0], None if key_at is None else key_at[g]))
         return Answers(lower * 0.5 + upper * 0.5, lower, upper)
 
     def exact(self, t, run, keys, data, window, at=None):
