@@ -402,6 +402,11 @@ class KeyedHistograms(Synopsis, abstract=True):
         """Buckets kept, over all histograms."""
         return int(self._col.exps.size)
 
+    def _set_counters(self, newest: int, keys, col) -> None:
+        """Hold ``keys`` and their histograms ``col`` as of ``newest`` (a
+        column's sketch made an object)."""
+        self._newest, self._keys, self._col = int(newest), keys, col
+
     def _same_state(self, other) -> bool:
         return self._newest == other._newest and keyed_equal((self._keys, self._col), (other._keys, other._col))
 

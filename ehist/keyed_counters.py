@@ -357,8 +357,7 @@ class KeyedColumn:
         counters = self._counters()
         s = self.sketch_type(*self.params)
         if counters.has_newest[i]:
-            s._newest = int(counters.newest[i])
-            s._keys, s._col = counters.sketch(i)
+            s._set_counters(int(counters.newest[i]), *counters.sketch(i))
         return s
 
     def _united(self, group_starts, units: np.ndarray) -> KeyedCounters:

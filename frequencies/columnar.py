@@ -40,7 +40,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ehist import compiled
-from ehist.errors import SumOverflowError
+from ehist.counters import empty, settle
+from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_blobs, sealed_heads, sealed_spans
 from ehist.hashing import as_hashes
@@ -52,6 +53,7 @@ from . import count_min as _cm
 from . import heavy_hitters as _hh
 from .count_min import SlidingCountMin
 from .heavy_hitters import SlidingHeavyHitters, levels_of
+from .rows import Rows, rows_sealed
 
 __all__ = ["CountMinColumn", "HeavyHittersColumn", "Hitters"]
 
@@ -59,6 +61,7 @@ _ECM_HEAD = struct.Struct(_cm.LAYOUT.head.format + "q")  # preamble, parameters,
 _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("eh_eps", "<f8"), ("seed", "<u8"),
                         ("newest", "<i8")])
 _ECM_PARAMS_AT = 6
+_VERSION_AT, _FLAGS_AT = 3, 4
 _HH_HEAD = _hh.LAYOUT.head
 _CRC = struct.Struct("<I")
 
@@ -119,17 +122,32 @@ class Hitters(NamedTuple):
 class CountMinColumn(KeyedColumn):
     """Many :class:`~frequencies.SlidingCountMin` sketches of one parameter
     set (``params``: window, eps, delta, eh_eps, seed), their counters flat
-    (``counters``: sketch ``i``'s keys and histograms, newest time)."""
+    (``counters``: sketch ``i``'s keys and histograms, newest time) and the
+    rows of those in the rows form (``rows``, a :class:`~frequencies.rows.Rows`,
+    and ``form``: which sketches are in it; ``rows`` None: every sketch
+    holds counters, as the heavy hitters' levels do)."""
 
-    __slots__ = ("params", "counters", "_width", "_size")
+    __slots__ = ("params", "counters", "rows", "form", "_width", "_size")
     sketch_type = SlidingCountMin
     store = "counters"
 
-    def __init__(self, params: tuple, counters: KeyedCounters):
+    def __init__(self, params: tuple, counters: KeyedCounters, rows: Rows | None = None, form=None):
         self.params = tuple(params)
         self.counters = counters
+        self.rows = rows
+        self.form = np.zeros(len(counters), dtype=bool) if form is None else np.asarray(form, dtype=bool)
         probe = SlidingCountMin(*self.params)
         self._width, self._size = probe.width, probe.counters
+
+    @property
+    def _any_rows(self) -> bool:
+        """Whether a sketch is in the rows form."""
+        return self.rows is not None and bool(self.form.any())
+
+    def _times(self, now) -> np.ndarray:
+        """Each sketch's query time: ``now`` (one, or one per sketch) or its newest."""
+        c = self.counters
+        return c.newest if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), (len(c),))
 
     @classmethod
     def from_sketches(cls, sketches: list) -> "CountMinColumn":
@@ -137,20 +155,60 @@ class CountMinColumn(KeyedColumn):
         first = sketches[0]
         for s in sketches[1:]:
             first._check_compatible(s)
-        return cls(first._params(), KeyedCounters.of_sketches(sketches))
+        form = np.array([s._rows is not None for s in sketches], dtype=bool)
+        rows = Rows.of([s._rows if s._rows is not None and s.newest is not None else None for s in sketches])
+        return cls(first._params(), KeyedCounters.of_sketches(sketches), rows, form)
+
+    @classmethod
+    def _placed(cls, params: tuple, parts: list) -> "CountMinColumn":
+        """One column of ``parts`` (``(column, positions)`` each; together
+        every position once), in the positions' order."""
+        parts = [(c, np.asarray(at, dtype=np.int64)) for c, at in parts if len(c)]
+        if len(parts) == 1:
+            return parts[0][0]
+        position = np.empty(sum(len(c) for c, _ in parts), dtype=np.int64)
+        position[np.concatenate([at for _, at in parts])] = np.arange(position.size)
+        counters = KeyedCounters.concat([c.counters for c, _ in parts])
+        rows = Rows.concat([c.rows if c.rows is not None else Rows.empty(len(c)) for c, _ in parts])
+        form = np.concatenate([c.form for c, _ in parts])
+        return cls(params, counters, rows, form).take(position)
+
+    def take(self, indices) -> "CountMinColumn":
+        """The sketches at ``indices``, in that order (``self`` when they
+        are all of them in order)."""
+        idx = np.asarray(indices, dtype=np.int64)
+        taken = self.counters.take(idx)
+        if taken is self.counters:
+            return self
+        return CountMinColumn(self.params, taken, None if self.rows is None else self.rows.take(idx), self.form[idx])
+
+    def __getitem__(self, i: int) -> SlidingCountMin:
+        i = range(len(self))[i]
+        if self.rows is not None and self.form[i]:
+            s = SlidingCountMin(*self.params)
+            if self.counters.has_newest[i]:
+                s._rows, s._newest = self.rows.sketch(i), int(self.counters.newest[i])
+            return s
+        s = super().__getitem__(i)
+        s._rows = None  # counters, even a sketch never updated
+        return s
 
     # ------------------------------------------------------------ building
     @classmethod
-    def build(cls, timestamps, starts, hashes, values, params: tuple) -> "CountMinColumn":
+    def build(cls, timestamps, starts, hashes, values, params: tuple, rows: bool = True) -> "CountMinColumn":
         """One sketch per run of rows (``starts``: where each run begins,
         rows sorted by time within a run; items already hashed with the
         sketches' seed; ``values`` None for ones), as
         ``SlidingCountMin(*params).update_hashes(run_ts, run_hashes,
         run_values)`` builds it: each run's rows older than its newest less
-        the window left out, every (run, counter)'s histogram built in one
+        the window left out, a run of at most ``width`` rows left in the
+        rows form (:meth:`~frequencies.rows.Rows.canonical`), every other
+        (run, counter)'s histogram built from its canonical rows in one
         :meth:`~ehist.columnar.HistogramColumn.build`, then settled at the
         run's newest.  A run whose total may pass int64, or rows ``update``
-        would refuse, go through ``update_hashes`` itself (its message)."""
+        would refuse, go through ``update_hashes`` itself (its message).
+        ``rows`` False: every run takes counters from its rows as they are
+        (the heavy hitters' levels, which hold counters from the start)."""
         from ehist.columnar import HistogramColumn
         from ehist.counters import radix_key, settle
 
@@ -178,8 +236,8 @@ class CountMinColumn(KeyedColumn):
             bad = np.bincount(run, weights=v.astype(np.float64), minlength=runs).max() >= 2.0 ** 62
         if bad:
             ends = np.append(starts[1:], ts.size)
-            return cls.from_sketches([SlidingCountMin(*params).update_hashes(ts[a:b], h[a:b], None if v is None
-                                                                             else v[a:b])
+            fresh = (lambda: SlidingCountMin(*params)) if rows else (lambda: SlidingCountMin(*params)._counters_only())
+            return cls.from_sketches([fresh().update_hashes(ts[a:b], h[a:b], None if v is None else v[a:b])
                                       for a, b in zip(starts.tolist(), ends.tolist())])
         v = None if v is None else v.astype(np.int64)
         has = lengths > 0
@@ -190,6 +248,17 @@ class CountMinColumn(KeyedColumn):
         keep = everything | (ts > np.where(everything, INT64_MIN, newest[run] - np.where(everything, 0, window)))
         ts, h, run = ts[keep], h[keep], run[keep]
         v = None if v is None else v[keep]
+        held = None
+        if rows:  # runs of at most width rows keep them; the others' counters come from those rows
+            held = Rows.canonical(run, ts, h, np.ones(ts.size, np.int64) if v is None else v, newest, window, runs)
+            form = held.counts <= probe.width
+            big = np.flatnonzero(~form)
+            dense = held.take(big)
+            ts, h, run = dense.ts, dense.hashes, big[dense.owner]
+            v = None if bool((dense.values == 1).all()) else dense.values
+            held = held.take(np.flatnonzero(form))
+            held = Rows.concat([held, Rows.empty(big.size)]).take(np.argsort(np.r_[np.flatnonzero(form), big],
+                                                                             kind="stable"))
         depth = probe.counters // probe.width
         ids = counter_ids(h, probe.width, depth).T.ravel()  # each row's counters, row by row
         row_run = np.repeat(run, depth)
@@ -205,8 +274,9 @@ class CountMinColumn(KeyedColumn):
         col = settle(col, window, newest[counter_run])
         kept = np.flatnonzero(np.diff(col.offsets) > 0)
         counts = np.bincount(counter_run[kept], minlength=runs)
-        return cls(probe._params(), KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), ids[first][kept],
-                                                  col.take(kept), np.where(has, newest, 0), has))
+        counters = KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), ids[first][kept], col.take(kept),
+                                 np.where(has, newest, 0), has)
+        return cls(probe._params(), counters, held, None if held is None else form)
 
     # ------------------------------------------------------------ decoding
     @classmethod
@@ -221,11 +291,16 @@ class CountMinColumn(KeyedColumn):
         return cls._decode(buf, starts, lengths, ok)
 
     @classmethod
-    def _decode(cls, buf, starts, lengths, ok) -> "CountMinColumn | None":
-        ok = ok & (buf[starts + 3] == _cm.LAYOUT.version) if starts.size else ok
-        idx = np.flatnonzero(ok)
+    def _decode(cls, buf, starts, lengths, ok, rows: bool = True) -> "CountMinColumn | None":
+        """The column of the blobs ``buf[starts[i]:starts[i] + lengths[i]]``
+        (``ok``: :func:`~ehist.columnar.sealed` accepted them), counters
+        and, where ``rows``, the rows form (else a blob in it raises, as
+        the heavy hitters' levels hold counters)."""
+        ok = ok & (buf[starts + _VERSION_AT] == _cm.LAYOUT.version) if starts.size else ok
+        in_rows = rows_sealed(buf, starts, lengths) & ~ok if rows and starts.size else np.zeros(starts.size, bool)
+        idx = np.flatnonzero(ok | in_rows)
         params = None
-        fast = None
+        fast = []
         if idx.size:
             fields = _head_fields(buf, starts[idx])
             first = fields[0]
@@ -239,31 +314,51 @@ class CountMinColumn(KeyedColumn):
             except ValueError:
                 alike[:] = False  # from_bytes names the bad parameter
                 params = None
-            ok[idx[~alike]] = False
             keep = alike & (fields["newest"] != INT64_MIN)
             ok[idx[~keep]] = False
-            idx = idx[keep]
+            in_rows[idx[~keep]] = False
+            newest_of = np.zeros(starts.size, dtype=np.int64)
+            newest_of[idx] = fields["newest"]
+            idx = np.flatnonzero(ok)
             if idx.size:
-                read, fast = KeyedCounters.read(buf, starts[idx] + _ECM_HEAD.size, starts[idx] + lengths[idx] - 4,
-                                                probe.counters, params[0], probe.eh_eps, fields["newest"][keep])
+                read, counters = KeyedCounters.read(buf, starts[idx] + _ECM_HEAD.size,
+                                                    starts[idx] + lengths[idx] - 4, probe.counters, params[0],
+                                                    probe.eh_eps, newest_of[idx])
                 ok[idx[~read]] = False
                 # a row-0 total near int64: from_bytes decides it exactly
-                heavy = _row_units(fast, probe.width) >= 2.0 ** 62
+                heavy = _row_units(counters, probe.width) >= 2.0 ** 62
                 if heavy.any():
                     ok[idx[read][heavy]] = False
-                    fast = fast.take(np.flatnonzero(~heavy))
-        slow = np.flatnonzero(~ok)
-        if slow.size == 0:
-            return cls(params, fast)
-        sketches = [SlidingCountMin.from_bytes(bytes(buf[starts[i]:starts[i] + lengths[i]])) for i in slow.tolist()]
-        if params is None:
-            params = sketches[0]._params()
-        if any(s._params() != params for s in sketches):
+                    counters = counters.take(np.flatnonzero(~heavy))
+                fast.append((cls(params, counters, Rows.empty(len(counters)) if rows else None), np.flatnonzero(ok)))
+            r_idx = np.flatnonzero(in_rows)
+            if r_idx.size:
+                valued = (buf[starts[r_idx] + _FLAGS_AT] & _cm.FLAG_VALUES) != 0
+                good, held = Rows.read(buf, starts[r_idx], lengths[r_idx], newest_of[r_idx], valued, probe.width,
+                                       params[0])
+                in_rows[r_idx[~good]] = False
+                held = held.take(np.flatnonzero(good))
+                k = len(held)
+                none = KeyedCounters(np.zeros(k + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                     empty(params[0], probe.eh_eps, 0), newest_of[r_idx[good]], np.ones(k, bool))
+                fast.append((cls(params, none, held, np.ones(k, dtype=bool)), r_idx[good]))
+        slow = np.flatnonzero(~(ok | in_rows))
+        if slow.size:
+            sketches = [SlidingCountMin.from_bytes(bytes(buf[starts[i]:starts[i] + lengths[i]]))
+                        for i in slow.tolist()]
+            if not rows and any(s._rows is not None and s.newest is not None for s in sketches):
+                raise CorruptSketchError("SlidingCountMin: expected counters, found a sketch in the rows form")
+            if params is None:
+                params = sketches[0]._params()
+            if any(s._params() != params for s in sketches):
+                return None
+            part = cls.from_sketches(sketches)
+            if not rows:
+                part = cls(params, part.counters)
+            fast.append((part, slow))
+        if not fast:
             return None
-        slow_part = KeyedCounters.of_sketches(sketches)
-        if fast is None or len(fast) == 0:
-            return cls(params, slow_part)
-        return cls(params, KeyedCounters.placed(fast, np.flatnonzero(ok), slow_part, slow))
+        return cls._placed(params, fast) if rows else cls(params, cls._placed(params, fast).counters)
 
     # -------------------------------------------------------------- union
     def union(self, group_starts) -> "CountMinColumn":
@@ -272,8 +367,80 @@ class CountMinColumn(KeyedColumn):
         counter of every group in one
         :meth:`~ehist.keyed_counters.KeyedCounters.unite`; a group whose
         window total comes near int64 by ``merge_all`` itself (which raises
-        SumOverflowError past it)."""
-        return CountMinColumn(self.params, self._united(group_starts, _row_units(self.counters, self._width)))
+        SumOverflowError past it).  Groups whose live sketches are all in
+        the rows form unite their rows (:meth:`~frequencies.rows.Rows.canonical`
+        at the group's newest) and stay in it while those fit; in the
+        other groups, a live sketch in the rows form takes its counters
+        first (:meth:`_densified`)."""
+        if not self._any_rows:
+            united = self._united(group_starts, _row_units(self.counters, self._width))
+            return CountMinColumn(self.params, united, None if self.rows is None else Rows.empty(len(united)))
+        starts = np.asarray(group_starts, dtype=np.int64)
+        c, n, groups = self.counters, len(self), starts.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        live = c.has_newest
+        n_live = np.bincount(group_of[live], minlength=groups)
+        counter_live = np.bincount(group_of[live & ~self.form], minlength=groups)
+        # a group with one live sketch or none is a copy of it (or of its first)
+        pick = starts.copy()
+        live_at = np.flatnonzero(live)
+        pick[group_of[live_at[::-1]]] = live_at[::-1]  # the first live sketch of each group
+        lone = n_live <= 1
+        g_newest = _group_times(group_of, groups, live, c.newest, None)
+        # the rows of groups of rows alone, united
+        units = np.bincount(self.rows.owner, weights=self.rows.values.astype(np.float64), minlength=n)
+        rough = np.bincount(group_of, weights=units + _row_units(c, self._width), minlength=groups)
+        heavy = rough >= 2.0 ** 62  # near int64: merge_all itself decides (and raises past it)
+        candidate = ~lone & (counter_live == 0) & ~heavy
+        members = np.flatnonzero(candidate[group_of])
+        part = self.rows.take(members)
+        united = Rows.canonical(group_of[members][part.owner], part.ts, part.hashes, part.values, g_newest,
+                                self.params[0], groups)
+        in_rows = ((lone & self.form[pick]) | (candidate & (united.counts <= self._width))) & ~heavy
+        # the others: counters, the rows form's live sketches among them taking theirs first
+        to_counters = np.flatnonzero(self.form & live & ~in_rows[group_of] & ~heavy[group_of])
+        plain = c
+        if to_counters.size:
+            rest = np.setdiff1d(np.arange(n), to_counters)
+            plain = KeyedCounters.placed(c.take(rest), rest, self._densified(to_counters).counters, to_counters)
+        merged = CountMinColumn(self.params, plain)._united(starts, np.zeros(n))
+        # each group's rows: a lone sketch's own, or the union's
+        held = Rows.concat([self.rows.take(pick), united]).take(np.where(lone, 0, groups) + np.arange(groups))
+        held = Rows.concat([held.take(np.flatnonzero(in_rows)), Rows.empty(int((~in_rows).sum()))]).take(
+            np.argsort(np.r_[np.flatnonzero(in_rows), np.flatnonzero(~in_rows)], kind="stable"))
+        light = np.flatnonzero(~heavy)
+        parts = [(CountMinColumn(self.params, merged, held, in_rows).take(light), light)]
+        if heavy.any():  # the sketches' own merge_all
+            ends = np.append(starts[1:], n)
+            exact = [SlidingCountMin.merge_all([self[i] for i in range(int(starts[g]), int(ends[g]))])
+                     for g in np.flatnonzero(heavy).tolist()]
+            parts.append((CountMinColumn.from_sketches(exact), np.flatnonzero(heavy)))
+        return CountMinColumn._placed(self.params, parts)
+
+    def _densified(self, indices) -> "CountMinColumn":
+        """The sketches at ``indices`` (in the rows form, updated) in the
+        counter form: each one's :meth:`SlidingCountMin._as_counters`, the
+        histograms of all of them built in one pass."""
+        idx = np.asarray(indices, dtype=np.int64)
+        part = self.rows.take(idx)
+        owner = part.owner
+        newest = self.counters.newest[idx]
+        built = CountMinColumn.build(part.ts, np.searchsorted(owner, np.arange(idx.size)), part.hashes,
+                                     None if bool((part.values == 1).all()) else part.values, self.params, rows=False)
+        return built.settled(newest)
+
+    def settled(self, newest) -> "CountMinColumn":
+        """The sketches advanced to ``newest`` (one time per sketch, none
+        before its newest): each counter's buckets out of the window
+        dropped, counters left empty dropped, every sketch's newest set."""
+        c = self.counters
+        newest = np.asarray(newest, dtype=np.int64)
+        col = settle(c.col, self.params[0], newest[c.owner])
+        kept = np.flatnonzero(np.diff(col.offsets) > 0)
+        counts = np.bincount(c.owner[kept], minlength=len(c))
+        return CountMinColumn(self.params, KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), c.keys[kept],
+                                                         col.take(kept), newest, np.ones(len(c), dtype=bool)),
+                              self.rows, self.form)
 
     # ------------------------------------------------------------- answers
     def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -285,7 +452,14 @@ class CountMinColumn(KeyedColumn):
         c = self.counters
         depth = self._size // self._width
         lower, upper, _ = _row_sums(lo, up, c.owner * depth + c.keys // self._width, n * depth)
-        return lower.reshape(n, depth).max(axis=1), upper.reshape(n, depth).min(axis=1)
+        lower, upper = lower.reshape(n, depth).max(axis=1), upper.reshape(n, depth).min(axis=1)
+        if self._any_rows:  # the rows form: exact
+            exact = self.rows.totals(self._times(now), self._window_of(window))
+            lower, upper = np.where(self.form, exact, lower), np.where(self.form, exact, upper)
+        return lower, upper
+
+    def _window_of(self, window) -> int:
+        return self.params[0] if window is None else int(window)
 
     def frequencies_of_hashes(self, hashes, now=None, window: int | None = None):
         """Each sketch's :meth:`SlidingCountMin.frequencies_of_hashes` of
@@ -321,6 +495,10 @@ class CountMinColumn(KeyedColumn):
         estimate = (low * 0.5 + high * 0.5).min(axis=0)
         slack = np.ceil(self.params[1] * total.astype(np.float64)).astype(np.int64)
         lower, upper = np.maximum(low.min(axis=0) - slack, 0), high.min(axis=0)
+        if self._any_rows:  # the rows form: exact
+            exact = self.rows.frequencies(h, self._times(now), self._window_of(window))
+            estimate = np.where(self.form, exact.astype(np.float64), estimate)
+            lower, upper = np.where(self.form, exact, lower), np.where(self.form, exact, upper)
         near = np.flatnonzero(wide.reshape(n, depth).max(axis=1) >= 2.0 ** 62) if n else wide[:0].astype(np.int64)
         for i in near.tolist():  # totals near int64: the sketch's own arithmetic
             at_i = None if now is None else int(np.broadcast_to(np.asarray(now, dtype=np.int64), (n,))[i])
@@ -330,13 +508,11 @@ class CountMinColumn(KeyedColumn):
 
     def union_frequencies_of_hashes(self, group_starts, hashes, now=None, window: int | None = None):
         """Each group's frequency of one item (``hashes[g]`` for group
-        ``g``: sketches ``group_starts[g]`` to the next start) from its
-        sketches' summed counter bounds, without merging them:
-        ``SlidingCountMin.answers_from_bounds`` of
-        :meth:`SlidingCountMin.union_bounds` as of ``now`` (one time per
-        group; default: the group's newest), the same numbers; a group
-        whose sums come near int64 through those methods (which raise
-        SumOverflowError past it).
+        ``g``: sketches ``group_starts[g]`` to the next start) without
+        merging them: :meth:`SlidingCountMin.union_frequencies_of_hashes`
+        as of ``now`` (one time per group; default: the group's newest),
+        the same numbers; a group whose sums come near int64 through that
+        method (which raises SumOverflowError past it).
 
         >>> from ehist.hashing import hash64
         >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
@@ -353,15 +529,26 @@ class CountMinColumn(KeyedColumn):
         groups, n = starts.size, len(c)
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
         group_now = _group_times(group_of, groups, c.has_newest, c.newest, now)
-        lo, up = self._counter_bounds(np.where(c.has_newest, group_now[group_of], c.newest), window)
-        estimate, lower, upper, near = _item_frequencies(self.params[1], self._width, self._size, c.owner, c.keys, lo,
+        at = np.where(c.has_newest, group_now[group_of], c.newest)
+        lo, up = self._counter_bounds(at, window)
+        owner, keys = c.owner, c.keys
+        if self._any_rows:  # the rows form's exact counters beside the others
+            owner, keys, lo, up = self._with_row_counters(owner, keys, lo, up, at, window)
+        estimate, lower, upper, near = _item_frequencies(self.params[1], self._width, self._size, owner, keys, lo,
                                                          up, group_of, groups, h)
+        if self._any_rows:  # groups of the rows form alone: their rows, exact
+            exact_g = np.bincount(group_of[c.has_newest & ~self.form], minlength=groups) == 0
+            found = self.rows.frequencies(h[group_of], at, self._window_of(window))
+            sums = np.zeros(groups, dtype=np.int64)
+            np.add.at(sums, group_of, found)
+            estimate = np.where(exact_g, sums.astype(np.float64), estimate)
+            lower, upper = np.where(exact_g, sums, lower), np.where(exact_g, sums, upper)
         if near.any():  # sums near int64: the class's own arithmetic, and its error past it
             ends = np.append(starts[1:], n)
             for g in np.flatnonzero(near).tolist():
                 parts = [self[i] for i in range(int(starts[g]), int(ends[g]))]
                 at_g = None if now is None else int(group_now[g])
-                e, lw, u = parts[0].answers_from_bounds(h[g:g + 1], *SlidingCountMin.union_bounds(parts, at_g, window))
+                e, lw, u = SlidingCountMin.union_frequencies_of_hashes(parts, h[g:g + 1], at_g, window)
                 estimate[g], lower[g], upper[g] = e[0], lw[0], u[0]
         return estimate, lower, upper
 
@@ -392,10 +579,28 @@ class CountMinColumn(KeyedColumn):
         if not (compiled.active() and len(blobs)):
             return None
         ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + _CRC.size, 0)
-        if not ok.all():
-            return None
         n = starts.size
         starts_g = np.arange(n, dtype=np.int64) if group_starts is None else groups_checked(group_starts, n)
+        if not ok.all():
+            if not (ok | rows_sealed(buf, starts, lengths)).all():
+                return None
+            # sketches in the rows form: the column's answers (their rows decode in a pass as cheap as this one)
+            newest = _head_fields(buf, starts)["newest"].astype(np.int64)
+            groups = starts_g.size
+            group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
+            at = _group_times(group_of, groups, np.ones(n, dtype=bool), newest, now)[group_of]
+            full = int(_head_fields(buf, starts[:1])["window"][0])
+            if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
+                    window, (int, np.integer)) or not 1 <= int(window) <= full)):
+                return None  # the column raises what is wrong
+            column = cls._decode(buf, starts, lengths, ok)
+            if column is None:
+                return None
+            h = as_hashes(hashes_of(column.params[4]))
+            if h.shape != (starts_g.size,):
+                raise ValueError(f"hashes_of must give one hash per group ({starts_g.size}), got shape {h.shape}")
+            return column.union_frequencies_of_hashes(starts_g, h, now, window) if group_starts is not None \
+                else column.frequencies_of_hashes(h, now, window)
         groups = starts_g.size
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
         got = _ecm_bounds_of_bytes(buf, starts, lengths, window, lambda newest: _group_times(
@@ -409,6 +614,17 @@ class CountMinColumn(KeyedColumn):
         estimate, lower, upper, near = _item_frequencies(params[1], width, size, owner, keys, lo, up, group_of, groups,
                                                          h)
         return None if near.any() else (estimate, lower, upper)
+
+    def _with_row_counters(self, owner, keys, lo, up, at, window):
+        """``(owner, keys, lower, upper)`` of the counters and of the exact
+        counters of the rows form's rows in the window as of ``at`` (one
+        time per sketch), sorted by sketch, then counter."""
+        s_of, k_of, sums = self.rows.counter_sums(at, self._window_of(window), self._width,
+                                                  self._size // self._width)
+        owner = np.concatenate([owner, s_of])
+        keys = np.concatenate([keys, k_of])
+        order = np.argsort(owner * self._size + keys, kind="stable")
+        return owner[order], keys[order], np.concatenate([lo, sums])[order], np.concatenate([up, sums])[order]
 
     def union_bounds(self, group_starts, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Each group's window total bounds from its sketches' summed counter
@@ -425,12 +641,20 @@ class CountMinColumn(KeyedColumn):
             np.maximum.at(group_now, group_of[c.has_newest], c.newest[c.has_newest])
         else:
             group_now = np.broadcast_to(np.asarray(now, dtype=np.int64), starts.shape)
-        lo, up = self._counter_bounds(np.where(c.has_newest, group_now[group_of], c.newest), window)
+        at = np.where(c.has_newest, group_now[group_of], c.newest)
+        lo, up = self._counter_bounds(at, window)
         depth = self._size // self._width
         owner = group_of[c.owner]
         lower, upper, wide = _row_sums(lo, up, owner * depth + c.keys // self._width, groups * depth)
         lower, upper = lower.reshape(groups, depth).max(axis=1), upper.reshape(groups, depth).min(axis=1)
-        heavy = np.flatnonzero(wide.reshape(groups, depth).max(axis=1) >= 2.0 ** 62)
+        wide = wide.reshape(groups, depth).max(axis=1)
+        if self._any_rows:  # the rows form's exact totals add to every row of their group's counters
+            exact = np.zeros(groups, dtype=np.int64)
+            totals = self.rows.totals(at, self._window_of(window))
+            np.add.at(exact, group_of, totals)
+            lower, upper = lower + exact, upper + exact
+            wide = wide + np.bincount(group_of, weights=totals.astype(np.float64), minlength=groups)
+        heavy = np.flatnonzero(wide >= 2.0 ** 62)
         if heavy.size:  # sums near int64: the exact per-group path decides, and raises past it
             ends = np.append(starts[1:], len(c))
             for g in heavy.tolist():
@@ -483,8 +707,20 @@ class CountMinColumn(KeyedColumn):
 
     # ------------------------------------------------------------ encoding
     def to_bytes(self) -> list:
-        """``[self[i].to_bytes() for i in range(len(self))]``, in one pass."""
-        return sealed_blobs(*self._sealing()) if len(self) else []
+        """``[self[i].to_bytes() for i in range(len(self))]``, in one pass
+        (one for the counters, one for the rows form)."""
+        if not len(self):
+            return []
+        in_rows = self.form & self.counters.has_newest if self._any_rows else None
+        if in_rows is None or not in_rows.any():
+            return sealed_blobs(*self._sealing())
+        out = np.empty(len(self), dtype=object)
+        at = np.flatnonzero(in_rows)
+        out[at] = self.rows.take(at).to_bytes(self.params, self.counters.newest[at])
+        rest = np.flatnonzero(~in_rows)
+        if rest.size:
+            out[rest] = sealed_blobs(*CountMinColumn(self.params, self.counters.take(rest))._sealing())
+        return out.tolist()
 
     def _sealing(self) -> tuple:
         """:func:`~ehist.columnar.sealed_blobs`'s arguments for every
@@ -799,7 +1035,7 @@ class HeavyHittersColumn:
             return cls.from_sketches([make().update(ts[a:b], x[a:b], None if v is None else v[a:b])
                                       for a, b in zip(np.asarray(starts).tolist(), ends.tolist())])
         params = probe._levels[0]._params()  # eh_eps resolved as the sketch resolves it
-        levels = [CountMinColumn.build(ts, starts, hash64(x >> np.uint64(bits - length), seed), v, params)
+        levels = [CountMinColumn.build(ts, starts, hash64(x >> np.uint64(bits - length), seed), v, params, rows=False)
                   for length in lengths]
         depth, n = len(lengths), len(levels[0])
         if any(len(level) != n for level in levels):
@@ -847,7 +1083,7 @@ class HeavyHittersColumn:
         if idx.size:
             ecm_ok = sealed(buf, level_starts, level_lengths, FAMILIES["SlidingCountMin"], _ECM_HEAD.size + 1 + 4, 0)
             try:
-                fast = CountMinColumn._decode(buf, level_starts, level_lengths, ecm_ok)
+                fast = CountMinColumn._decode(buf, level_starts, level_lengths, ecm_ok, rows=False)
             except ValueError:  # a corrupt level: the sketch's own decoder names it, blob by blob
                 fast, slow = None, np.arange(len(blobs))
             else:

@@ -12,25 +12,32 @@ import numbers
 
 import numpy as np
 
-from ehist.validation import (INT64_MAX, batch_in_window, check_eps, check_window, checked_total, coerce_timestamps,
-                              coerce_values)
+from ehist.validation import (INT64_MAX, INT64_MIN, batch_in_window, check_eps, check_window, checked_total,
+                              coerce_timestamps, coerce_values, resolve_query)
 from ehist.columnar import HistogramColumn
 from ehist.counters import (KeyedHistograms, apply_keyed, dense, empty, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
-from ehist.serialization import Layout, check_newest
+from ehist.serialization import Layout, Writer, check_newest
 from ehist.synopsis import parameter
 
-__all__ = ["SlidingCountMin", "dimensions"]
+__all__ = ["SlidingCountMin", "dimensions", "live_rows"]
 
 #: ``struct`` format of the parameters after the preamble: window, eps,
 #: delta, eh_eps, seed.
 _FLAG_HAS_NEWEST = 1
+#: The rows form (version 3): the sketch holds its rows, not counters.
+FLAG_ROWS = 2
+#: Rows form with values other than 1 (a varint each after the times).
+FLAG_VALUES = 4
 #: The byte layout (drawn in :meth:`SlidingCountMin.to_bytes`): format 2
-#: stores compact counters (:mod:`ehist.counters`); 1 is still read.
-LAYOUT = Layout("SlidingCountMin", version=2, read=(1, 2), flags=_FLAG_HAS_NEWEST, parameters="qdddQ",
-                what="window, eps, delta, eh_eps and seed")
+#: stores compact counters (:mod:`ehist.counters`), 3 the rows form
+#: (:data:`ROWS_VERSION`); 1 is still read.
+LAYOUT = Layout("SlidingCountMin", version=2, read=(1, 2, 3), flags=_FLAG_HAS_NEWEST | FLAG_ROWS | FLAG_VALUES,
+                parameters="qdddQ", what="window, eps, delta, eh_eps and seed")
+#: The version of the rows form's bytes (counters keep :data:`LAYOUT`'s).
+ROWS_VERSION = 3
 #: The most counters (width x depth) a sketch may have: 4 Mi histograms.
 MAX_COUNTERS = 1 << 22
 # Row r's columns come from mix64(hash ^ _ROW_KEYS[r]): one key per row.
@@ -62,6 +69,83 @@ def counter_ids(hashes: np.ndarray, width: int, depth: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         cols = mix64(h[None, :] ^ _ROW_KEYS[:depth, None]) % np.uint64(width)
     return cols.astype(np.int64) + (np.arange(depth, dtype=np.int64) * width)[:, None]
+
+
+def in_window(ts: np.ndarray, now: int, window: int) -> np.ndarray:
+    """Which of the int64 times ``ts`` lie in ``(now - window, now]``
+    (``now`` never earlier than any of them; Python ints past int64 allowed)."""
+    cut = int(now) - int(window)
+    if cut < INT64_MIN:
+        return np.ones(ts.shape, dtype=bool)
+    if cut >= INT64_MAX:
+        return np.zeros(ts.shape, dtype=bool)
+    return ts > cut
+
+
+def live_rows(ts: np.ndarray, hashes: np.ndarray, values: np.ndarray, newest: int, window: int) -> tuple:
+    """The rows form's rows of ``(ts, hashes, values)`` (int64, uint64,
+    int64; any order) as of ``newest``: those inside the window, none of
+    value 0, one per ``(time, hash)`` with their values summed, sorted by
+    time, then hash.
+
+    >>> ts, h, v = live_rows(np.array([5, 1, 5, 9]), np.array([7, 3, 7, 2], np.uint64), np.array([1, 1, 2, 0]), 9, 8)
+    >>> ts.tolist(), h.tolist(), v.tolist()
+    ([5], [7], [3])
+    """
+    keep = in_window(ts, newest, window) & (values != 0)
+    ts, hashes, values = ts[keep], hashes[keep], values[keep]
+    order = np.lexsort((hashes, ts))
+    ts, hashes, values = ts[order], hashes[order], values[order]
+    if ts.size < 2:
+        return ts, hashes, values.astype(np.int64)
+    first = np.flatnonzero(np.r_[True, (ts[1:] != ts[:-1]) | (hashes[1:] != hashes[:-1])])
+    if first.size == ts.size:
+        return ts, hashes, values.astype(np.int64)
+    return ts[first], hashes[first], np.add.reduceat(values.astype(np.int64), first)
+
+
+def rows_frequencies(held: np.ndarray, values: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Each of ``hashes``' total value among rows of hashes ``held``
+    (int64; sums within int64 as a sketch's total is)."""
+    order = np.argsort(held, kind="stable")
+    sorted_held = held[order]
+    run = np.concatenate([[0], np.cumsum(values[order], dtype=np.int64)])
+    return run[np.searchsorted(sorted_held, hashes, "right")] - run[np.searchsorted(sorted_held, hashes, "left")]
+
+
+def _no_rows() -> tuple:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+
+
+def read_rows(r, name: str, s: "SlidingCountMin", newest: int, valued: bool) -> tuple:
+    """The rows form's rows after the newest time (``r`` a
+    :class:`~ehist.serialization.Reader`), with every check: at most
+    ``width`` rows, times inside the window and in order, one row per time
+    and hash, values >= 1 (not all 1 when ``valued``) and a total within
+    int64."""
+    m = r.varint("row count")
+    if m > s.width:
+        raise CorruptSketchError(f"{name}: expected at most width = {s.width} rows, found {m}")
+    h = np.frombuffer(r.raw(8 * m, f"{m} row hashes"), dtype="<u8").astype(np.uint64)
+    gaps = r.varints(m, "row times")
+    v = r.varints(m, "row values") if valued else np.ones(m, dtype=np.uint64)
+    if m and (int(gaps[0]) >= s.window or newest - int(gaps[0]) <= INT64_MIN):
+        raise CorruptSketchError(f"{name}: expected the first row inside the window ({s.window}), found it "
+                                 f"{int(gaps[0])} before the newest")
+    later = gaps[1:]
+    if later.size and (int(later.max()) > int(gaps[0]) or sum(later.tolist()) > int(gaps[0])):
+        raise CorruptSketchError(f"{name}: expected row times up to the newest, found later ones")
+    ts = np.int64(newest) - np.int64(gaps[0]) + np.concatenate([[0], np.cumsum(later.astype(np.int64))]) if m \
+        else np.zeros(0, dtype=np.int64)
+    ts = ts.astype(np.int64)
+    if m > 1 and not np.all((later > 0) | (h[1:] > h[:-1])):
+        raise CorruptSketchError(f"{name}: expected one row per time and hash, ordered by time then hash")
+    if m and (int(v.min()) < 1 or int(v.max()) > INT64_MAX or (float(v.sum(dtype=np.float64)) >= 2.0 ** 62
+                                                                and sum(v.tolist()) > INT64_MAX)):
+        raise CorruptSketchError(f"{name}: expected row values >= 1 with a total within int64")
+    if valued and bool((v == 1).all()):
+        raise CorruptSketchError(f"{name}: expected a value other than 1 with the values flag")
+    return ts, h, v.astype(np.int64)
 
 
 class SlidingCountMin(KeyedHistograms):
@@ -108,6 +192,18 @@ class SlidingCountMin(KeyedHistograms):
     :meth:`merge` keeps all of these (the histograms' order-preserving
     merge keeps their bounds; Count-Min counters add).
 
+    **The rows form.** While the window holds at most ``width`` rows (one
+    per time and item, values summed), the sketch keeps those rows
+    themselves rather than counters (as HyperLogLog++ keeps a sparse list
+    before its registers): a few bytes a row against ``depth`` histograms
+    a row, and every answer exact (``lower == upper`` == the frequency or
+    total).  Past ``width`` rows, at an update or a merge, it takes the
+    counters those rows build (as one ``update`` of them into a new
+    sketch) and keeps counters from then on.  :attr:`rows` says which
+    form it is in.  A union of sketches in the rows form stays in it while
+    its rows fit; otherwise each part in the rows form becomes counters
+    first and the counters merge.
+
     Examples
     --------
     >>> import numpy as np
@@ -137,6 +233,10 @@ class SlidingCountMin(KeyedHistograms):
         # (memory, updates and bytes follow the counters used, not width x depth)
         self._keys = np.zeros(0, dtype=np.int64)
         self._col = empty(self._window, self._eh_eps, 0)
+        # the rows form's rows (see live_rows), or None once the sketch holds counters
+        self._rows: tuple | None = _no_rows()
+
+    _state = ("_newest", "_keys", "_col", "_rows")
 
     # ----------------------------------------------------------- properties
     eps = parameter("_eps")
@@ -152,11 +252,60 @@ class SlidingCountMin(KeyedHistograms):
         return self._width * self._depth
 
     @property
+    def rows(self) -> int | None:
+        """The rows held in the rows form (None once the sketch holds
+        counters).
+
+        >>> s = SlidingCountMin(100, eps=0.1).update([1, 2, 2], ["a", "b", "b"])
+        >>> s.width, s.rows                   # (2, "b") twice: one row of value 2
+        (28, 2)
+        >>> s.update(range(3, 40), range(37)).rows is None
+        True
+        """
+        return None if self._rows is None else int(self._rows[0].size)
+
+    @property
     def column(self) -> HistogramColumn:
         """Every counter's histogram, counter ``r * width + c`` for row
         ``r`` and column ``c`` (built on each call: the sketch keeps only
-        the counters holding units)."""
-        return dense(self._keys, self._col, self.counters)
+        the counters holding units; a sketch in the rows form: the
+        counters its rows build)."""
+        s = self._as_counters()
+        return dense(s._keys, s._col, self.counters)
+
+    def _as_counters(self) -> "SlidingCountMin":
+        """This sketch in the counter form: itself when it is, else a new
+        sketch holding the counters its rows build (one ``update`` of them,
+        settled at its newest)."""
+        if self._rows is None:
+            return self
+        out = self._counters_only()
+        if self._newest is not None:
+            ts, h, v = self._rows
+            ids = counter_ids(h, self._width, self._depth).ravel()
+            out._keys, out._col = apply_keyed(out._keys, out._col, ids, np.tile(ts, self._depth),
+                                              None if bool((v == 1).all()) else np.tile(v, self._depth),
+                                              self._newest, self.counters)
+            out._newest = self._newest
+        return out
+
+    def _counters_only(self) -> "SlidingCountMin":
+        """A new empty sketch of these parameters that holds counters from
+        the start (the heavy hitters' levels)."""
+        out = type(self)(*self._params())
+        out._rows = None
+        return out
+
+    def _set_counters(self, newest: int, keys, col) -> None:
+        self._rows = None
+        super()._set_counters(newest, keys, col)
+
+    def _same_state(self, other) -> bool:
+        if (self._rows is None) != (other._rows is None):
+            return False
+        if self._rows is not None and not all(np.array_equal(a, b) for a, b in zip(self._rows, other._rows)):
+            return False
+        return super()._same_state(other)
 
     _names = ("window", "eps", "delta", "eh_eps", "seed")
 
@@ -168,14 +317,25 @@ class SlidingCountMin(KeyedHistograms):
                 f"depth={self._depth}"]
 
     def _repr_state(self) -> list:
+        if self._rows is not None:
+            return [f"rows={self._rows[0].size}", f"newest={self._newest}"]
         return [f"counters used={self._keys.size}", f"buckets={len(self)}", f"newest={self._newest}"]
+
+    def __len__(self) -> int:
+        """Buckets kept over all counters (rows kept in the rows form)."""
+        return int(self._rows[0].size) if self._rows is not None else super().__len__()
 
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         parts = [cls(500, eps=0.1, delta=0.1, seed=4).update(ts[p::3], ts[p::3] % 23, (ts[p::3] % 5))
                  for p in range(3)]
-        return [cls(500, eps=0.1, delta=0.1, seed=4), parts[0], cls.merge_all(parts)]
+        few = [cls(500, eps=0.1, delta=0.1, seed=4).update(ts[p:30:3], ts[p:30:3] % 3, ts[p:30:3] % 4)
+               for p in range(2)]
+        # parts[0] holds 24 rows: its counters are example 1 (what update built before the rows form, and a
+        # sketch holds once past width rows), the rows themselves example 3
+        return [cls(500, eps=0.1, delta=0.1, seed=4), parts[0]._as_counters(), cls.merge_all(parts), parts[0],
+                cls.merge_all(few)]
 
     # --------------------------------------------------------------- update
     def update(self, timestamps, items, values=None) -> "SlidingCountMin":
@@ -231,6 +391,17 @@ class SlidingCountMin(KeyedHistograms):
         # every counter holds at most the window's total: keep that in int64
         checked_total(v, ts.size, self._row_total())
         # ---- validated: from here on the state changes ----
+        if self._rows is not None:
+            old_ts, old_h, old_v = self._rows
+            rows = live_rows(np.concatenate([old_ts, ts]), np.concatenate([old_h, hashes]),
+                             np.concatenate([old_v, np.ones(ts.size, np.int64) if v is None else v]), newest,
+                             self._window)
+            if rows[0].size <= self._width:
+                self._rows, self._newest = rows, newest
+                return self
+            self._rows = None  # past width rows: the counters of every row held
+            ts, hashes, v = rows
+            v = None if bool((v == 1).all()) else v
         ids = counter_ids(hashes, self._width, self._depth).ravel()  # row-major: time order within a counter
         self._keys, self._col = apply_keyed(self._keys, self._col, ids, np.tile(ts, self._depth),
                                             None if v is None else np.tile(v, self._depth), newest, self.counters)
@@ -239,6 +410,8 @@ class SlidingCountMin(KeyedHistograms):
 
     def _row_total(self) -> int:
         """Units held by row 0 (the window's total, up to expiry)."""
+        if self._rows is not None:
+            return int(self._rows[2].sum())
         c = self._col
         end = int(c.offsets[np.searchsorted(self._keys, self._width)])
         return int(np.sum(np.left_shift(np.int64(1), c.exps[:end].astype(np.int64)), dtype=np.int64))
@@ -246,12 +419,21 @@ class SlidingCountMin(KeyedHistograms):
     # ---------------------------------------------------------------- query
     def _counter_bounds(self, now, window) -> tuple[np.ndarray, np.ndarray]:
         """Every counter's (lower, upper) over the window as of ``now``."""
+        if self._rows is not None:  # exact: each counter's rows summed
+            now, window = resolve_query(now, window, self._newest, self._window)
+            exact = np.zeros(self.counters, dtype=np.int64)
+            if now is not None:
+                ts, h, v = self._rows
+                inside = in_window(ts, now, window)
+                np.add.at(exact, counter_ids(h[inside], self._width, self._depth).ravel(),
+                          np.tile(v[inside], self._depth))
+            return exact, exact.copy()
         lower = np.zeros(self.counters, dtype=np.int64)
         upper = np.zeros(self.counters, dtype=np.int64)
         lower[self._keys], upper[self._keys] = self._keyed_bounds(now, window)
         return lower, upper
 
-    def _rows(self, x: np.ndarray) -> np.ndarray:
+    def _by_row(self, x: np.ndarray) -> np.ndarray:
         return x.reshape(self._depth, self._width)
 
     def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
@@ -259,7 +441,7 @@ class SlidingCountMin(KeyedHistograms):
         ``now`` (default :attr:`newest`): the sum of every row's counters
         brackets it, and the tightest row bounds are taken."""
         lower, upper = self._counter_bounds(now, window)
-        return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
+        return int(self._by_row(lower).sum(axis=1).max()), int(self._by_row(upper).sum(axis=1).min())
 
     def estimate(self, now: int | None = None, window: int | None = None) -> float:
         """The window's total, within ``eh_eps`` of it (the midpoint of
@@ -279,6 +461,15 @@ class SlidingCountMin(KeyedHistograms):
 
     def frequencies_of_hashes(self, hashes, now: int | None = None, window: int | None = None):
         """:meth:`frequencies` of items given by their ``hash64`` values."""
+        if self._rows is not None:  # exact: each item's rows in the window summed
+            h = as_hashes(hashes)
+            now, window = resolve_query(now, window, self._newest, self._window)
+            exact = np.zeros(h.size, dtype=np.int64)
+            if now is not None:
+                ts, held, v = self._rows
+                inside = in_window(ts, now, window)
+                exact = rows_frequencies(held[inside], v[inside], h)
+            return exact.astype(np.float64), exact, exact.copy()
         return self.answers_from_bounds(as_hashes(hashes), *self._counter_bounds(now, window))
 
     def answers_from_bounds(self, hashes: np.ndarray, lower: np.ndarray, upper: np.ndarray):
@@ -287,7 +478,7 @@ class SlidingCountMin(KeyedHistograms):
         ids = counter_ids(hashes, self._width, self._depth)
         lo, up = lower[ids], upper[ids]
         estimate = (lo * 0.5 + up * 0.5).min(axis=0)
-        total = int(self._rows(upper).sum(axis=1).min())
+        total = int(self._by_row(upper).sum(axis=1).min())
         slack = math.ceil(self._eps * total)
         return estimate, np.maximum(lo.min(axis=0) - slack, 0), up.min(axis=0)
 
@@ -321,23 +512,23 @@ class SlidingCountMin(KeyedHistograms):
         la, ua = self._counter_bounds(now, window)
         lb, ub = other._counter_bounds(now, window)
         ea, eb = la * 0.5 + ua * 0.5, lb * 0.5 + ub * 0.5
-        rows = lambda x: self._rows(x.astype(np.float64))  # noqa: E731 - products beyond int64 stay finite
+        rows = lambda x: self._by_row(x.astype(np.float64))  # noqa: E731 - products beyond int64 stay finite
         estimate = float((rows(ea) * rows(eb)).sum(axis=1).min())
         upper = float((rows(ua) * rows(ub)).sum(axis=1).min())
         lower_rows = float((rows(la) * rows(lb)).sum(axis=1).min())
-        totals = float(self._rows(ua).sum(axis=1).min()) * float(other._rows(ub).sum(axis=1).min())
+        totals = float(self._by_row(ua).sum(axis=1).min()) * float(other._by_row(ub).sum(axis=1).min())
         return estimate, max(0.0, lower_rows - self._eps * totals), upper
 
     def total_from_bounds(self, lower: np.ndarray, upper: np.ndarray) -> tuple[int, int]:
         """:meth:`bounds` from every counter's bounds (a union's, whose
         rows may sum past int64: :class:`~ehist.errors.SumOverflowError`)."""
-        if float(self._rows(upper).sum(axis=1, dtype=np.float64).max()) >= 2.0**62:  # a row's int64 sum may wrap
-            low = max(sum(row) for row in self._rows(lower).tolist())
-            total = min(sum(row) for row in self._rows(upper).tolist())
+        if float(self._by_row(upper).sum(axis=1, dtype=np.float64).max()) >= 2.0**62:  # a row's int64 sum may wrap
+            low = max(sum(row) for row in self._by_row(lower).tolist())
+            total = min(sum(row) for row in self._by_row(upper).tolist())
             if total > INT64_MAX:
                 raise SumOverflowError(f"the union's window total would overflow int64 ({total} > 2**63 - 1)")
             return low, total
-        return int(self._rows(lower).sum(axis=1).max()), int(self._rows(upper).sum(axis=1).min())
+        return int(self._by_row(lower).sum(axis=1).max()), int(self._by_row(upper).sum(axis=1).min())
 
     @classmethod
     def union_bounds(cls, sketches, now: int | None = None, window: int | None = None):
@@ -375,6 +566,39 @@ class SlidingCountMin(KeyedHistograms):
                 raise SumOverflowError(f"the union's counter would overflow int64 ({max(exact)} > 2**63 - 1)")
         return lower, upper
 
+    @classmethod
+    def union_frequencies_of_hashes(cls, sketches, hashes, now: int | None = None, window: int | None = None):
+        """:meth:`frequencies_of_hashes` of the union of ``sketches`` (same
+        parameters) without merging them, as of ``now`` (default: the
+        newest of them): where every sketch that saw a row is in the rows
+        form, their rows summed (exact); otherwise
+        :meth:`answers_from_bounds` of :meth:`union_bounds` (the merge's
+        guarantees).  A frequency past int64 raises
+        :class:`~ehist.errors.SumOverflowError`.
+
+        >>> a = SlidingCountMin(10).update([1, 2], ["x", "y"])
+        >>> b = SlidingCountMin(10).update([2, 3], ["x", "x"])
+        >>> [x.tolist() for x in SlidingCountMin.union_frequencies_of_hashes([a, b], hash64(["x"], 0))]
+        [[3.0], [3], [3]]
+        """
+        sk, now = cls._compatible_at(sketches, now)
+        h = as_hashes(hashes)
+        live = [s for s in sk if s._newest is not None]
+        if any(s._rows is None for s in live):
+            return sk[0].answers_from_bounds(h, *cls.union_bounds(sk, now, window))
+        exact = [0] * h.size
+        for s in live:
+            at, w = resolve_query(now, window, s._newest, s._window)
+            ts, held, v = s._rows
+            inside = in_window(ts, at, w)
+            exact = [a + b for a, b in zip(exact, rows_frequencies(held[inside], v[inside], h).tolist())]
+        if not live:
+            resolve_query(now, window, None, sk[0]._window)
+        if exact and max(exact) > INT64_MAX:
+            raise SumOverflowError(f"the union's frequency would overflow int64 ({max(exact)} > 2**63 - 1)")
+        out = np.array(exact, dtype=np.int64)
+        return out.astype(np.float64), out, out.copy()
+
     def frequency(self, item, now: int | None = None, window: int | None = None) -> float:
         """Estimated frequency of ``item`` over the window as of ``now``:
         the smallest of its counters' estimates."""
@@ -388,19 +612,43 @@ class SlidingCountMin(KeyedHistograms):
 
     # ---------------------------------------------------------------- merge
     @classmethod
+    def _union(cls, sk: list) -> "SlidingCountMin":
+        """Rows form parts whose rows fit: their rows (:func:`live_rows` at
+        the union's newest); otherwise the counters' union, each part in
+        the rows form taking its counters first."""
+        live = [s for s in sk if s._newest is not None]
+        if len(live) > 1 and all(s._rows is not None for s in live):
+            newest = max(s._newest for s in live)
+            cls._check_union_total(live, newest)
+            rows = live_rows(*(np.concatenate(parts) for parts in zip(*(s._rows for s in live))), newest,
+                             live[0]._window)
+            if rows[0].size <= live[0]._width:
+                out = cls(*live[0]._params())
+                out._rows, out._newest = rows, newest
+                return out
+        if len(live) <= 1:
+            return (live[0] if live else sk[0]).copy()
+        out = super()._union([s._as_counters() for s in sk])
+        out._rows = None
+        return out
+
+    @classmethod
     def _check_union_total(cls, live: list, newest: int) -> None:
         """One row's total (every row holds the stream's), settled at the
         union's newest, past int64 raises."""
         if sum(s._row_total() for s in live) > INT64_MAX:
             first = live[0]
-            totals = [settled_total(settle(s._col, first._window, newest), int(np.searchsorted(s._keys, first._width)))
+            totals = [int(s._rows[2][in_window(s._rows[0], newest, first._window)].sum()) if s._rows is not None
+                      else settled_total(settle(s._col, first._window, newest),
+                                         int(np.searchsorted(s._keys, first._width)))
                       for s in live]
             if sum(totals) > INT64_MAX:
                 raise SumOverflowError(f"merged window total would overflow int64 ({sum(totals)} > 2**63 - 1)")
 
     # -------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
-        """The parameters and the counters holding units, as checked bytes.
+        """The parameters and the counters holding units (or the rows), as
+        checked bytes.
 
         In :mod:`ehist.serialization`'s framing (family 6, version 2;
         flags: bit 0 has_newest)::
@@ -428,7 +676,35 @@ class SlidingCountMin(KeyedHistograms):
         :class:`ehist.columnar.HistogramColumn`).  Version 1 (still read)
         stored each counter as the whole ``ExponentialHistogram.to_bytes()``
         (34 bytes more a counter).
+
+        A sketch in the rows form (updated, at most ``width`` rows) is
+        version 3, flags bit 0 and bit 1 (rows), bit 2 when a value is
+        not 1::
+
+                46       8  newest (int64)
+                 .   varint m: rows (at most width)
+                 .   m x 8  their item hashes (uint64), rows ordered by
+                            time, then hash
+                 .   m x varint  newest - the first row's time, then
+                            each row's time - the previous row's
+                 .   m x varint  each row's value (>= 1) [if bit 2]
+               end-4     4  CRC-32 of everything before
+
+        A sketch never updated is version 2's (no newest, no counter) in
+        either form.
         """
+        if self._rows is not None and self._newest is not None:
+            ts, h, v = self._rows
+            ones = bool((v == 1).all())
+            w = Writer("SlidingCountMin", ROWS_VERSION, _FLAG_HAS_NEWEST | FLAG_ROWS | (0 if ones else FLAG_VALUES))
+            w.struct(LAYOUT.parameters, *self._params()).struct("q", self._newest).varints([ts.size])
+            gaps = np.diff(ts, prepend=ts[:1])
+            if ts.size:
+                gaps[0] = self._newest - ts[0]
+            w.raw(h.astype("<u8").tobytes()).varints(gaps)
+            if not ones:
+                w.varints(v)
+            return w.finish()
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         w = LAYOUT.writer(flags, *self._params())
         if self._newest is None:
@@ -447,7 +723,16 @@ class SlidingCountMin(KeyedHistograms):
             r.expect_end()
             return s
         check_newest(newest, name)
+        if (flags & FLAG_ROWS) != (FLAG_ROWS if r.version == ROWS_VERSION else 0) or (
+                flags & FLAG_VALUES and not flags & FLAG_ROWS):
+            raise CorruptSketchError(f"{name}: expected the rows flag with version {ROWS_VERSION} only, found "
+                                     f"flags {flags:#06x} in version {r.version}")
+        if flags & FLAG_ROWS:
+            s._rows, s._newest = read_rows(r, name, s, int(newest), bool(flags & FLAG_VALUES)), int(newest)
+            r.expect_end()
+            return s
         s._newest = int(newest)
+        s._rows = None
         keys, col = read_keyed(r, name, s.counters, s._window, s._eh_eps, s._newest, compact=r.version >= 2)
         if settled_total(col, int(np.searchsorted(keys, s._width))) > INT64_MAX:
             raise CorruptSketchError(f"{name}: expected a window total within int64")

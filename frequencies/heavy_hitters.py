@@ -109,7 +109,8 @@ class SlidingHeavyHitters(Synopsis):
                  eh_eps: float | None = None, seed: int = 0, level_bits: int = 4):
         self._lengths = levels_of(bits, level_bits)
         self._bits, self._level_bits = int(bits), int(level_bits)
-        self._levels = [SlidingCountMin(window, eps, delta, eh_eps, seed) for _ in self._lengths]
+        # levels hold counters from the start (SlidingCountMin's rows form is a single sketch's)
+        self._levels = [SlidingCountMin(window, eps, delta, eh_eps, seed)._counters_only() for _ in self._lengths]
 
     # ----------------------------------------------------------- properties
     @property
@@ -365,6 +366,9 @@ class SlidingHeavyHitters(Synopsis):
             levels = [SlidingCountMin.from_bytes(r.raw(int(k), "a level")) for k in sizes.tolist()]
         except CorruptSketchError as exc:
             raise CorruptSketchError(f"{name}: a level: {exc}") from None
+        if any(x.rows is not None and x.newest is not None for x in levels):
+            raise CorruptSketchError(f"{name}: expected levels holding counters, found one in the rows form")
+        levels = [x._as_counters() if x.rows is not None else x for x in levels]  # never updated: counters alike
         first = levels[0]
         for x in levels[1:]:
             if x._params() != first._params() or x.newest != first.newest:

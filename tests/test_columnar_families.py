@@ -120,13 +120,14 @@ def test_round_trip_union_and_answers_are_the_sketches_own(name, family, data):
                                                                    win)  # bounded as decoded
                 assert fused is not None or not takes_one_pass(name, flat)
                 assert fused is None or all(np.array_equal(a, b) for a, b in zip(fused, got))
-            # one item per group, from the group's summed counter bounds
+            # one item per group, from the group's summed counter bounds (its rows, in the rows form)
             group_hashes = hashes[starts]
             group_later = [max(s.newest or 0 for s in g) + 7 for g in groups]
             for now, win in ((None, None), (group_later, w)):
                 got = column.union_frequencies_of_hashes(starts, group_hashes, now, win)
-                expect = [g[0].answers_from_bounds(group_hashes[i:i + 1], *SlidingCountMin.union_bounds(
-                    g, None if now is None else now[i], win)) for i, g in enumerate(groups)]
+                expect = [SlidingCountMin.union_frequencies_of_hashes(g, group_hashes[i:i + 1],
+                                                                      None if now is None else now[i], win)
+                          for i, g in enumerate(groups)]
                 assert [(float(a), int(b), int(c)) for a, b, c in zip(*got)] == \
                     [(float(e[0][0]), int(e[1][0]), int(e[2][0])) for e in expect]
                 fused = CountMinColumn.frequencies_of_bytes(blobs, lambda seed: hash64(item[starts], seed),

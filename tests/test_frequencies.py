@@ -103,6 +103,52 @@ def test_merge_of_partitions_keeps_the_bounds(stream, data):
                             later, window, 12)
 
 
+@settings(max_examples=examples(150), deadline=None)
+@given(item_streams(alphabet=40), st.data())
+def test_rows_form_answers_exactly_and_takes_counters_past_width(stream, data):
+    """While the window holds at most ``width`` (time, item) rows the
+    sketch keeps them and every answer is the brute-force one, lower and
+    upper alike; past width it holds the counters those rows build (what
+    a sketch holding counters from the start builds from one batch of
+    them), and the guarantees of the counters hold from then on.  A union
+    of rows form sketches answers exactly, merged or not."""
+    ts, items, vs = stream
+    window = data.draw(st.integers(1, 80))
+    eps = data.draw(st.sampled_from([0.1, 0.2, 0.5]))
+    s = feed(SlidingCountMin(window, eps=eps, delta=0.2, seed=2), ts, items, vs, data.draw(chunked(ts.size)))
+    inside = ts > int(ts[-1]) - window
+    live = {(t, x) for t, x, v in zip(ts[inside].tolist(), items[inside].tolist(), vs[inside].tolist()) if v}
+    if s.rows is not None:
+        assert s.rows == len(live) <= s.width
+        for _ in range(3):
+            now = int(ts[-1]) + data.draw(st.integers(0, window + 2))
+            w = data.draw(st.integers(1, window))
+            exact, total = brute(ts, items, vs, now, w)
+            est, lower, upper = s.frequencies(np.arange(40), now, w)
+            f = np.array([exact.get(x, 0) for x in range(40)])
+            assert lower.tolist() == upper.tolist() == f.tolist() and est.tolist() == f.astype(float).tolist()
+            assert s.bounds(now, w) == (total, total)
+    else:
+        check_deterministic(s, ts, items, vs, int(ts[-1]), window, 40)
+    whole = SlidingCountMin(window, eps=eps, delta=0.2, seed=2).update(ts, items, vs)
+    once = SlidingCountMin(window, eps=eps, delta=0.2, seed=2)._counters_only().update(ts, items, vs)
+    assert whole._as_counters() == once, "the counters of the rows: those of one batch of them"
+    assert (whole.rows is None) == (len(live) > whole.width)
+    assert SlidingCountMin.from_bytes(whole.to_bytes()) == whole
+    # two halves united: the rows while they fit, exact whether merged or answered together
+    half = ts.size // 2
+    parts = [SlidingCountMin(window, eps=eps, delta=0.2, seed=2).update(ts[a:b], items[a:b], vs[a:b])
+             for a, b in ((0, half), (half, ts.size)) if b > a]
+    merged = SlidingCountMin.merge_all(parts)
+    assert (merged.rows is not None) == (all(p.rows is not None for p in parts) and len(live) <= whole.width)
+    exact, _ = brute(ts, items, vs, int(ts[-1]), window)
+    f = np.array([exact.get(x, 0) for x in range(40)])
+    _, lower, upper = SlidingCountMin.union_frequencies_of_hashes(parts, hash64(np.arange(40), 2))
+    if all(p.rows is not None for p in parts):
+        assert lower.tolist() == upper.tolist() == f.tolist()
+    assert (upper >= f).all()
+
+
 @settings(max_examples=examples(100), deadline=None)
 @given(item_streams(alphabet=40), st.data())
 def test_counters_are_the_histograms_update_builds(stream, data):
