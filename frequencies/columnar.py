@@ -291,13 +291,16 @@ class CountMinColumn(KeyedColumn):
         return cls._decode(buf, starts, lengths, ok)
 
     @classmethod
-    def _decode(cls, buf, starts, lengths, ok, rows: bool = True) -> "CountMinColumn | None":
+    def _decode(cls, buf, starts, lengths, ok, rows: bool = True, in_rows=None) -> "CountMinColumn | None":
         """The column of the blobs ``buf[starts[i]:starts[i] + lengths[i]]``
         (``ok``: :func:`~ehist.columnar.sealed` accepted them), counters
         and, where ``rows``, the rows form (else a blob in it raises, as
-        the heavy hitters' levels hold counters)."""
+        the heavy hitters' levels hold counters; ``in_rows``: which blobs
+        :func:`~frequencies.rows.rows_sealed` accepted, when known)."""
         ok = ok & (buf[starts + _VERSION_AT] == _cm.LAYOUT.version) if starts.size else ok
-        in_rows = rows_sealed(buf, starts, lengths) & ~ok if rows and starts.size else np.zeros(starts.size, bool)
+        if in_rows is None:
+            in_rows = rows_sealed(buf, starts, lengths) & ~ok if rows and starts.size else np.zeros(starts.size, bool)
+        in_rows = in_rows.copy()
         idx = np.flatnonzero(ok | in_rows)
         params = None
         fast = []
@@ -531,16 +534,25 @@ class CountMinColumn(KeyedColumn):
         group_now = _group_times(group_of, groups, c.has_newest, c.newest, now)
         at = np.where(c.has_newest, group_now[group_of], c.newest)
         lo, up = self._counter_bounds(at, window)
-        owner, keys = c.owner, c.keys
-        if self._any_rows:  # the rows form's exact counters beside the others
-            owner, keys, lo, up = self._with_row_counters(owner, keys, lo, up, at, window)
-        estimate, lower, upper, near = _item_frequencies(self.params[1], self._width, self._size, owner, keys, lo,
-                                                         up, group_of, groups, h)
+        exact_g = np.zeros(groups, dtype=bool)
         if self._any_rows:  # groups of the rows form alone: their rows, exact
             exact_g = np.bincount(group_of[c.has_newest & ~self.form], minlength=groups) == 0
+        if exact_g.all():
+            estimate, lower, upper = (np.zeros(groups), np.zeros(groups, np.int64), np.zeros(groups, np.int64))
+            near = np.zeros(groups, dtype=bool)
+        else:
+            owner, keys = c.owner, c.keys
+            if self._any_rows:  # the rows form's exact counters beside the others, in the groups of both
+                mixed = np.flatnonzero(~exact_g[group_of] & self.form)
+                owner, keys, lo, up = self.take(mixed)._with_row_counters(owner, keys, lo, up, at[mixed], window,
+                                                                          mixed)
+            estimate, lower, upper, near = _item_frequencies(self.params[1], self._width, self._size, owner, keys, lo,
+                                                             up, group_of, groups, h)
+        if exact_g.any():
             found = self.rows.frequencies(h[group_of], at, self._window_of(window))
             sums = np.zeros(groups, dtype=np.int64)
             np.add.at(sums, group_of, found)
+            near |= exact_g & (np.bincount(group_of, weights=found.astype(np.float64), minlength=groups) >= 2.0 ** 62)
             estimate = np.where(exact_g, sums.astype(np.float64), estimate)
             lower, upper = np.where(exact_g, sums, lower), np.where(exact_g, sums, upper)
         if near.any():  # sums near int64: the class's own arithmetic, and its error past it
@@ -582,7 +594,8 @@ class CountMinColumn(KeyedColumn):
         n = starts.size
         starts_g = np.arange(n, dtype=np.int64) if group_starts is None else groups_checked(group_starts, n)
         if not ok.all():
-            if not (ok | rows_sealed(buf, starts, lengths)).all():
+            in_rows = rows_sealed(buf, starts, lengths) & ~ok
+            if not (ok | in_rows).all():
                 return None
             # sketches in the rows form: the column's answers (their rows decode in a pass as cheap as this one)
             newest = _head_fields(buf, starts)["newest"].astype(np.int64)
@@ -593,7 +606,7 @@ class CountMinColumn(KeyedColumn):
             if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
                     window, (int, np.integer)) or not 1 <= int(window) <= full)):
                 return None  # the column raises what is wrong
-            column = cls._decode(buf, starts, lengths, ok)
+            column = cls._decode(buf, starts, lengths, ok, in_rows=in_rows)
             if column is None:
                 return None
             h = as_hashes(hashes_of(column.params[4]))
@@ -615,12 +628,16 @@ class CountMinColumn(KeyedColumn):
                                                          h)
         return None if near.any() else (estimate, lower, upper)
 
-    def _with_row_counters(self, owner, keys, lo, up, at, window):
-        """``(owner, keys, lower, upper)`` of the counters and of the exact
-        counters of the rows form's rows in the window as of ``at`` (one
-        time per sketch), sorted by sketch, then counter."""
+    def _with_row_counters(self, owner, keys, lo, up, at, window, sketches=None):
+        """``(owner, keys, lower, upper)`` of counters (``owner``: their
+        sketches) and of the exact counters of this column's rows in the
+        window as of ``at`` (one time per sketch), sorted by sketch, then
+        counter; ``sketches``: the sketch each of this column's stands for
+        (default: itself)."""
         s_of, k_of, sums = self.rows.counter_sums(at, self._window_of(window), self._width,
                                                   self._size // self._width)
+        if sketches is not None:
+            s_of = np.asarray(sketches, dtype=np.int64)[s_of]
         owner = np.concatenate([owner, s_of])
         keys = np.concatenate([keys, k_of])
         order = np.argsort(owner * self._size + keys, kind="stable")

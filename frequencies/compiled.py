@@ -1,4 +1,5 @@
-"""The compiled walk of heavy hitters down their levels (numba, optional).
+"""The compiled walk of heavy hitters down their levels, and the reader of
+the ECM-sketches' rows form (numba, optional).
 
 :meth:`frequencies.columnar.HeavyHittersColumn.heavy_hitters` walks every
 group's candidates down the prefix levels in numpy passes over all
@@ -17,7 +18,7 @@ import numpy as np
 from ehist import compiled
 from ehist.hashing import GOLDEN
 
-__all__ = ["walk"]
+__all__ = ["walk", "read_rows"]
 
 _C1 = np.uint64(0xFF51AFD7ED558CCD)
 _C2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -166,3 +167,112 @@ def _kernel():
         _grown = compiled.jit(_grown)
         _COMPILED = compiled.kernel(_walk)
     return _COMPILED
+
+
+# ---------------------------------------------------------------- the rows form
+_INT64_MAX = np.uint64(2**63 - 1)
+
+
+def read_rows(buf, starts, ends, newest, valued, width: int, window: int):
+    """The rows of ECM-sketches in the rows form
+    (:func:`frequencies.count_min.read_rows` of many, in one compiled
+    pass): blob ``i``'s rows lie at ``buf[starts[i]:ends[i]]`` (after its
+    newest time, before its checksum), ``valued[i]`` its values flag.
+    Returns ``(ok, counts, ts, hashes, values)``: the blobs every check
+    accepts, their row counts, and their rows one after the other (a
+    rejected blob: no row; its own reader names what is wrong)."""
+    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    starts, ends, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (starts, ends, newest))
+    valued = np.ascontiguousarray(valued, dtype=np.bool_)
+    if not (starts.shape == ends.shape == newest.shape == valued.shape) or (
+            starts.size and (starts.min() < 0 or ends.max() > buf.size or np.any(ends < starts))):
+        raise ValueError("starts, ends, newest and valued need one entry per blob, every span inside buf")
+    if int(width) < 1 or int(window) < 1:
+        raise ValueError(f"width and window must be at least 1, got {width} and {window}")
+    return _rows_kernel()(buf, starts, ends, newest, valued, np.int64(width), np.uint64(window))
+
+
+def _read_rows(buf, starts, ends, newest, valued, width, window):
+    n = starts.size
+    cap = 0
+    for i in range(n):
+        cap += (ends[i] - starts[i]) // 9 + 1  # a row takes 8 hash bytes and a varint at least
+    ok = np.zeros(n, dtype=np.bool_)
+    counts = np.zeros(n, dtype=np.int64)
+    ts = np.empty(cap, dtype=np.int64)
+    hs = np.empty(cap, dtype=np.uint64)
+    vs = np.empty(cap, dtype=np.int64)
+    at = 0
+    for i in range(n):
+        end = ends[i]
+        m, pos, good = _rvarint(buf, starts[i], end)
+        if not good or m > np.uint64(width) or np.uint64(end - pos) < m * np.uint64(9):
+            continue
+        k = np.int64(m)
+        h_at = pos
+        pos += 8 * k
+        g0 = np.uint64(0)
+        run = np.uint64(0)
+        prev_t = np.int64(0)
+        prev_h = np.uint64(0)
+        for j in range(k):
+            g, pos, good = _rvarint(buf, pos, end)
+            if not good:
+                break
+            if j == 0:
+                # inside the window, the time above int64's floor: newest - g0 > INT64_MIN
+                if g >= window or g >= np.uint64(newest[i]) + np.uint64(2**63):
+                    good = False
+                    break
+                g0 = g
+            else:
+                if g > g0 - run:  # the later gaps sum to at most the first
+                    good = False
+                    break
+                run += g
+            h = np.uint64(0)
+            for b in range(8):
+                h |= np.uint64(buf[h_at + 8 * j + b]) << np.uint64(8 * b)
+            t = newest[i] - np.int64(g0) + np.int64(run)
+            if j > 0 and not (t > prev_t or (t == prev_t and h > prev_h)):
+                good = False
+                break
+            ts[at + j] = t
+            hs[at + j] = h
+            vs[at + j] = 1
+            prev_t, prev_h = t, h
+        if not good:
+            continue
+        if valued[i]:
+            if k == 0:
+                continue
+            total = np.uint64(0)
+            ones = True
+            for j in range(k):
+                v, pos, good = _rvarint(buf, pos, end)
+                if not good or v < np.uint64(1) or v > _INT64_MAX - total:
+                    good = False
+                    break
+                total += v
+                ones = ones and v == np.uint64(1)
+                vs[at + j] = np.int64(v)
+            if not good or ones:
+                continue
+        if pos != end:
+            continue
+        ok[i] = True
+        counts[i] = k
+        at += k
+    return ok, counts, ts[:at].copy(), hs[:at].copy(), vs[:at].copy()
+
+
+_ROWS = None
+_rvarint = None  # the compiled ehist.compiled.read_varint, which _read_rows calls
+
+
+def _rows_kernel():
+    global _ROWS, _rvarint
+    if _ROWS is None:
+        _rvarint = compiled.jit(compiled.read_varint)
+        _ROWS = compiled.kernel(_read_rows)
+    return _ROWS

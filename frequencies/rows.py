@@ -120,9 +120,10 @@ class Rows(NamedTuple):
         one per (time, hash) with the values summed, ordered by time, then
         hash."""
         owner = np.asarray(owner, dtype=np.int64)
-        keep = (ts > cutoffs(newest, window)[owner]) & (values != 0)
+        cut = cutoffs(newest, window)
+        keep = (ts > cut[owner]) & (values != 0)
         owner, ts, hashes, values = owner[keep], ts[keep], hashes[keep], values[keep].astype(np.int64)
-        order = np.lexsort((hashes, ts, owner))
+        order = _time_order(owner, ts, hashes, cut, window, n)
         owner, ts, hashes, values = owner[order], ts[order], hashes[order], values[order]
         if ts.size > 1:
             first = np.flatnonzero(np.r_[True, (owner[1:] != owner[:-1]) | (ts[1:] != ts[:-1])
@@ -179,8 +180,7 @@ class Rows(NamedTuple):
             return []
         counts = self.counts
         owner = self.owner
-        valued = np.zeros(n, dtype=bool)
-        np.logical_or.at(valued, owner, self.values != 1)
+        valued = np.bincount(owner, weights=self.values != 1, minlength=n) > 0
         gaps = np.diff(self.ts, prepend=self.ts[:1]) if self.ts.size else self.ts
         firsts = self.offsets[:-1][counts > 0]
         gaps = gaps.copy()
@@ -222,6 +222,11 @@ class Rows(NamedTuple):
         n = starts.size
         pos = starts + _HEAD.size
         ends = starts + lengths - _CRC
+        if compiled.active():
+            from .compiled import read_rows
+
+            ok, counts, ts, hashes, values = read_rows(buf, pos, ends, newest, valued, width, window)
+            return ok, Rows(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ts, hashes, values)
         read = region_varints(buf, pos, ends)
         m, stop, bad = read(np.zeros(n, dtype=np.int64), np.arange(n))
         ok = ~bad & (m <= _U64(width))
@@ -306,6 +311,26 @@ class Rows(NamedTuple):
         counts = np.where(ok, m, 0)
         return ok, Rows(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ts[good_rows],
                         hashes[good_rows], v[good_rows])
+
+
+def _time_order(owner, ts, hashes, cut, window: int, n: int) -> np.ndarray:
+    """The order of rows by sketch, time, then hash (every time above its
+    sketch's cutoff ``cut[owner]`` and at most ``window`` past it): one
+    stable sort of ``owner * (window + 1) + (time - cutoff)`` (timsort: the
+    runs of rows already in order, a union's sketches' rows, merge in
+    linear time), rows of one sketch and time then ordered by hash; a
+    three-key lexsort where that key would not fit int64."""
+    if owner.size == 0 or float(n) * (float(window) + 1) >= 2.0 ** 62:
+        return np.lexsort((hashes, ts, owner))
+    key = owner * np.int64(window + 1) + (ts - cut[owner])
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    tied = np.flatnonzero(key[1:] == key[:-1])
+    if tied.size:  # the rows sharing a sketch and time: by hash
+        at = np.unique(np.concatenate([tied, tied + 1]))
+        sub = order[at]
+        order[at] = sub[np.lexsort((hashes[sub], key[at]))]
+    return order
 
 
 def rows_sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -98,7 +98,9 @@ def stored_times(s) -> np.ndarray:
         parts = [t[t != -2**63]]  # -2**63: an unset bit
     elif isinstance(s, SlidingLpNorm):
         parts = [s._hi, s._lo]
-    elif isinstance(s, (SlidingCountMin, SlidingQuantiles)):
+    elif isinstance(s, SlidingCountMin):
+        parts = [s._col.hi] + ([s._rows[0]] if s._rows is not None else [])
+    elif isinstance(s, SlidingQuantiles):
         parts = [s._col.hi]
     elif isinstance(s, SlidingHeavyHitters):
         parts = [level._col.hi for level in s._levels]
