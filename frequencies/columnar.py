@@ -53,7 +53,7 @@ from . import count_min as _cm
 from . import heavy_hitters as _hh
 from .count_min import SlidingCountMin
 from .heavy_hitters import SlidingHeavyHitters, levels_of
-from .rows import Rows, rows_sealed
+from .rows import Rows, cutoffs, rows_sealed
 
 __all__ = ["CountMinColumn", "HeavyHittersColumn", "Hitters"]
 
@@ -63,6 +63,9 @@ _ECM_FIELDS = np.dtype([("window", "<i8"), ("eps", "<f8"), ("delta", "<f8"), ("e
 _ECM_PARAMS_AT = 6
 _VERSION_AT, _FLAGS_AT = 3, 4
 _HH_HEAD = _hh.LAYOUT.head
+_HH_ROWS_HEAD = struct.Struct(_HH_HEAD.format + _hh.ROWS_PARAMETERS)  # preamble, bits, level bits, params, newest
+_HH_ROWS_FIELDS = np.dtype([("preamble", "V6"), ("bits", "u1"), ("level_bits", "u1"), ("window", "<i8"),
+                            ("eps", "<f8"), ("delta", "<f8"), ("eh_eps", "<f8"), ("seed", "<u8"), ("newest", "<i8")])
 _CRC = struct.Struct("<I")
 
 
@@ -249,16 +252,22 @@ class CountMinColumn(KeyedColumn):
         ts, h, run = ts[keep], h[keep], run[keep]
         v = None if v is None else v[keep]
         held = None
-        if rows:  # runs of at most width rows keep them; the others' counters come from those rows
-            held = Rows.canonical(run, ts, h, np.ones(ts.size, np.int64) if v is None else v, newest, window, runs)
-            form = held.counts <= probe.width
-            big = np.flatnonzero(~form)
-            dense = held.take(big)
-            ts, h, run = dense.ts, dense.hashes, big[dense.owner]
-            v = None if bool((dense.values == 1).all()) else dense.values
-            held = held.take(np.flatnonzero(form))
-            held = Rows.concat([held, Rows.empty(big.size)]).take(np.argsort(np.r_[np.flatnonzero(form), big],
-                                                                             kind="stable"))
+        if rows:
+            held, form, plenty = _rows_of_runs(run, ts, h, v, newest, window, runs, probe.width)
+            # the others take counters: of their rows as they are where their times alone pass width (the
+            # counters of the canonical rows are those: test_rows_form_answers_exactly_...), else of those rows
+            dense = held.take(np.flatnonzero(~form & ~plenty))
+            many = plenty[run]
+            ts = np.concatenate([ts[many], dense.ts])
+            h = np.concatenate([h[many], dense.hashes])
+            run_c = np.concatenate([run[many], np.flatnonzero(~form & ~plenty)[dense.owner]])
+            if v is not None or not bool((dense.values == 1).all()):
+                v = np.concatenate([np.ones(int(many.sum()), np.int64) if v is None else v[many], dense.values])
+            order = np.argsort(run_c, kind="stable")  # runs in order, times in order within each
+            ts, h, run = ts[order], h[order], run_c[order]
+            v = None if v is None else v[order]
+            held = Rows.concat([held.take(np.flatnonzero(form)), Rows.empty(int((~form).sum()))]).take(
+                np.argsort(np.r_[np.flatnonzero(form), np.flatnonzero(~form)], kind="stable"))
         depth = probe.counters // probe.width
         ids = counter_ids(h, probe.width, depth).T.ravel()  # each row's counters, row by row
         row_run = np.repeat(run, depth)
@@ -432,17 +441,19 @@ class CountMinColumn(KeyedColumn):
                                      None if bool((part.values == 1).all()) else part.values, self.params, rows=False)
         return built.settled(newest)
 
-    def settled(self, newest) -> "CountMinColumn":
+    def settled(self, newest, has=None) -> "CountMinColumn":
         """The sketches advanced to ``newest`` (one time per sketch, none
         before its newest): each counter's buckets out of the window
-        dropped, counters left empty dropped, every sketch's newest set."""
+        dropped, counters left empty dropped, every sketch's newest set
+        (``has``: which sketches have one; default all)."""
         c = self.counters
         newest = np.asarray(newest, dtype=np.int64)
+        has = np.ones(len(c), dtype=bool) if has is None else np.asarray(has, dtype=bool)
         col = settle(c.col, self.params[0], newest[c.owner])
         kept = np.flatnonzero(np.diff(col.offsets) > 0)
         counts = np.bincount(c.owner[kept], minlength=len(c))
         return CountMinColumn(self.params, KeyedCounters(np.concatenate([[0], np.cumsum(counts)]), c.keys[kept],
-                                                         col.take(kept), newest, np.ones(len(c), dtype=bool)),
+                                                         col.take(kept), np.where(has, newest, 0), has),
                               self.rows, self.form)
 
     # ------------------------------------------------------------- answers
@@ -749,6 +760,24 @@ class CountMinColumn(KeyedColumn):
         return head, c.has_newest.astype(np.uint16), c.newest, c.has_newest, regions, r_off[:-1], r_off[1:]
 
 
+def _rows_of_runs(run, ts, h, v, newest, window: int, runs: int, width: int):
+    """``(rows, form, plenty)`` of runs of rows (``run`` ascending, times
+    in order within a run, none out of the window): the canonical rows of
+    every run that may hold at most ``width`` of them (``form``: those that
+    do); ``plenty``: the runs whose distinct times alone pass ``width``
+    (their rows are not made canonical: they take counters)."""
+    nonzero = np.ones(ts.size, dtype=bool) if v is None else v != 0
+    idx = np.flatnonzero(nonzero)
+    r, t = run[idx], ts[idx]
+    new_time = np.r_[True, (r[1:] != r[:-1]) | (t[1:] != t[:-1])] if idx.size else np.zeros(0, dtype=bool)
+    plenty = np.bincount(r[new_time], minlength=runs) > width
+    some = ~plenty[run]
+    held = Rows.canonical(run[some], ts[some], h[some], np.ones(int(some.sum()), np.int64) if v is None else v[some],
+                          newest, window, runs)
+    form = ~plenty & (held.counts <= width)
+    return held, form, plenty
+
+
 def _row_sums(lo: np.ndarray, up: np.ndarray, segment: np.ndarray, size: int):
     """``(lower, upper, upper in floats)`` summed per ``segment`` (a
     sketch's or group's row) out of ``size``: int64 sums, and float ones to
@@ -967,17 +996,45 @@ class HeavyHittersColumn:
     """Many :class:`~frequencies.SlidingHeavyHitters` sketches of one
     parameter set: ``bits``, ``level_bits`` and their levels as one
     :class:`CountMinColumn` (sketch ``i``'s level ``j`` at ``i * L + j``,
-    ``L`` levels)."""
+    ``L`` levels; a sketch in the rows form: levels without counters, their
+    newest its own), and the rows of those in the rows form (``rows``, ids
+    in place of hashes, and ``form``)."""
 
-    __slots__ = ("bits", "level_bits", "levels")
+    __slots__ = ("bits", "level_bits", "levels", "rows", "form")
 
-    def __init__(self, bits: int, level_bits: int, levels: CountMinColumn):
+    def __init__(self, bits: int, level_bits: int, levels: CountMinColumn, rows: Rows | None = None, form=None):
         self.bits, self.level_bits, self.levels = int(bits), int(level_bits), levels
+        n = len(levels) // len(levels_of(self.bits, self.level_bits))
+        self.rows = Rows.empty(n) if rows is None else rows
+        self.form = np.zeros(n, dtype=bool) if form is None else np.asarray(form, dtype=bool)
 
     @property
     def depth(self) -> int:
         """Levels per sketch."""
         return len(levels_of(self.bits, self.level_bits))
+
+    @property
+    def _any_rows(self) -> bool:
+        return bool(self.form.any())
+
+    def _newest(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each sketch's (has newest, newest): its first level's."""
+        c = self.levels.counters
+        n, depth = len(self), self.depth
+        return c.has_newest.reshape(n, depth)[:, 0], c.newest.reshape(n, depth)[:, 0]
+
+    def _last(self) -> CountMinColumn:
+        """Every sketch's last level (the ids themselves) as ECM-sketches,
+        the rows form's rows with their ids hashed as that level hashes them."""
+        from ehist.hashing import hash64
+
+        n, levels = len(self), self.depth
+        counters = self.levels.counters.take(np.arange(n) * levels + levels - 1)
+        if not self._any_rows:
+            return CountMinColumn(self.levels.params, counters)
+        r = self.rows
+        hashed = Rows(r.offsets, r.ts, hash64(r.hashes, self.levels.params[4]), r.values)
+        return CountMinColumn(self.levels.params, counters, hashed, self.form)
 
     def frequencies(self, ids, now=None, window: int | None = None, group_starts=None):
         """Each sketch's :meth:`SlidingHeavyHitters.frequencies` of one id
@@ -989,8 +1046,7 @@ class HeavyHittersColumn:
         the union's, without merging)."""
         from ehist.hashing import hash64
 
-        n, levels = len(self), self.depth
-        last = CountMinColumn(self.levels.params, self.levels.counters.take(np.arange(n) * levels + levels - 1))
+        last = self._last()
         hashes = hash64(np.asarray(ids, dtype=np.uint64), self.levels.params[4])
         if group_starts is not None:
             return last.union_frequencies_of_hashes(group_starts, hashes, now, window)
@@ -1003,8 +1059,10 @@ class HeavyHittersColumn:
         """The sketches at ``indices``, in that order (each one's levels
         together)."""
         depth = self.depth
-        rows = (np.asarray(indices, dtype=np.int64)[:, None] * depth + np.arange(depth)).ravel()
-        return HeavyHittersColumn(self.bits, self.level_bits, self.levels.take(rows))
+        idx = np.asarray(indices, dtype=np.int64)
+        rows = (idx[:, None] * depth + np.arange(depth)).ravel()
+        return HeavyHittersColumn(self.bits, self.level_bits, self.levels.take(rows), self.rows.take(idx),
+                                  self.form[idx])
 
     def __repr__(self) -> str:
         return f"HeavyHittersColumn(sketches={len(self)}, bits={self.bits}, level_bits={self.level_bits})"
@@ -1013,19 +1071,56 @@ class HeavyHittersColumn:
         i = range(len(self))[i]
         out = SlidingHeavyHitters(self.levels.params[0], self.bits, *self.levels.params[1:], self.level_bits)
         out._levels = [self.levels[i * self.depth + j] for j in range(self.depth)]
+        has = out.newest is not None
+        out._rows = (self.rows.sketch(i) if self.form[i] else None) if has else _cm._no_rows()
         return out
 
     @classmethod
-    def build(cls, timestamps, starts, ids, values, bits: int, level_bits: int, params: tuple) -> "HeavyHittersColumn":
+    def _placed(cls, bits: int, level_bits: int, parts: list) -> "HeavyHittersColumn":
+        """One column of ``parts`` (``(column, positions)`` each; together
+        every position once), in the positions' order."""
+        parts = [(c, np.asarray(at, dtype=np.int64)) for c, at in parts if len(c)]
+        if len(parts) == 1:
+            return parts[0][0]
+        position = np.empty(sum(len(c) for c, _ in parts), dtype=np.int64)
+        position[np.concatenate([at for _, at in parts])] = np.arange(position.size)
+        levels = CountMinColumn(parts[0][0].levels.params, KeyedCounters.concat([c.levels.counters for c, _ in parts]))
+        return cls(bits, level_bits, levels, Rows.concat([c.rows for c, _ in parts]),
+                   np.concatenate([c.form for c, _ in parts])).take(position)
+
+    def _densified(self) -> "HeavyHittersColumn":
+        """Every sketch holding its levels' counters (those in the rows form:
+        :meth:`SlidingHeavyHitters._as_counters`, built in one pass)."""
+        if not self._any_rows:
+            return self
+        has, newest = self._newest()
+        at = np.flatnonzero(self.form & has)
+        if at.size == 0:
+            return HeavyHittersColumn(self.bits, self.level_bits, self.levels)
+        part = self.rows.take(at)
+        built = HeavyHittersColumn.build(part.ts, part.offsets[:-1], part.hashes,
+                                         None if bool((part.values == 1).all()) else part.values, self.bits,
+                                         self.level_bits, self.levels.params, rows=False, newest=newest[at])
+        rest = np.flatnonzero(~(self.form & has))
+        return HeavyHittersColumn._placed(self.bits, self.level_bits, [
+            (HeavyHittersColumn(self.bits, self.level_bits, self.take(rest).levels), rest), (built, at)])
+
+    @classmethod
+    def build(cls, timestamps, starts, ids, values, bits: int, level_bits: int, params: tuple, rows: bool = True,
+              newest=None) -> "HeavyHittersColumn":
         """One sketch per run of rows (``starts``: where each run begins,
         rows sorted by time within a run; ``ids`` uint64 in ``[0,
         2**bits)``; ``values`` None for ones), as
         ``SlidingHeavyHitters(window, bits, eps, delta, eh_eps, seed,
         level_bits).update(run_ts, run_ids, run_values)`` builds it: each
         level's ECM-sketches of the ids' prefixes by one
-        :meth:`CountMinColumn.build`.  ``params``: ``(window, eps, delta,
-        eh_eps, seed)``.  Ids outside ``[0, 2**bits)``, unsorted times or
-        totals near int64 go through ``update`` itself (its message)."""
+        :meth:`CountMinColumn.build`; a run of at most ``width`` rows in
+        the rows form, as :meth:`CountMinColumn.build` keeps them.
+        ``params``: ``(window, eps, delta, eh_eps, seed)``.  Ids outside
+        ``[0, 2**bits)``, unsorted times or totals near int64 go through
+        ``update`` itself (its message).  ``rows`` False: every run takes
+        its levels' counters, settled at ``newest`` (one time per run; the
+        rows form's own, densified)."""
         from ehist.hashing import hash64
 
         from ehist.columnar import check_starts
@@ -1052,21 +1147,50 @@ class HeavyHittersColumn:
             return cls.from_sketches([make().update(ts[a:b], x[a:b], None if v is None else v[a:b])
                                       for a, b in zip(np.asarray(starts).tolist(), ends.tolist())])
         params = probe._levels[0]._params()  # eh_eps resolved as the sketch resolves it
+        runs = starts.size
+        sizes = np.diff(np.append(starts, ts.size))
+        has = sizes > 0 if newest is None else np.ones(runs, dtype=bool)
+        if newest is None:
+            newest = np.zeros(runs, dtype=np.int64)
+            newest[has] = ts[np.append(starts[1:], ts.size)[has] - 1]
+        newest = np.asarray(newest, dtype=np.int64)
+        held, form = None, np.zeros(runs, dtype=bool)
+        if rows:  # as CountMinColumn.build: runs of at most width rows keep them, ids in place of hashes
+            keep = ts > cutoffs(newest, window)[run]
+            ts, x, run = ts[keep], x[keep], run[keep]
+            v = None if v is None else v[keep]
+            held, form, plenty = _rows_of_runs(run, ts, x, v, newest, window, runs, probe.width)
+            dense = held.take(np.flatnonzero(~form & ~plenty))
+            many = plenty[run]
+            ts = np.concatenate([ts[many], dense.ts])
+            x = np.concatenate([x[many], dense.hashes])
+            run_c = np.concatenate([run[many], np.flatnonzero(~form & ~plenty)[dense.owner]])
+            if v is not None or not bool((dense.values == 1).all()):
+                v = np.concatenate([np.ones(int(many.sum()), np.int64) if v is None else v[many], dense.values])
+            order = np.argsort(run_c, kind="stable")
+            ts, x, run = ts[order], x[order], run_c[order]
+            v = None if v is None else v[order]
+            held = Rows.concat([held.take(np.flatnonzero(form)), Rows.empty(int((~form).sum()))]).take(
+                np.argsort(np.r_[np.flatnonzero(form), np.flatnonzero(~form)], kind="stable"))
+            starts = np.searchsorted(run, np.arange(runs))
         levels = [CountMinColumn.build(ts, starts, hash64(x >> np.uint64(bits - length), seed), v, params, rows=False)
-                  for length in lengths]
+                  .settled(newest, has) for length in lengths]
         depth, n = len(lengths), len(levels[0])
         if any(len(level) != n for level in levels):
             raise AssertionError("the levels of one build hold different numbers of sketches")
         # sketch i's level j at i * depth + j
         order = (np.arange(depth, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
         counters = KeyedCounters.concat([level.counters for level in levels]).take(order)
-        return cls(bits, level_bits, CountMinColumn(levels[0].params, counters))
+        return cls(bits, level_bits, CountMinColumn(levels[0].params, counters), held, form)
 
     @classmethod
     def from_sketches(cls, sketches: list) -> "HeavyHittersColumn":
         """The column of sketches of one parameter set."""
         first = sketches[0]
-        return cls(first.bits, first.level_bits, CountMinColumn.from_sketches([x for s in sketches for x in s._levels]))
+        levels = CountMinColumn.from_sketches([x for s in sketches for x in s._levels])
+        form = np.array([s._rows is not None and s.newest is not None for s in sketches], dtype=bool)
+        return cls(first.bits, first.level_bits, CountMinColumn(levels.params, levels.counters),
+                   Rows.of([s._rows if f else None for s, f in zip(sketches, form.tolist())]), form)
 
     @classmethod
     def from_bytes(cls, blobs: list) -> "HeavyHittersColumn | None":
@@ -1078,6 +1202,9 @@ class HeavyHittersColumn:
             return None
         family = FAMILIES["SlidingHeavyHitters"]
         ok, buf, starts, lengths = sealed_heads(blobs, family, _HH_HEAD.size + 1 + _CRC.size, 0, base_flags=0)
+        in_rows = rows_sealed(buf, starts, lengths, "SlidingHeavyHitters", _HH_ROWS_HEAD.size) & ~ok
+        if in_rows.any():
+            return cls._with_rows(blobs, buf, starts, lengths, in_rows)
         idx = np.flatnonzero(ok)
         shape = None
         if idx.size:
@@ -1134,11 +1261,63 @@ class HeavyHittersColumn:
                                       _level_rows(slow, depth))
         return cls(*shape, CountMinColumn(fast.params, merged))
 
+    @classmethod
+    def _with_rows(cls, blobs, buf, starts, lengths, in_rows) -> "HeavyHittersColumn | None":
+        """:meth:`from_bytes` of blobs some of which are in the rows form
+        (``in_rows``): those read in one pass (:meth:`~frequencies.rows.Rows.read`),
+        the others by :meth:`from_bytes`, placed together."""
+        at = np.flatnonzero(in_rows)
+        head = np.frombuffer(gather(buf, starts[at], starts[at] + _HH_ROWS_HEAD.size).tobytes(),
+                             dtype=_HH_ROWS_FIELDS)
+        shape = (int(head["bits"][0]), int(head["level_bits"][0]))
+        params = tuple(head[f][0].item() for f in ("window", "eps", "delta", "eh_eps", "seed"))
+        alike = (head["bits"] == shape[0]) & (head["level_bits"] == shape[1]) & (head["newest"] != INT64_MIN)
+        for f, value in zip(("window", "eps", "delta", "eh_eps", "seed"), params):
+            alike &= head[f] == value
+        try:
+            probe = SlidingHeavyHitters(params[0], shape[0], *params[1:], shape[1])
+        except ValueError:
+            alike[:] = False
+        fast = []
+        in_rows[at[~alike]] = False  # another parameter set, or a newest its decoder refuses: decoded alone
+        if alike.any():
+            ok_at = at[alike]
+            newest = head["newest"][alike].astype(np.int64)
+            valued = (buf[starts[ok_at] + _FLAGS_AT] & _cm.FLAG_VALUES) != 0
+            good, held = Rows.read(buf, starts[ok_at], lengths[ok_at], newest, valued, probe.width, params[0],
+                                   _HH_ROWS_HEAD.size)
+            if held.hashes.size and shape[0] < 64:  # ids below 2**bits
+                big = held.hashes >> np.uint64(shape[0]) != 0
+                good &= np.bincount(held.owner[big], minlength=len(held)) == 0
+            held = held.take(np.flatnonzero(good))
+            k, depth = len(held), len(levels_of(*shape))
+            level_params = probe._levels[0]._params()
+            none = KeyedCounters(np.zeros(k * depth + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                 empty(params[0], level_params[3], 0), np.repeat(newest[good], depth),
+                                 np.ones(k * depth, dtype=bool))
+            fast.append((cls(*shape, CountMinColumn(level_params, none), held, np.ones(k, dtype=bool)), ok_at[good]))
+            in_rows[ok_at[~good]] = False
+        rest = np.flatnonzero(~in_rows)
+        if rest.size:
+            rest_blobs = [bytes(buf[starts[i]:starts[i] + lengths[i]]) for i in rest.tolist()]
+            if rows_sealed(buf, starts[rest], lengths[rest], "SlidingHeavyHitters", _HH_ROWS_HEAD.size).any():
+                # a rows form blob the checks refused: each blob by its own decoder, in order (the first bad one raises)
+                decoded = [SlidingHeavyHitters.from_bytes(b) for b in rest_blobs]
+                if any(x._params() != decoded[0]._params() for x in decoded):
+                    return None
+                other = cls.from_sketches(decoded)
+            else:
+                other = cls.from_bytes(rest_blobs)
+            if other is None or (other.bits, other.level_bits) != shape or (
+                    fast and other.levels.params != fast[0][0].levels.params):
+                return None
+            fast.append((other, rest))
+        return cls._placed(*shape, fast)
+
     def bounds(self, now=None, window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every sketch's :meth:`SlidingHeavyHitters.bounds` (its last
-        level's: the ids themselves)."""
-        last = np.arange(len(self)) * self.depth + self.depth - 1
-        return CountMinColumn(self.levels.params, self.levels.counters.take(last)).bounds(now, window)
+        level's: the ids themselves; the rows form's rows, exact)."""
+        return self._last().bounds(now, window)
 
     def heavy_hitters(self, phi: float, group_starts=None, now=None, window: int | None = None,
                       flat: bool = False) -> "list | Hitters":
@@ -1162,6 +1341,9 @@ class HeavyHittersColumn:
         starts = np.arange(n, dtype=np.int64) if group_starts is None else np.asarray(group_starts, dtype=np.int64)
         groups = starts.size
         group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        if self._any_rows:
+            got = self._heavy_hitters_with_rows(phi, starts, group_of, now, window)
+            return got if flat else got.lists()
         c = self.levels.counters
         group_now = _group_times(group_of, groups, c.has_newest.reshape(n, depth)[:, 0],
                                  c.newest.reshape(n, depth)[:, 0], now)
@@ -1173,6 +1355,34 @@ class HeavyHittersColumn:
         if got is None:
             got = Hitters.of_lists(self._heavy_hitters_one_by_one(phi, starts, now, window))
         return got if flat else got.lists()
+
+    def _heavy_hitters_with_rows(self, phi: float, starts, group_of, now, window) -> "Hitters":
+        """:meth:`heavy_hitters` (flat) where sketches are in the rows form:
+        groups of the rows form alone answered from their rows (exact, as
+        :meth:`SlidingHeavyHitters.union_heavy_hitters` answers them), the
+        others by the walk, their rows form members taking counters first."""
+        groups = starts.size
+        has, newest = self._newest()
+        exact_g = np.bincount(group_of[has & ~self.form], minlength=groups) == 0
+        parts = []
+        mixed = np.flatnonzero(~exact_g)
+        if mixed.size:
+            members = np.flatnonzero(~exact_g[group_of])
+            sub = self.take(members)._densified()
+            sub_starts = np.searchsorted(members, starts[mixed])
+            at = None if now is None else np.broadcast_to(np.asarray(now, dtype=np.int64), (groups,))[mixed]
+            parts.append((sub.heavy_hitters(phi, sub_starts, at, window, flat=True), mixed))
+        exact = np.flatnonzero(exact_g)
+        if exact.size:
+            group_now = _group_times(group_of, groups, has, newest, now)
+            late = has & (group_now[group_of] < newest)
+            if late.any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
+                    window, (int, np.integer)) or not 1 <= int(window) <= self.levels.params[0])):
+                i = int(np.flatnonzero(late)[0]) if late.any() else int(np.flatnonzero(exact_g[group_of])[0])
+                self[i].heavy_hitters(phi, None if now is None else int(group_now[group_of[i]]), window)
+            parts.append((_exact_hitters_of_rows(self.rows, phi, group_of, exact_g, group_now, window,
+                                                 self.levels.params[0]), exact))
+        return _placed_hitters(groups, parts)
 
     @classmethod
     def heavy_hitters_of(cls, blobs, phi: float, group_starts=None, now=None, window: int | None = None,
@@ -1214,7 +1424,24 @@ class HeavyHittersColumn:
         ok, buf, starts, lengths = sealed_heads(blobs, FAMILIES["SlidingHeavyHitters"], _HH_HEAD.size + 1 + _CRC.size,
                                                 0, base_flags=0)
         if not ok.all():
-            return None
+            in_rows = rows_sealed(buf, starts, lengths, "SlidingHeavyHitters", _HH_ROWS_HEAD.size) & ~ok
+            if not (ok | in_rows).all():
+                return None
+            # sketches in the rows form: the column's answers (their rows read in one pass)
+            column = cls._with_rows(blobs, buf, starts, lengths, in_rows)
+            if column is None:
+                return None
+            n = len(column)
+            starts_g = np.arange(n, dtype=np.int64) if group_starts is None else groups_checked(group_starts, n)
+            has, newest = column._newest()
+            groups = starts_g.size
+            group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
+            at = _group_times(group_of, groups, has, newest, now)[group_of]
+            if (has & (at < newest)).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not
+                                                                       isinstance(window, (int, np.integer)) or not
+                                                                       1 <= int(window) <= column.levels.params[0])):
+                return None  # the column raises what is wrong
+            return column.heavy_hitters(phi, group_starts, now, window, flat)
         bits, level_bits = buf[starts + 6].astype(np.int64), buf[starts + 7].astype(np.int64)
         if not ((bits == bits[0]).all() and (level_bits == level_bits[0]).all()):
             return None
@@ -1255,7 +1482,11 @@ class HeavyHittersColumn:
 
     def union(self, group_starts) -> "HeavyHittersColumn":
         """Each group's :meth:`SlidingHeavyHitters.merge_all`, level by
-        level (:meth:`CountMinColumn.union` of every group's level ``j``)."""
+        level (:meth:`CountMinColumn.union` of every group's level ``j``);
+        groups in the rows form as :meth:`CountMinColumn.union` unites
+        them."""
+        if self._any_rows:
+            return self._union_with_rows(np.asarray(group_starts, dtype=np.int64))
         starts = np.asarray(group_starts, dtype=np.int64)
         depth, n = self.depth, len(self)
         sizes = np.diff(np.append(starts, n))
@@ -1269,12 +1500,52 @@ class HeavyHittersColumn:
         ordered = CountMinColumn(self.levels.params, self.levels.counters.take(order))
         return HeavyHittersColumn(self.bits, self.level_bits, ordered.union(run_starts))
 
+    def _union_with_rows(self, starts) -> "HeavyHittersColumn":
+        """:meth:`union` where sketches are in the rows form: their rows
+        united (:meth:`CountMinColumn.union` of the rows form's ECM-sketches
+        of the ids, whose rows these are), kept where they fit; elsewhere
+        the rows form's members take counters first, then the levels unite."""
+        n, groups = len(self), starts.size
+        has, newest = self._newest()
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        # the ids' rows as ECM-sketches in the rows form: CountMinColumn.union decides which groups stay in it
+        as_ecm = CountMinColumn(self.levels.params, self._last().counters, self.rows, self.form).union(starts)
+        in_rows = as_ecm.form & ~(np.bincount(group_of[has & ~self.form], minlength=groups) > 0)
+        parts = []
+        kept = np.flatnonzero(in_rows)
+        if kept.size:
+            g_has, g_newest = as_ecm.counters.has_newest[kept], as_ecm.counters.newest[kept]
+            depth = self.depth
+            none = KeyedCounters(np.zeros(kept.size * depth + 1, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                 empty(self.levels.params[0], self.levels.params[3], 0),
+                                 np.repeat(np.where(g_has, g_newest, 0), depth), np.repeat(g_has, depth))
+            parts.append((HeavyHittersColumn(self.bits, self.level_bits, CountMinColumn(self.levels.params, none),
+                                             as_ecm.rows.take(kept), g_has), kept))
+        rest = np.flatnonzero(~in_rows)
+        if rest.size:
+            members = np.flatnonzero(~in_rows[group_of])
+            sub = self.take(members)._densified()
+            parts.append((sub.union(np.searchsorted(members, starts[rest])), rest))
+        return HeavyHittersColumn._placed(self.bits, self.level_bits, parts)
+
     def to_bytes(self) -> list:
         """``[self[i].to_bytes() for i in range(len(self))]``: every level
         sealed in one pass, then every sketch's level table and levels."""
         n, depth = len(self), self.depth
         if n == 0:
             return []
+        has, newest = self._newest()
+        in_rows = self.form & has
+        if in_rows.any():  # the rows form's blobs in one pass, the others' in another
+            out = np.empty(n, dtype=object)
+            at = np.flatnonzero(in_rows)
+            head = _HH_HEAD.pack(MAGIC, FAMILIES["SlidingHeavyHitters"], _cm.ROWS_VERSION, 0, self.bits,
+                                 self.level_bits) + struct.pack("<" + _cm.LAYOUT.parameters, *self.levels.params)
+            out[at] = self.rows.take(at).to_bytes(self.levels.params, newest[at], head)
+            rest = np.flatnonzero(~in_rows)
+            if rest.size:
+                out[rest] = HeavyHittersColumn(self.bits, self.level_bits, self.take(rest).levels).to_bytes()
+            return out.tolist()
         levels, l_off = sealed_spans(*self.levels._sealing())
         sizes = np.diff(l_off)
         table, nbytes = varint_stream(sizes)  # each sketch's level lengths, then its levels (consecutive)
@@ -1289,6 +1560,50 @@ class HeavyHittersColumn:
                              self.level_bits) + bytes([depth])
         return sealed_blobs(head, np.zeros(n, dtype=np.uint16), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool),
                             payload, p_off[:-1], p_off[1:])
+
+
+def _exact_hitters_of_rows(rows: Rows, phi: float, group_of, exact_g, group_now, window, full: int) -> Hitters:
+    """The heavy hitters of the groups ``exact_g`` from their sketches'
+    rows (ids in place of hashes) in the window as of each group's time:
+    each id whose frequency reaches ``max(phi T, 1)``, exact (the rows
+    form's :meth:`SlidingHeavyHitters.heavy_hitters`), in the order of
+    :class:`Hitters`, for those groups only (numbered among them)."""
+    w = full if window is None else int(window)
+    owner = rows.owner
+    g = group_of[owner]
+    inside = exact_g[g] & (rows.ts > cutoffs(group_now, w)[g])
+    g, ids, v = g[inside], rows.hashes[inside], rows.values[inside]
+    rank = np.cumsum(exact_g) - 1  # each exact group's place among them
+    count = int(exact_g.sum())
+    totals = np.zeros(count, dtype=np.int64)
+    np.add.at(totals, rank[g], v)
+    order = np.lexsort((ids, g))
+    g, ids, v = g[order], ids[order], v[order]
+    if g.size:
+        first = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (ids[1:] != ids[:-1])])
+        g, ids, sums = g[first], ids[first], np.add.reduceat(v, first)
+    else:
+        sums = v
+    threshold = np.maximum(float(phi) * totals.astype(np.float64), 1.0)
+    keep = sums >= threshold[rank[g]]
+    g, ids, sums = rank[g][keep], ids[keep], sums[keep]
+    return Hitters.of(count, g, ids, sums.astype(np.float64), sums, sums)
+
+
+def _placed_hitters(groups: int, parts: list) -> Hitters:
+    """One :class:`Hitters` of ``parts`` (``(hitters, groups)`` each,
+    together every group once), in group order."""
+    cg, item, est, lower, upper = [], [], [], [], []
+    for h, at in parts:
+        cg.append(np.repeat(np.asarray(at, dtype=np.int64), np.diff(h.offsets)))
+        item.append(h.item)
+        est.append(h.estimate)
+        lower.append(h.lower)
+        upper.append(h.upper)
+    if not parts:
+        return Hitters.of(groups, *(np.zeros(0, dtype=t) for t in (np.int64, np.uint64, np.float64, np.int64,
+                                                                    np.int64)))
+    return Hitters.of(groups, *(np.concatenate(a) for a in (cg, item, est, lower, upper)))
 
 
 def _level_rows(sketches: np.ndarray, depth: int) -> np.ndarray:

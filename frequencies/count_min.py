@@ -22,7 +22,7 @@ from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Layout, Writer, check_newest
 from ehist.synopsis import parameter
 
-__all__ = ["SlidingCountMin", "dimensions", "live_rows"]
+__all__ = ["SlidingCountMin", "dimensions", "live_rows", "read_rows", "write_rows"]
 
 #: ``struct`` format of the parameters after the preamble: window, eps,
 #: delta, eh_eps, seed.
@@ -115,6 +115,17 @@ def rows_frequencies(held: np.ndarray, values: np.ndarray, hashes: np.ndarray) -
 
 def _no_rows() -> tuple:
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+
+
+def write_rows(w, ts: np.ndarray, h: np.ndarray, v: np.ndarray, newest: int, ones: bool):
+    """The rows form's rows after the newest time (``w`` a
+    :class:`~ehist.serialization.Writer`): count, hashes, times, values
+    (``ones``: every value 1, none written)."""
+    gaps = np.diff(ts, prepend=ts[:1])
+    if ts.size:
+        gaps[0] = newest - ts[0]
+    w.varints([ts.size]).raw(h.astype("<u8").tobytes()).varints(gaps)
+    return w if ones else w.varints(v)
 
 
 def read_rows(r, name: str, s: "SlidingCountMin", newest: int, valued: bool) -> tuple:
@@ -697,14 +708,8 @@ class SlidingCountMin(KeyedHistograms):
             ts, h, v = self._rows
             ones = bool((v == 1).all())
             w = Writer("SlidingCountMin", ROWS_VERSION, _FLAG_HAS_NEWEST | FLAG_ROWS | (0 if ones else FLAG_VALUES))
-            w.struct(LAYOUT.parameters, *self._params()).struct("q", self._newest).varints([ts.size])
-            gaps = np.diff(ts, prepend=ts[:1])
-            if ts.size:
-                gaps[0] = self._newest - ts[0]
-            w.raw(h.astype("<u8").tobytes()).varints(gaps)
-            if not ones:
-                w.varints(v)
-            return w.finish()
+            w.struct(LAYOUT.parameters, *self._params()).struct("q", self._newest)
+            return write_rows(w, ts, h, v, self._newest, ones).finish()
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         w = LAYOUT.writer(flags, *self._params())
         if self._newest is None:

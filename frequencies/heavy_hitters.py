@@ -11,20 +11,26 @@ from typing import NamedTuple
 import numpy as np
 
 from ehist.validation import integral_array, check_positive_int, checked_total, coerce_timestamps, \
-    coerce_values, sort_batch
-from ehist.errors import CorruptSketchError
+    coerce_values, resolve_query, sort_batch
+from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.hashing import hash64
-from ehist.serialization import Layout
+from ehist.serialization import Layout, Writer
 from ehist.synopsis import Synopsis
 
-from .count_min import SlidingCountMin
+from . import count_min as _cm
+from .count_min import SlidingCountMin, in_window, live_rows, read_rows, rows_frequencies
 
 __all__ = ["SlidingHeavyHitters", "HeavyHitter"]
 
 #: ``struct`` format of the parameters after the preamble: bits, level bits.
-#: The byte layout (drawn in :meth:`SlidingHeavyHitters.to_bytes`): no
-#: flags; format 2 holds levels of compact counters, 1 is still read.
-LAYOUT = Layout("SlidingHeavyHitters", version=2, read=(1, 2), flags=0, parameters="BB", what="bits and level bits")
+#: The byte layout (drawn in :meth:`SlidingHeavyHitters.to_bytes`): format 2
+#: holds levels of compact counters (no flags), 1 is still read, 3 is the
+#: rows form (the flags of :data:`frequencies.count_min.ROWS_VERSION`'s).
+LAYOUT = Layout("SlidingHeavyHitters", version=2, read=(1, 2, 3), flags=1 | _cm.FLAG_ROWS | _cm.FLAG_VALUES,
+                parameters="BB", what="bits and level bits")
+#: The rows form's parameters after bits and level bits: the levels' window,
+#: eps, delta, eh_eps and seed, then the newest time.
+ROWS_PARAMETERS = _cm.LAYOUT.parameters + "q"
 
 
 def _check_phi(phi) -> None:
@@ -92,6 +98,13 @@ class SlidingHeavyHitters(Synopsis):
     * each reported item's ``(lower, upper)`` are
       :meth:`SlidingCountMin.frequency_bounds`.
 
+    **The rows form.** As :class:`SlidingCountMin`, while the window holds
+    at most ``width`` rows (one per time and id) the sketch keeps them
+    instead of its levels' counters (one list for all levels), and every
+    answer is exact: the heavy hitters are the ids whose frequency reaches
+    ``max(phi T, 1)``, each with ``estimate == lower == upper``.  Past
+    ``width`` rows it takes the levels those rows build.
+
     Examples
     --------
     >>> import numpy as np
@@ -109,8 +122,40 @@ class SlidingHeavyHitters(Synopsis):
                  eh_eps: float | None = None, seed: int = 0, level_bits: int = 4):
         self._lengths = levels_of(bits, level_bits)
         self._bits, self._level_bits = int(bits), int(level_bits)
-        # levels hold counters from the start (SlidingCountMin's rows form is a single sketch's)
+        # the levels hold counters (in the rows form: none, their newest the sketch's)
         self._levels = [SlidingCountMin(window, eps, delta, eh_eps, seed)._counters_only() for _ in self._lengths]
+        self._rows: tuple | None = _cm._no_rows()  # (times, ids, values), or None once the levels hold counters
+
+    @property
+    def rows(self) -> int | None:
+        """The rows held in the rows form (None once the levels hold counters)."""
+        return None if self._rows is None else int(self._rows[0].size)
+
+    @property
+    def width(self) -> int:
+        """Count-Min columns per row: the most rows the rows form holds."""
+        return self._levels[-1].width
+
+    def _as_counters(self) -> "SlidingHeavyHitters":
+        """This sketch with its levels' counters: itself when it holds
+        them, else a new one holding what its rows build (each level
+        :meth:`SlidingCountMin._as_counters` of the rows' prefixes)."""
+        if self._rows is None:
+            return self
+        out = object.__new__(type(self))
+        out._lengths, out._bits, out._level_bits = self._lengths, self._bits, self._level_bits
+        out._rows = None
+        newest = self.newest
+        ts, ids, v = self._rows
+        levels = []
+        for j, level in enumerate(self._levels):
+            x = level._counters_only()
+            if newest is not None:
+                x._rows, x._newest = (ts, self._prefix_hashes(ids, j), v), newest
+                x = x._as_counters()
+            levels.append(x)
+        out._levels = levels
+        return out
 
     # ----------------------------------------------------------- properties
     @property
@@ -123,13 +168,15 @@ class SlidingHeavyHitters(Synopsis):
 
     @property
     def levels(self) -> tuple:
-        """The levels' sketches, shortest prefix first (do not change them)."""
-        return tuple(self._levels)
+        """The levels' sketches, shortest prefix first (do not change them;
+        in the rows form, the counters its rows build)."""
+        return tuple(self._as_counters()._levels)
 
     @property
     def items(self) -> SlidingCountMin:
-        """The last level: the ids' own frequencies."""
-        return self._levels[-1]
+        """The last level: the ids' own frequencies (in the rows form, the
+        counters its rows build)."""
+        return self._as_counters()._levels[-1]
 
     @property
     def window(self):
@@ -162,28 +209,41 @@ class SlidingHeavyHitters(Synopsis):
         return self._levels[-1].newest
 
     _names = ("bits", "level_bits", "window", "eps", "delta", "eh_eps", "seed")
-    _state = ("_levels",)
+    _state = ("_levels", "_rows")
 
     def _params(self) -> tuple:
         return (self._bits, self._level_bits) + self._levels[-1]._params()
 
     def __len__(self) -> int:
-        """Buckets kept, over all levels."""
-        return sum(len(x) for x in self._levels)
+        """Buckets kept, over all levels (rows kept, in the rows form)."""
+        return int(self._rows[0].size) if self._rows is not None else sum(len(x) for x in self._levels)
 
     def _repr_params(self) -> list:
         return [f"window={self.window}", f"bits={self._bits}", f"eps={self.eps:g}", f"delta={self.delta:g}",
                 f"levels={len(self._levels)}"]
 
     def _repr_state(self) -> list:
+        if self._rows is not None:
+            return [f"rows={len(self)}", f"newest={self.newest}"]
         return [f"buckets={len(self)}", f"newest={self.newest}"]
+
+    def _same_state(self, other) -> bool:
+        if (self._rows is None) != (other._rows is None):
+            return False
+        if self._rows is not None and not all(np.array_equal(a, b) for a, b in zip(self._rows, other._rows)):
+            return False
+        return super()._same_state(other)
 
     @classmethod
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         ids = np.where(ts % 3 == 0, 1000, ts % 4000)
         parts = [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4).update(ts[p::2], ids[p::2]) for p in range(2)]
-        return [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4), parts[0], cls.merge_all(parts)]
+        few = [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4).update(ts[p:40:3], ids[p:40:3], ts[p:40:3] % 4)
+               for p in range(2)]
+        # parts[0] holds 36 rows (width 28): its levels, example 1, are what update gives them
+        return [cls(500, bits=12, eps=0.1, delta=0.1, level_bits=4), parts[0], cls.merge_all(parts), few[0],
+                cls.merge_all(few)]
 
     # --------------------------------------------------------------- update
     def _ids(self, items) -> np.ndarray:
@@ -230,7 +290,26 @@ class SlidingHeavyHitters(Synopsis):
         ids = ids[order]
         v = None if v is None else v[order]
         checked_total(None if v is None else v.astype(np.int64), ts.size,
-                      max(x._row_total() for x in self._levels))
+                      int(self._rows[2].sum()) if self._rows is not None else max(x._row_total() for x in self._levels))
+        if self._rows is not None:
+            newest = int(ts[-1]) if self.newest is None else max(self.newest, int(ts[-1]))
+            old_ts, old_ids, old_v = self._rows
+            rows = live_rows(np.concatenate([old_ts, ts]), np.concatenate([old_ids, ids]),
+                             np.concatenate([old_v, np.ones(ts.size, np.int64) if v is None else v.astype(np.int64)]),
+                             newest, self.window)
+            held = object.__new__(type(self))
+            held._lengths, held._bits, held._level_bits, held._levels = (self._lengths, self._bits,
+                                                                         self._level_bits, self._levels)
+            held._rows = rows
+            if rows[0].size <= self.width:
+                for level in self._levels:
+                    level._newest = newest
+                self._rows = rows
+                return self
+            for level in self._levels:
+                level._newest = newest
+            self._levels, self._rows = held._as_counters()._levels, None  # past width rows: the levels' counters
+            return self
         for j, level in enumerate(self._levels):
             level._insert(ts, self._prefix_hashes(ids, j), v)
         return self
@@ -256,6 +335,8 @@ class SlidingHeavyHitters(Synopsis):
             the class's guarantees.
         """
         _check_phi(phi)
+        if self._rows is not None:
+            return _exact_hitters(phi, [self._rows], [self.newest], now, window, self.window)
         return self._descend(phi, [level._counter_bounds(now, window) for level in self._levels])
 
     @classmethod
@@ -273,6 +354,11 @@ class SlidingHeavyHitters(Synopsis):
         """
         _check_phi(phi)
         sk, now = cls._compatible_at(sketches, now)
+        live = [s for s in sk if s.newest is not None]
+        if all(s._rows is not None for s in live):  # the rows form alone: their rows, exact
+            return _exact_hitters(phi, [s._rows for s in live], [s.newest for s in live], now, window,
+                                  sk[0].window)
+        sk = [s._as_counters() for s in sk]
         return sk[0]._descend(phi, [SlidingCountMin.union_bounds([s._levels[j] for s in sk], now, window)
                                     for j in range(len(sk[0]._levels))])
 
@@ -293,8 +379,17 @@ class SlidingHeavyHitters(Synopsis):
         return [HeavyHitter(int(candidates[i]), float(est[i]), int(lower[i]), int(upper[i])) for i in order]
 
     def frequencies(self, items, now: int | None = None, window: int | None = None):
-        """:meth:`SlidingCountMin.frequencies` of ids."""
-        return self._levels[-1].frequencies_of_hashes(self._prefix_hashes(self._ids(items), -1), now, window)
+        """:meth:`SlidingCountMin.frequencies` of ids (exact, in the rows form)."""
+        ids = self._ids(items)
+        if self._rows is not None:
+            now, window = resolve_query(now, window, self.newest, self.window)
+            exact = np.zeros(ids.size, dtype=np.int64)
+            if now is not None:
+                ts, held, v = self._rows
+                inside = in_window(ts, now, window)
+                exact = rows_frequencies(held[inside], v[inside], ids)
+            return exact.astype(np.float64), exact, exact.copy()
+        return self._levels[-1].frequencies_of_hashes(self._prefix_hashes(ids, -1), now, window)
 
     def frequency(self, item: int, now: int | None = None, window: int | None = None) -> float:
         """Estimated frequency of one id."""
@@ -306,27 +401,50 @@ class SlidingHeavyHitters(Synopsis):
         return int(lower[0]), int(upper[0])
 
     def bounds(self, now: int | None = None, window: int | None = None) -> tuple[int, int]:
-        """Bounds on the window's total."""
+        """Bounds on the window's total (exact, in the rows form)."""
+        if self._rows is not None:
+            now, window = resolve_query(now, window, self.newest, self.window)
+            total = 0 if now is None else int(self._rows[2][in_window(self._rows[0], now, window)].sum())
+            return total, total
         return self._levels[-1].bounds(now, window)
 
     def estimate(self, now: int | None = None, window: int | None = None) -> float:
         """The window's total, within ``eh_eps`` of it."""
-        return self._levels[-1].estimate(now, window)
+        lower, upper = self.bounds(now, window)
+        return lower * 0.5 + upper * 0.5
 
     # ---------------------------------------------------------------- merge
     @classmethod
     def _union(cls, sk: list) -> "SlidingHeavyHitters":
-        """Level by level (:meth:`SlidingCountMin.merge_all`)."""
+        """The rows form's parts whose rows fit: their rows; otherwise level
+        by level (:meth:`SlidingCountMin.merge_all`), each part in the rows
+        form taking its levels' counters first."""
+        live = [s for s in sk if s.newest is not None]
+        if len(live) <= 1:
+            return (live[0] if live else sk[0]).copy()
+        if all(s._rows is not None for s in live):
+            newest = max(s.newest for s in live)
+            if sum(int(s._rows[2].sum()) for s in live) > 2**63 - 1:
+                raise SumOverflowError("merged window total would overflow int64")
+            rows = live_rows(*(np.concatenate(p) for p in zip(*(s._rows for s in live))), newest, live[0].window)
+            if rows[0].size <= live[0].width:
+                out = live[0].copy()
+                out._rows = rows
+                for level in out._levels:
+                    level._newest = newest
+                return out
+        sk = [s._as_counters() for s in sk]
         out = sk[0].copy()
         out._levels = [SlidingCountMin.merge_all([s._levels[j] for s in sk]) for j in range(len(out._levels))]
+        out._rows = None
         return out
 
     # -------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
         """Its levels' sketches, as versioned, checked bytes.
 
-        In :mod:`ehist.serialization`'s framing (family 7, version 1; no
-        flags defined)::
+        In :mod:`ehist.serialization`'s framing (family 7, version 2; no
+        flags)::
 
             offset  size    field
                  0       6  preamble
@@ -338,7 +456,21 @@ class SlidingHeavyHitters(Synopsis):
                             shortest prefix first (the same window, eps,
                             delta, eh_eps, seed and newest in every one)
                end-4     4  CRC-32 of everything before
+
+        A sketch in the rows form (updated, at most ``width`` rows) is
+        version 3, flags bit 0 (has newest), bit 1 (rows) and bit 2 when a
+        value is not 1: bits and level bits, the levels' window, eps,
+        delta, eh_eps and seed (as :class:`SlidingCountMin`'s), the newest
+        time (int64), then :meth:`SlidingCountMin.to_bytes`'s rows with the
+        ids (below ``2**bits``) in place of item hashes.
         """
+        if self._rows is not None and self.newest is not None:
+            ts, ids, v = self._rows
+            ones = bool((v == 1).all())
+            w = Writer("SlidingHeavyHitters", _cm.ROWS_VERSION, 1 | _cm.FLAG_ROWS | (0 if ones else _cm.FLAG_VALUES))
+            w.struct("BB", self._bits, self._level_bits).struct(ROWS_PARAMETERS, *self._levels[-1]._params(),
+                                                                 self.newest)
+            return _cm.write_rows(w, ts, ids, v, self.newest, ones).finish()
         blobs = [x.to_bytes() for x in self._levels]
         w = LAYOUT.writer(0, self._bits, self._level_bits)
         w.varints([len(blobs)]).varints(np.array([len(b) for b in blobs], dtype=np.uint64))
@@ -354,7 +486,25 @@ class SlidingHeavyHitters(Synopsis):
             Truncated, altered or foreign bytes, levels that disagree.
         """
         name = "SlidingHeavyHitters"
-        r, _, lengths = LAYOUT.open(data, levels_of)
+        r, flags, lengths = LAYOUT.open(data, levels_of)
+        if (flags != 0) != (r.version == _cm.ROWS_VERSION) or (flags and flags & 3 != 3):
+            raise CorruptSketchError(f"{name}: expected flags (has newest and rows) with version "
+                                     f"{_cm.ROWS_VERSION} only, found {flags:#06x} in version {r.version}")
+        if flags:
+            params = r.struct(ROWS_PARAMETERS, "the levels' parameters and newest")
+            try:
+                out = cls(params[0], lengths[-1], *params[1:5], level_bits=lengths[0])
+            except ValueError as exc:
+                raise CorruptSketchError(f"{name}: {exc}") from None
+            newest = _cm.check_newest(params[5], name)
+            rows = read_rows(r, name, out._levels[-1], int(newest), bool(flags & _cm.FLAG_VALUES))
+            r.expect_end()
+            if rows[1].size and out._bits < 64 and int(rows[1].max()) >> out._bits:
+                raise CorruptSketchError(f"{name}: expected ids below 2**{out._bits}, found {int(rows[1].max())}")
+            out._rows = rows
+            for level in out._levels:
+                level._newest = int(newest)
+            return out
         n = r.varint("level count")
         if n != len(lengths):
             raise CorruptSketchError(f"{name}: expected {len(lengths)} levels, found {n}")
@@ -379,4 +529,33 @@ class SlidingHeavyHitters(Synopsis):
         out._lengths = lengths
         out._bits, out._level_bits = lengths[-1], lengths[0]
         out._levels = levels
+        out._rows = None if first.newest is not None else _cm._no_rows()  # never updated: the rows form, as new
         return out
+
+
+def _exact_hitters(phi: float, parts: list, newest: list, now, window, full: int) -> list:
+    """The heavy hitters of the rows of ``parts`` (``(ts, ids, values)``
+    each, newest times ``newest``), summed: every id whose frequency in
+    the window reaches ``max(phi T, 1)``, exact, largest first."""
+    ids, values = [], []
+    for rows, stamp in zip(parts, newest):
+        at_i, w = resolve_query(now, window, stamp, full)
+        if at_i is None:  # never updated: no row
+            continue
+        inside = in_window(rows[0], at_i, w)
+        ids.append(rows[1][inside])
+        values.append(rows[2][inside])
+    if not ids:
+        resolve_query(now, window, None, full)
+        return []
+    ids, values = np.concatenate(ids), np.concatenate(values)
+    if float(values.sum(dtype=np.float64)) >= 2.0 ** 62 and sum(values.tolist()) > 2**63 - 1:
+        raise SumOverflowError("the union's window total would overflow int64")
+    items, first = np.unique(ids, return_index=False, return_inverse=True)[:2] if ids.size else (ids, ids)
+    sums = np.zeros(items.size, dtype=np.int64)
+    np.add.at(sums, first, values)
+    threshold = max(float(phi) * float(values.sum()), 1.0)
+    keep = sums >= threshold
+    items, sums = items[keep], sums[keep]
+    order = np.lexsort((items, -sums))
+    return [HeavyHitter(int(items[i]), float(sums[i]), int(sums[i]), int(sums[i])) for i in order]

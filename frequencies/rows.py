@@ -172,9 +172,11 @@ class Rows(NamedTuple):
         return key // size, key % size, np.add.reduceat(v, first)
 
     # ------------------------------------------------------------ encoding
-    def to_bytes(self, params: tuple, newest: np.ndarray) -> list:
+    def to_bytes(self, params: tuple, newest: np.ndarray, head: bytes | None = None) -> list:
         """Each sketch's :meth:`~frequencies.SlidingCountMin.to_bytes` in
-        the rows form (every one updated: ``newest[i]``)."""
+        the rows form (every one updated: ``newest[i]``); ``head``: another
+        family's preamble and parameters before the newest time (the heavy
+        hitters'), in place of the ECM-sketch's of ``params``."""
         n = len(self)
         if n == 0:
             return []
@@ -207,20 +209,22 @@ class Rows(NamedTuple):
         sizes = (ends - starts).reshape(n, 4).sum(axis=1)
         at = np.concatenate([[0], np.cumsum(sizes)])
         flags = np.where(valued, 1 | _cm.FLAG_ROWS | _cm.FLAG_VALUES, 1 | _cm.FLAG_ROWS).astype(np.uint16)
-        head = _cm.LAYOUT.head.pack(MAGIC, FAMILIES["SlidingCountMin"], _cm.ROWS_VERSION, 0, *params)
+        if head is None:
+            head = _cm.LAYOUT.head.pack(MAGIC, FAMILIES["SlidingCountMin"], _cm.ROWS_VERSION, 0, *params)
         return sealed_blobs(head, flags, newest, np.ones(n, dtype=bool), payload, at[:-1], at[1:])
 
     # ------------------------------------------------------------ decoding
     @classmethod
     def read(cls, buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, newest: np.ndarray, valued: np.ndarray,
-             width: int, window: int) -> tuple[np.ndarray, "Rows"]:
+             width: int, window: int, head: int = _HEAD.size) -> tuple[np.ndarray, "Rows"]:
         """``(ok, rows)`` of rows form blobs (preamble, parameters and
         checksum already checked; ``newest`` and ``valued`` from their
         heads): every check of :func:`~frequencies.count_min.read_rows`;
         the rows of the blobs ``ok`` rejects are left out (their own
-        decoder names what is wrong)."""
+        decoder names what is wrong); ``head``: the bytes before the rows
+        (another family's: the heavy hitters')."""
         n = starts.size
-        pos = starts + _HEAD.size
+        pos = starts + head
         ends = starts + lengths - _CRC
         if compiled.active():
             from .compiled import read_rows
@@ -333,14 +337,16 @@ def _time_order(owner, ts, hashes, cut, window: int, n: int) -> np.ndarray:
     return order
 
 
-def rows_sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Which blobs are ECM-sketches in the rows form with a good preamble
-    (version 3; flags has newest and rows, maybe values) and checksum."""
-    ok = lengths >= _HEAD.size + 1 + _CRC
+def rows_sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: str = "SlidingCountMin",
+                head_size: int = _HEAD.size) -> np.ndarray:
+    """Which blobs are ``family``'s sketches in the rows form with a good
+    preamble (version 3; flags has newest and rows, maybe values) and
+    checksum (``head_size``: the bytes before the rows)."""
+    ok = lengths >= head_size + 1 + _CRC
     at = starts[ok]
     head = buf[at[:, None] + np.arange(PREAMBLE_BYTES)]
     flags = head[:, 4]
-    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == FAMILIES["SlidingCountMin"])
+    ok[ok] = ((head[:, 0] == MAGIC[0]) & (head[:, 1] == MAGIC[1]) & (head[:, 2] == FAMILIES[family])
               & (head[:, 3] == _cm.ROWS_VERSION) & (head[:, 5] == 0)
               & ((flags == 1 | _cm.FLAG_ROWS) | (flags == 1 | _cm.FLAG_ROWS | _cm.FLAG_VALUES)))
     rest = np.flatnonzero(ok)

@@ -158,7 +158,8 @@ def test_counters_are_the_histograms_update_builds(stream, data):
     ts, items, vs = stream
     window = data.draw(st.integers(1, 80))
     eh_eps = data.draw(st.sampled_from([0.05, 0.34, 0.5]))
-    s = SlidingCountMin(window, eps=0.5, delta=0.2, eh_eps=eh_eps, seed=2)
+    # a sketch holding counters from the start (the rows form's: test_rows_form_answers_exactly_...)
+    s = SlidingCountMin(window, eps=0.5, delta=0.2, eh_eps=eh_eps, seed=2)._counters_only()
     ref = [ExponentialHistogram(window, eh_eps) for _ in range(s.counters)]
     for a, b in data.draw(chunked(ts.size)):
         s.update(ts[a:b], items[a:b], vs[a:b])
@@ -172,6 +173,44 @@ def test_counters_are_the_histograms_update_builds(stream, data):
         want = h.buckets()
         assert all(np.array_equal(x, y) for x, y in zip(got.buckets(), want)), c
         assert got.merged == h.merged
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(item_streams(alphabet=40), st.data())
+def test_heavy_hitters_in_the_rows_form_are_the_exact_ones(stream, data):
+    """A heavy-hitter sketch of at most ``width`` rows reports exactly the
+    ids whose frequency reaches ``max(phi T, 1)``, each with its frequency
+    as estimate and both bounds, largest first; past width its levels hold
+    what they would have built from the start (one batch of the rows), and
+    a union of rows form parts answers the same exactly, merged or not."""
+    ts, items, vs = stream
+    window = data.draw(st.integers(1, 80))
+    make = lambda: SlidingHeavyHitters(window, bits=6, eps=0.1, delta=0.2, level_bits=2)  # noqa: E731
+    s = feed(make(), ts, items, vs, data.draw(chunked(ts.size)))
+    phi = data.draw(st.sampled_from([0.05, 0.2, 0.5, 1.0]))
+
+    def exact(now, w):
+        f, total = brute(ts, items, vs, now, w)
+        top = sorted(((-n, x) for x, n in f.items() if n >= max(phi * total, 1.0)))
+        return [(x, float(-n), -n, -n) for n, x in top]
+
+    if s.rows is not None:
+        now = int(ts[-1]) + data.draw(st.integers(0, 3))
+        w = data.draw(st.integers(1, window))
+        assert [tuple(h) for h in s.heavy_hitters(phi, now, w)] == exact(now, w)
+    whole = make().update(ts, items, vs)
+    once = make()
+    once._rows = None
+    once.update(ts, items, vs)
+    assert whole._as_counters() == once
+    assert SlidingHeavyHitters.from_bytes(whole.to_bytes()) == whole
+    half = ts.size // 2
+    parts = [make().update(ts[a:b], items[a:b], vs[a:b]) for a, b in ((0, half), (half, ts.size)) if b > a]
+    if all(p.rows is not None for p in parts):
+        assert [tuple(h) for h in SlidingHeavyHitters.union_heavy_hitters(parts, phi)] == exact(int(ts[-1]), window)
+        merged = SlidingHeavyHitters.merge_all(parts)
+        if merged.rows is not None:
+            assert [tuple(h) for h in merged.heavy_hitters(phi)] == exact(int(ts[-1]), window)
 
 
 def test_overestimate_and_lower_bound_fail_at_most_delta():
