@@ -184,10 +184,11 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
                  "answers: estimates within eps with probability 1 - delta"))
     rows.append(("an item's frequency in any window, later", "a per-(key, item, minute) rollup, filtered by item",
                  "`sketch_table(..., f=Frequencies(item, w))`, then `ecm_sketch_frequency(sketch, item, now, w)`",
-                 "(bench_scale) 100k sparse sources, 4 sites: 3.5-4.1x the rollup's filtered query for one site's table, 16x to "
-                 "answer the union, 40x to unite; from hourly tables 1.4x, 2.8x and 5x",
-                 "sparse keys (a flow is a counter in each row of the sketch, and every answer bounds them all) and "
-                 "exact answers: within eps of the window's total with probability 1 - delta"))
+                 "(bench_scale) 100k sparse sources (most at one site), 4 sites: 1.2x the rollup's filtered query for one "
+                 "site's table, 3.5x to answer the union, 5.1x to unite (sketches of at most `width` rows keep them, "
+                 "exact); from hourly tables 1.3x, 2.2x and 2.6x",
+                 "uniting sparse keys (a shuffle and two Arrow passes against a filter on the rollup); dense keys' "
+                 "answers are within eps of the window's total with probability 1 - delta"))
     ours = r.get("streaming: ehist eps=0.05 (rocksdb)")
     native = r.get("streaming: native 1-minute slide (rocksdb)")
     rows.append(("answers that update as events stream in", "`groupBy(k, window(ts, w, slide))` with a watermark",
