@@ -7,6 +7,10 @@ last w" for any w up to its window.  Items are integers, strings or bytes,
 hashed with the seeded, vectorized :func:`ehist.hashing.hash64`.
 :class:`SlidingHeavyHitters` keeps one such sketch per prefix level of
 integer ids and finds every id above a fraction of the window's total.
+Both keep their rows themselves, and answer exactly, while the window holds
+at most ``width`` of them (sparse keys: network sources with tens of flows);
+:mod:`frequencies.columnar` and :mod:`frequencies.rows` build, read, unite
+and answer many sketches at once.
 """
 
 from .count_min import SlidingCountMin

@@ -72,8 +72,13 @@ def _specs() -> dict:
 
 
 def _rows(spark):
-    """Two sites' rows of three keys: integral times, an id, a value."""
-    return spark.range(600).select((F.col("id") % 2).alias("site"), (F.col("id") % 3).alias("k"),
+    """Two sites' rows of three keys: integral times, an id, a value.  Key 0
+    is dense at site 0 (~470 rows: past an ECM-sketch's ``width``, counters)
+    and sparse at site 1, keys 1 and 2 sparse at both (the rows form), so
+    that both forms and their unions are compiled."""
+    k = F.when(F.col("id") % 10 < 8, 0).otherwise(1 + F.col("id") % 2)
+    site = F.when(k == 0, (F.col("id") % 50 == 0).cast("long")).otherwise(F.col("id") % 2)
+    return spark.range(600).select(site.alias("site"), k.alias("k"),
                                    F.col("id").alias("ts"), (F.col("id") * 7 % 23).alias("item"),
                                    (F.col("id") % 11 + 1).alias("v"))
 
