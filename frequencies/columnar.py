@@ -166,11 +166,9 @@ class CountMinColumn(KeyedColumn):
     def _placed(cls, params: tuple, parts: list) -> "CountMinColumn":
         """One column of ``parts`` (``(column, positions)`` each; together
         every position once), in the positions' order."""
-        parts = [(c, np.asarray(at, dtype=np.int64)) for c, at in parts if len(c)]
-        if len(parts) == 1:
+        parts, position = _positions(parts)
+        if position is None:
             return parts[0][0]
-        position = np.empty(sum(len(c) for c, _ in parts), dtype=np.int64)
-        position[np.concatenate([at for _, at in parts])] = np.arange(position.size)
         counters = KeyedCounters.concat([c.counters for c, _ in parts])
         rows = Rows.concat([c.rows if c.rows is not None else Rows.empty(len(c)) for c, _ in parts])
         form = np.concatenate([c.form for c, _ in parts])
@@ -251,23 +249,9 @@ class CountMinColumn(KeyedColumn):
         keep = everything | (ts > np.where(everything, INT64_MIN, newest[run] - np.where(everything, 0, window)))
         ts, h, run = ts[keep], h[keep], run[keep]
         v = None if v is None else v[keep]
-        held = None
+        held, form = None, None
         if rows:
-            held, form, plenty = _rows_of_runs(run, ts, h, v, newest, window, runs, probe.width)
-            # the others take counters: of their rows as they are where their times alone pass width (the
-            # counters of the canonical rows are those: test_rows_form_answers_exactly_...), else of those rows
-            dense = held.take(np.flatnonzero(~form & ~plenty))
-            many = plenty[run]
-            ts = np.concatenate([ts[many], dense.ts])
-            h = np.concatenate([h[many], dense.hashes])
-            run_c = np.concatenate([run[many], np.flatnonzero(~form & ~plenty)[dense.owner]])
-            if v is not None or not bool((dense.values == 1).all()):
-                v = np.concatenate([np.ones(int(many.sum()), np.int64) if v is None else v[many], dense.values])
-            order = np.argsort(run_c, kind="stable")  # runs in order, times in order within each
-            ts, h, run = ts[order], h[order], run_c[order]
-            v = None if v is None else v[order]
-            held = Rows.concat([held.take(np.flatnonzero(form)), Rows.empty(int((~form).sum()))]).take(
-                np.argsort(np.r_[np.flatnonzero(form), np.flatnonzero(~form)], kind="stable"))
+            held, form, (ts, h, run, v) = _split_runs(run, ts, h, v, newest, window, runs, probe.width)
         depth = probe.counters // probe.width
         ids = counter_ids(h, probe.width, depth).T.ravel()  # each row's counters, row by row
         row_run = np.repeat(run, depth)
@@ -760,6 +744,41 @@ class CountMinColumn(KeyedColumn):
         return head, c.has_newest.astype(np.uint16), c.newest, c.has_newest, regions, r_off[:-1], r_off[1:]
 
 
+def _positions(parts: list) -> tuple:
+    """``(parts, position)`` of ``(column, positions)`` pairs (together
+    every position once): the non-empty ones, and where each position's
+    sketch lies in their concatenation (None: one part, already in order)."""
+    parts = [(c, np.asarray(at, dtype=np.int64)) for c, at in parts if len(c)] or parts[:1]
+    if len(parts) == 1:
+        return parts, None
+    position = np.empty(sum(len(c) for c, _ in parts), dtype=np.int64)
+    position[np.concatenate([at for _, at in parts])] = np.arange(position.size)
+    return parts, position
+
+
+def _split_runs(run, ts, h, v, newest, window: int, runs: int, width: int):
+    """``(rows, form, (ts, h, run, v))`` of runs of rows inside their
+    windows (``run`` ascending, times in order within a run): the rows
+    form's rows of the runs that keep them (:func:`_rows_of_runs`; the
+    others: none) and ``form``, and the rows the other runs build counters
+    from, by run and time: their rows as they are where their distinct
+    times alone pass ``width``, else their canonical rows (the counters of
+    those are the same: ``test_rows_form_answers_exactly_...``)."""
+    held, form, plenty = _rows_of_runs(run, ts, h, v, newest, window, runs, width)
+    dense = held.take(np.flatnonzero(~form & ~plenty))
+    many = plenty[run]
+    ts = np.concatenate([ts[many], dense.ts])
+    h = np.concatenate([h[many], dense.hashes])
+    run_c = np.concatenate([run[many], np.flatnonzero(~form & ~plenty)[dense.owner]])
+    if v is not None or not bool((dense.values == 1).all()):
+        v = np.concatenate([np.ones(int(many.sum()), np.int64) if v is None else v[many], dense.values])
+    order = np.argsort(run_c, kind="stable")  # runs in order, times in order within each
+    v = None if v is None else v[order]
+    held = Rows.concat([held.take(np.flatnonzero(form)), Rows.empty(int((~form).sum()))]).take(
+        np.argsort(np.r_[np.flatnonzero(form), np.flatnonzero(~form)], kind="stable"))
+    return held, form, (ts[order], h[order], run_c[order], v)
+
+
 def _rows_of_runs(run, ts, h, v, newest, window: int, runs: int, width: int):
     """``(rows, form, plenty)`` of runs of rows (``run`` ascending, times
     in order within a run, none out of the window): the canonical rows of
@@ -1079,11 +1098,9 @@ class HeavyHittersColumn:
     def _placed(cls, bits: int, level_bits: int, parts: list) -> "HeavyHittersColumn":
         """One column of ``parts`` (``(column, positions)`` each; together
         every position once), in the positions' order."""
-        parts = [(c, np.asarray(at, dtype=np.int64)) for c, at in parts if len(c)]
-        if len(parts) == 1:
+        parts, position = _positions(parts)
+        if position is None:
             return parts[0][0]
-        position = np.empty(sum(len(c) for c, _ in parts), dtype=np.int64)
-        position[np.concatenate([at for _, at in parts])] = np.arange(position.size)
         levels = CountMinColumn(parts[0][0].levels.params, KeyedCounters.concat([c.levels.counters for c, _ in parts]))
         return cls(bits, level_bits, levels, Rows.concat([c.rows for c, _ in parts]),
                    np.concatenate([c.form for c, _ in parts])).take(position)
@@ -1159,19 +1176,7 @@ class HeavyHittersColumn:
             keep = ts > cutoffs(newest, window)[run]
             ts, x, run = ts[keep], x[keep], run[keep]
             v = None if v is None else v[keep]
-            held, form, plenty = _rows_of_runs(run, ts, x, v, newest, window, runs, probe.width)
-            dense = held.take(np.flatnonzero(~form & ~plenty))
-            many = plenty[run]
-            ts = np.concatenate([ts[many], dense.ts])
-            x = np.concatenate([x[many], dense.hashes])
-            run_c = np.concatenate([run[many], np.flatnonzero(~form & ~plenty)[dense.owner]])
-            if v is not None or not bool((dense.values == 1).all()):
-                v = np.concatenate([np.ones(int(many.sum()), np.int64) if v is None else v[many], dense.values])
-            order = np.argsort(run_c, kind="stable")
-            ts, x, run = ts[order], x[order], run_c[order]
-            v = None if v is None else v[order]
-            held = Rows.concat([held.take(np.flatnonzero(form)), Rows.empty(int((~form).sum()))]).take(
-                np.argsort(np.r_[np.flatnonzero(form), np.flatnonzero(~form)], kind="stable"))
+            held, form, (ts, x, run, v) = _split_runs(run, ts, x, v, newest, window, runs, probe.width)
             starts = np.searchsorted(run, np.arange(runs))
         levels = [CountMinColumn.build(ts, starts, hash64(x >> np.uint64(bits - length), seed), v, params, rows=False)
                   .settled(newest, has) for length in lengths]

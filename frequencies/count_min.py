@@ -113,6 +113,27 @@ def rows_frequencies(held: np.ndarray, values: np.ndarray, hashes: np.ndarray) -
     return run[np.searchsorted(sorted_held, hashes, "right")] - run[np.searchsorted(sorted_held, hashes, "left")]
 
 
+def exact_frequencies(rows: tuple, keys: np.ndarray, now, window, newest, full: int):
+    """``(estimate, lower, upper)`` of items (``keys``: the values the rows
+    hold, hashes or ids) from a sketch's rows in the window as of ``now``
+    (checked as every query checks it against ``newest`` and the longest
+    window ``full``): their exact frequencies, all three alike."""
+    now, window = resolve_query(now, window, newest, full)
+    exact = np.zeros(keys.size, dtype=np.int64)
+    if now is not None:
+        ts, held, v = rows
+        inside = in_window(ts, now, window)
+        exact = rows_frequencies(held[inside], v[inside], keys)
+    return exact.astype(np.float64), exact, exact.copy()
+
+
+def same_rows(a: tuple | None, b: tuple | None) -> bool:
+    """Whether two sketches' rows (None: counters) are alike."""
+    if a is None or b is None:
+        return a is None and b is None
+    return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
 def _no_rows() -> tuple:
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
 
@@ -312,11 +333,7 @@ class SlidingCountMin(KeyedHistograms):
         super()._set_counters(newest, keys, col)
 
     def _same_state(self, other) -> bool:
-        if (self._rows is None) != (other._rows is None):
-            return False
-        if self._rows is not None and not all(np.array_equal(a, b) for a, b in zip(self._rows, other._rows)):
-            return False
-        return super()._same_state(other)
+        return same_rows(self._rows, other._rows) and super()._same_state(other)
 
     _names = ("window", "eps", "delta", "eh_eps", "seed")
 
@@ -473,14 +490,7 @@ class SlidingCountMin(KeyedHistograms):
     def frequencies_of_hashes(self, hashes, now: int | None = None, window: int | None = None):
         """:meth:`frequencies` of items given by their ``hash64`` values."""
         if self._rows is not None:  # exact: each item's rows in the window summed
-            h = as_hashes(hashes)
-            now, window = resolve_query(now, window, self._newest, self._window)
-            exact = np.zeros(h.size, dtype=np.int64)
-            if now is not None:
-                ts, held, v = self._rows
-                inside = in_window(ts, now, window)
-                exact = rows_frequencies(held[inside], v[inside], h)
-            return exact.astype(np.float64), exact, exact.copy()
+            return exact_frequencies(self._rows, as_hashes(hashes), now, window, self._newest, self._window)
         return self.answers_from_bounds(as_hashes(hashes), *self._counter_bounds(now, window))
 
     def answers_from_bounds(self, hashes: np.ndarray, lower: np.ndarray, upper: np.ndarray):

@@ -18,7 +18,7 @@ from ehist.serialization import Layout, Writer
 from ehist.synopsis import Synopsis
 
 from . import count_min as _cm
-from .count_min import SlidingCountMin, in_window, live_rows, read_rows, rows_frequencies
+from .count_min import SlidingCountMin, exact_frequencies, in_window, live_rows, read_rows
 
 __all__ = ["SlidingHeavyHitters", "HeavyHitter"]
 
@@ -228,11 +228,7 @@ class SlidingHeavyHitters(Synopsis):
         return [f"buckets={len(self)}", f"newest={self.newest}"]
 
     def _same_state(self, other) -> bool:
-        if (self._rows is None) != (other._rows is None):
-            return False
-        if self._rows is not None and not all(np.array_equal(a, b) for a, b in zip(self._rows, other._rows)):
-            return False
-        return super()._same_state(other)
+        return _cm.same_rows(self._rows, other._rows) and super()._same_state(other)
 
     @classmethod
     def _examples(cls) -> list:
@@ -382,13 +378,7 @@ class SlidingHeavyHitters(Synopsis):
         """:meth:`SlidingCountMin.frequencies` of ids (exact, in the rows form)."""
         ids = self._ids(items)
         if self._rows is not None:
-            now, window = resolve_query(now, window, self.newest, self.window)
-            exact = np.zeros(ids.size, dtype=np.int64)
-            if now is not None:
-                ts, held, v = self._rows
-                inside = in_window(ts, now, window)
-                exact = rows_frequencies(held[inside], v[inside], ids)
-            return exact.astype(np.float64), exact, exact.copy()
+            return exact_frequencies(self._rows, ids, now, window, self.newest, self.window)
         return self._levels[-1].frequencies_of_hashes(self._prefix_hashes(ids, -1), now, window)
 
     def frequency(self, item: int, now: int | None = None, window: int | None = None) -> float:
