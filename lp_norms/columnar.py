@@ -49,7 +49,8 @@ from ehist.segments import gather
 from ehist.serialization import MAGIC, PREAMBLE_BYTES, VERSION_AT
 from ehist.validation import INT64_MIN, coerce_times, coerce_timestamps
 
-from .sliding import _BLOCK_CELLS, LAYOUT, SlidingLpNorm
+from .elements import Elements, cutoffs
+from .sliding import _BLOCK_CELLS, ELEMENTS_VERSION, FLAG_ELEMENTS, LAYOUT, SlidingLpNorm
 from .stable import stable_variates
 from .stable_sketch import float_values
 
@@ -63,15 +64,19 @@ class LpColumn:
     """The buckets of many :class:`~lp_norms.SlidingLpNorm` sketches of
     one set of parameters ``params`` (p, window, eps, delta, seed, rows).
 
+    Sketches in the elements form (``form``) have their elements in
+    ``elements`` (:class:`~lp_norms.elements.Elements`) and no bucket.
     Sketch ``s`` has buckets ``offsets[s]:offsets[s + 1]``, newest first:
     their sums ``sk`` (one row of ``rows`` float64 each), newest and
     oldest times ``hi`` and ``lo``; and a newest time ``newest[s]`` where
     ``has_newest[s]`` (a sketch without one holds no bucket).
     """
 
-    __slots__ = ("params", "offsets", "hi", "lo", "newest", "has_newest", "data", "at", "_sk")
+    __slots__ = ("params", "offsets", "hi", "lo", "newest", "has_newest", "data", "at", "_sk", "elements", "form")
 
-    def __init__(self, params, offsets, sk, hi, lo, newest, has_newest):
+    def __init__(self, params, offsets, sk, hi, lo, newest, has_newest, elements: Elements | None = None, form=None):
+        self.elements = Elements.empty(len(newest)) if elements is None else elements
+        self.form = np.zeros(len(newest), dtype=bool) if form is None else np.asarray(form, dtype=bool)
         self.params = tuple(params)
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.hi = np.asarray(hi, dtype=np.int64)
@@ -109,10 +114,18 @@ class LpColumn:
     def _empty(self) -> SlidingLpNorm:
         return SlidingLpNorm(*self.params[:5], rows=self.params[5])
 
+    @property
+    def _any_elements(self) -> bool:
+        return bool(self.form.any())
+
     def __getitem__(self, s: int) -> SlidingLpNorm:
         """Sketch ``s`` as a :class:`~lp_norms.SlidingLpNorm`."""
         out = self._empty()
+        if self.has_newest[s] and self.form[s]:
+            out._elements, out._newest = self.elements.sketch(s), int(self.newest[s])
+            return out
         if self.has_newest[s]:
+            out._elements = None
             a, b = int(self.offsets[s]), int(self.offsets[s + 1])
             start, rows = int(self.at[s]), int(self.params[5])
             out._sk = self.data[start:start + 8 * rows * (b - a)].view(np.float64).reshape(b - a, rows).copy()
@@ -132,13 +145,15 @@ class LpColumn:
             raise IncompatibleSketchError(f"a column holds sketches of one p, window, eps, delta, seed and rows, "
                                           f"got {sorted(params)}")
         rows = sketches[0].rows
-        return cls(sketches[0]._params(), np.concatenate([[0], np.cumsum([len(s) for s in sketches])]),
+        form = np.array([s._elements is not None and s.newest is not None for s in sketches], dtype=bool)
+        return cls(sketches[0]._params(), np.concatenate([[0], np.cumsum([s._hi.size for s in sketches])]),
                    np.concatenate([s._sk for s in sketches]).reshape(-1, rows) if sketches else np.zeros((0, rows)),
                    np.concatenate([s._hi for s in sketches]), np.concatenate([s._lo for s in sketches]),
-                   [0 if s.newest is None else s.newest for s in sketches], [s.newest is not None for s in sketches])
+                   [0 if s.newest is None else s.newest for s in sketches], [s.newest is not None for s in sketches],
+                   Elements.of([s._elements if f else None for s, f in zip(sketches, form.tolist())]), form)
 
     @classmethod
-    def build(cls, timestamps, starts, hashes, values=None, *, params) -> "LpColumn":
+    def build(cls, timestamps, starts, hashes, values=None, *, params, elements: bool = True) -> "LpColumn":
         """One sketch of ``params`` (p, window, eps, delta, seed, rows) per
         run of rows (run ``i``: rows ``starts[i]`` to ``starts[i + 1]``,
         the last to the end), each ``SlidingLpNorm(...).update_hashes(ts,
@@ -173,8 +188,16 @@ class LpColumn:
         if not starts.size:
             return cls(params, [0], np.zeros((0, int(params[5]))), [], [], [], [])
         if not _compiled(params) or not ts.size or int(ts.min()) == INT64_MIN:
-            return cls.from_sketches([SlidingLpNorm(*params[:5], rows=params[5]).update_hashes(
-                ts[a:z], h[a:z], v[a:z]) for a, z in zip(starts.tolist(), ends.tolist())])
+            def fresh():
+                out = SlidingLpNorm(*params[:5], rows=params[5])
+                if not elements:  # buckets from the start
+                    out._elements = None
+                return out
+
+            return cls.from_sketches([fresh().update_hashes(ts[a:z], h[a:z], v[a:z])
+                                      for a, z in zip(starts.tolist(), ends.tolist())])
+        if elements:  # runs of at most rows elements keep them; the others' buckets from their rows
+            return cls._build_forms(ts, starts, ends, h, v, params)
         runs, rows, window = starts.size, int(params[5]), int(params[1])
         run_of = np.repeat(np.arange(runs, dtype=np.int64), ends - starts)
         # each run stably by time (update's sort), cut to its window as of its newest row, zeros dropped
@@ -229,6 +252,42 @@ class LpColumn:
         return cls(params, offsets, sk, hi, lo, newest, has)
 
     @classmethod
+    def _build_forms(cls, ts, starts, ends, h, v, params) -> "LpColumn":
+        """:meth:`build` of runs in either form: each run's canonical
+        elements (:meth:`~lp_norms.elements.Elements.canonical`), kept
+        where at most ``rows``; the other runs' buckets built from their
+        rows (the same buckets as from their elements: ``_atoms`` sums each
+        pair's values in the rows' order, as the elements do)."""
+        runs, rows, window = starts.size, int(params[5]), int(params[1])
+        sizes = ends - starts
+        has = sizes > 0
+        run_of = np.repeat(np.arange(runs, dtype=np.int64), sizes)
+        newest = np.full(runs, INT64_MIN, dtype=np.int64)
+        np.maximum.at(newest, run_of, ts)
+        newest = np.where(has, newest, 0)
+        held = Elements.canonical(run_of, ts, h, v, newest, window, runs)  # equal pairs summed in the rows' order
+        with np.errstate(over="ignore"):
+            sums = np.bincount(held.owner, weights=np.abs(held.values), minlength=runs)
+        if not np.isfinite(sums).all():  # update refuses those (its message)
+            return cls.from_sketches([SlidingLpNorm(*params[:5], rows=params[5]).update_hashes(
+                ts[a:z], h[a:z], v[a:z]) for a, z in zip(starts.tolist(), ends.tolist())])
+        form = has & (held.counts <= rows)
+        small, big = np.flatnonzero(~has | form), np.flatnonzero(has & ~form)
+        parts = []
+        if big.size:
+            sel = np.concatenate([np.arange(starts[i], ends[i]) for i in big.tolist()]) if big.size < 64 else \
+                np.flatnonzero(np.isin(run_of, big))
+            sub_starts = np.concatenate([[0], np.cumsum(sizes[big])[:-1]])
+            parts.append(cls.build(ts[sel], sub_starts, h[sel], v[sel], params=params, elements=False))
+        if small.size:
+            k = small.size
+            parts.append(cls(params, np.zeros(k + 1, dtype=np.int64), np.zeros((0, rows)), [], [],
+                             np.where(has[small], newest[small], 0), has[small], held.take(small), form[small]))
+        position = np.empty(runs, dtype=np.int64)
+        position[np.concatenate([big, small])] = np.arange(runs)
+        return (parts[0] if len(parts) == 1 else cls.concat(parts)).take(position)
+
+    @classmethod
     def from_bytes(cls, blobs) -> "LpColumn":
         """Decode many ``SlidingLpNorm.to_bytes`` outputs of one set of
         parameters at once.
@@ -246,17 +305,20 @@ class LpColumn:
             raise ValueError("from_bytes needs at least one blob")
         ok, parsed = _decode_fast(blobs) if ehist_compiled.active() and _LITTLE else \
             (np.zeros(len(blobs), dtype=bool), None)
-        slow = np.flatnonzero(~ok)
+        in_elements, listed = _decode_elements(blobs, ok) if _LITTLE else (np.zeros(len(blobs), dtype=bool), None)
+        slow = np.flatnonzero(~(ok | in_elements))
         slow_col = cls.from_sketches([SlidingLpNorm.from_bytes(blobs[i]) for i in slow.tolist()]) if slow.size \
             else None  # raises for corrupt bytes
-        if slow_col is None:
-            return parsed
-        if parsed is None:
-            return slow_col
+        parts = [(c, at) for c, at in ((parsed, np.flatnonzero(ok)), (listed, np.flatnonzero(in_elements)),
+                                       (slow_col, slow)) if c is not None]
+        if len(parts) == 1:
+            return parts[0][0]
+        if len({c.params for c, _ in parts}) > 1:
+            raise IncompatibleSketchError(f"a column holds sketches of one p, window, eps, delta, seed and rows, "
+                                          f"got {sorted({c.params for c, _ in parts})}")
         position = np.empty(len(blobs), dtype=np.int64)
-        position[np.flatnonzero(ok)] = np.arange(len(parsed))
-        position[slow] = len(parsed) + np.arange(slow.size)
-        return cls.concat([parsed, slow_col]).take(position)
+        position[np.concatenate([at for _, at in parts])] = np.arange(len(blobs))
+        return cls.concat([c for c, _ in parts]).take(position)
 
     @classmethod
     def concat(cls, columns) -> "LpColumn":
@@ -268,7 +330,8 @@ class LpColumn:
         shift = np.cumsum([0] + [int(c.offsets[-1]) for c in cols[:-1]])
         return cls(cols[0].params, np.concatenate([[0]] + [c.offsets[1:] + s for c, s in zip(cols, shift)]),
                    *(np.concatenate([getattr(c, a) for c in cols]) for a in ("sk", "hi", "lo", "newest",
-                                                                              "has_newest")))
+                                                                              "has_newest")),
+                   Elements.concat([c.elements for c in cols]), np.concatenate([c.form for c in cols]))
 
     def take(self, indices) -> "LpColumn":
         """The sketches at ``indices``, in that order."""
@@ -276,14 +339,18 @@ class LpColumn:
         a, b = self.offsets[idx], self.offsets[idx + 1]
         rows = np.repeat(a - np.concatenate([[0], np.cumsum(b - a)[:-1]]), b - a) + np.arange(int((b - a).sum()))
         return LpColumn(self.params, np.concatenate([[0], np.cumsum(b - a)]), self.sk[rows], self.hi[rows],
-                        self.lo[rows], self.newest[idx], self.has_newest[idx])
+                        self.lo[rows], self.newest[idx], self.has_newest[idx], self.elements.take(idx), self.form[idx])
 
     # --------------------------------------------------------------- union
     def union(self, group_starts) -> "LpColumn":
         """Each group's ``SlidingLpNorm.merge_all`` (group ``i``: sketches
         ``group_starts[i]`` to the next start, united in that order), the
-        same bytes."""
+        same bytes; groups in the elements form united as ``merge_all``
+        unites them (kept where they fit), the elements form's members of
+        the other groups taking buckets first."""
         starts = _check_starts(group_starts, len(self))
+        if self._any_elements:
+            return self._union_with_elements(starts)
         if not _compiled(self.params):
             ends = np.append(starts[1:], len(self)).tolist()
             return LpColumn.from_sketches([SlidingLpNorm.merge_all([self[i] for i in range(a, z)])
@@ -295,6 +362,73 @@ class LpColumn:
             self.data, self.at, self.hi, self.lo, self.offsets, self.newest, self.has_newest, starts, self.params[1],
             self.params[5], probe._cf / probe._k, probe._q, probe._median)
         return LpColumn(self.params, offsets, sk, hi, lo, newest, has)
+
+    def _union_with_elements(self, starts) -> "LpColumn":
+        n, groups = len(self), starts.size
+        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
+        live = self.has_newest
+        n_live = np.bincount(group_of[live], minlength=groups)
+        bucket_live = np.bincount(group_of[live & ~self.form], minlength=groups)
+        pick = starts.copy()
+        live_at = np.flatnonzero(live)
+        pick[group_of[live_at[::-1]]] = live_at[::-1]  # each group's first live sketch
+        lone = n_live <= 1
+        g_newest = np.full(groups, INT64_MIN, dtype=np.int64)
+        np.maximum.at(g_newest, group_of[live], self.newest[live])
+        candidate = ~lone & (bucket_live == 0)
+        members = np.flatnonzero(candidate[group_of])
+        part = self.elements.take(members)
+        united = Elements.canonical(group_of[members][part.owner], part.ts, part.hashes, part.values, g_newest,
+                                    int(self.params[1]), groups)
+        with np.errstate(over="ignore", invalid="ignore"):
+            sums = np.bincount(united.owner, weights=np.abs(united.values), minlength=groups)
+        heavy = candidate & ~(sums < 1e300)  # near float64's end: the class's merge_all decides
+        kept = (lone & self.form[pick] & live[pick]) | (candidate & ~heavy & (united.counts <= int(self.params[5])))
+        parts = []
+        if heavy.any():
+            ends = np.append(starts[1:], n)
+            at = np.flatnonzero(heavy)
+            parts.append((LpColumn.from_sketches([SlidingLpNorm.merge_all([self[i] for i in range(int(starts[g]),
+                                                                                              int(ends[g]))])
+                                                  for g in at.tolist()]), at))
+            kept |= heavy  # placed already
+        at = np.flatnonzero(kept & ~heavy)
+        if at.size:
+            held = Elements.concat([self.elements.take(pick), united]).take(np.where(lone, 0, groups)
+                                                                            + np.arange(groups)).take(at)
+            parts.append((LpColumn(self.params, np.zeros(at.size + 1, dtype=np.int64), np.zeros((0, self.params[5])),
+                                   [], [], np.where(lone[at], self.newest[pick[at]], g_newest[at]),
+                                   np.ones(at.size, dtype=bool), held, np.ones(at.size, dtype=bool)), at))
+        rest = np.flatnonzero(~kept)
+        if rest.size:
+            sub = self.take(np.flatnonzero(~kept[group_of]))._as_buckets()
+            sub_starts = np.searchsorted(np.flatnonzero(~kept[group_of]), starts[rest])
+            parts.append((sub.union(sub_starts), rest))
+        position = np.empty(groups, dtype=np.int64)
+        position[np.concatenate([a for _, a in parts])] = np.arange(groups)
+        return (parts[0][0] if len(parts) == 1 else LpColumn.concat([c for c, _ in parts])).take(position)
+
+    def _as_buckets(self) -> "LpColumn":
+        """Every sketch holding buckets (those in the elements form: the
+        buckets their elements build as of their newest time, all at once:
+        :meth:`build` of their elements and a zero at each one's newest)."""
+        at = np.flatnonzero(self.form & self.has_newest)
+        if not at.size:
+            return LpColumn(self.params, self.offsets, self.sk, self.hi, self.lo, self.newest, self.has_newest)
+        part = self.elements.take(at)
+        k = part.counts + 1  # and the zero at the newest time
+        ts = np.insert(part.ts, part.offsets[1:], self.newest[at])
+        h = np.insert(part.hashes, part.offsets[1:], np.uint64(0))
+        v = np.insert(part.values, part.offsets[1:], 0.0)
+        built = LpColumn.build(ts, np.concatenate([[0], np.cumsum(k)[:-1]]), h, v, params=self.params,
+                               elements=False)
+        rest = np.flatnonzero(~(self.form & self.has_newest))
+        others = self.take(rest)
+        others = LpColumn(self.params, others.offsets, others.sk, others.hi, others.lo, others.newest,
+                          others.has_newest)
+        position = np.empty(len(self), dtype=np.int64)
+        position[np.concatenate([rest, at])] = np.arange(len(self))
+        return LpColumn.concat([others, built]).take(position)
 
     # --------------------------------------------------------------- query
     def estimates(self, now=None, window: int | None = None) -> np.ndarray:
@@ -311,7 +445,13 @@ class LpColumn:
         count = len(self)
         at = None if now is None else np.broadcast_to(coerce_times(now, "now"), (count,)).astype(np.int64)
         self._check_query(at, window)
-        return self._estimates(at, window, np.arange(count, dtype=np.int64))
+        out = self._estimates(at, window, np.arange(count, dtype=np.int64))
+        if self._any_elements:  # the elements form: exact
+            w = int(self.params[1]) if window is None else int(window)
+            exact = self.elements.norms(self.params[0], cutoffs(self.newest if at is None else at, w),
+                                        np.arange(count, dtype=np.int64))
+            out = np.where(self.form & self.has_newest, exact, out)
+        return out
 
     def sum_estimates(self, group_starts, at=None) -> np.ndarray:
         """The norm of each group's sketches added (the sketch is linear),
@@ -334,7 +474,20 @@ class LpColumn:
         else:
             times = np.full(count, int(at), dtype=np.int64)
             self._check_query(times, None)
-        return self._estimates(times, None, starts)
+        if not self._any_elements:
+            return self._estimates(times, None, starts)
+        # groups of the elements form alone: their exact norm; groups with both forms: the class's own answer
+        live = self.has_newest
+        exact_g = np.bincount(group_of[live & ~self.form], minlength=starts.size) == 0
+        mixed = ~exact_g & (np.bincount(group_of[live & self.form], minlength=starts.size) > 0)
+        out = self._estimates(times, None, starts)
+        out = np.where(exact_g, self.elements.norms(self.params[0], cutoffs(times, int(self.params[1])), starts),
+                       out)
+        ends = np.append(starts[1:], count)
+        for g in np.flatnonzero(mixed).tolist():
+            out[g] = SlidingLpNorm.union_estimate([self[i] for i in range(int(starts[g]), int(ends[g]))],
+                                                  int(times[starts[g]]))
+        return out
 
     def _check_query(self, at, window) -> None:
         """Raise what ``estimate`` raises for the first sketch a query
@@ -369,6 +522,18 @@ class LpColumn:
         """``[self[s].to_bytes() for s in range(len(self))]``, in one pass."""
         if not len(self):
             return []
+        in_elements = self.form & self.has_newest
+        if in_elements.any():  # the elements form's blobs in one pass, the others' in another
+            out = np.empty(len(self), dtype=object)
+            at = np.flatnonzero(in_elements)
+            head = LAYOUT.head.pack(MAGIC, LAYOUT.family_id, ELEMENTS_VERSION, 0, *self.params)
+            out[at] = self.elements.take(at).to_bytes(head, 1 | FLAG_ELEMENTS, self.newest[at])
+            rest = np.flatnonzero(~in_elements)
+            if rest.size:
+                others = self.take(rest)
+                out[rest] = LpColumn(self.params, others.offsets, others.sk, others.hi, others.lo, others.newest,
+                                     others.has_newest).to_bytes()
+            return out.tolist()
         if not _compiled(self.params):
             return [self[s].to_bytes() for s in range(len(self))]
         from . import compiled
@@ -433,3 +598,43 @@ def _decode_fast(blobs: Blobs):
         return ok, None
     return ok, LpColumn._in_bytes(params, np.concatenate([[0], np.cumsum(n)]), buf, at, hi, lo, newest,
                                   np.ones(idx.size, dtype=bool))
+
+
+def _decode_elements(blobs: Blobs, fast) -> tuple:
+    """``(accepted mask, column of the accepted)``: the sketches in the
+    elements form (version 2) whose every check of
+    ``SlidingLpNorm.from_bytes`` passes in one vectorized pass
+    (:meth:`~lp_norms.elements.Elements.read`), of the first one's
+    parameters; ``fast``: blobs already decoded (left alone)."""
+    ok, buf, starts, lengths = sealed_heads(blobs, LAYOUT.family_id, _NEWEST_AT + 8 + 1 + 4, FLAG_ELEMENTS)
+    ok &= ~fast
+    ok[ok] = (buf[starts[ok] + VERSION_AT] == ELEMENTS_VERSION) & (buf[starts[ok] + VERSION_AT + 1]
+                                                                   == 1 | FLAG_ELEMENTS)
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return ok, None
+    fields = buf[starts[idx][:, None] + np.arange(PREAMBLE_BYTES, _NEWEST_AT)]
+    params = LAYOUT.head.unpack(b"\0" * PREAMBLE_BYTES + fields[0].tobytes())[4:]
+    try:
+        probe = SlidingLpNorm(*params[:5], rows=params[5])
+    except (ValueError, TypeError, OverflowError):
+        ok[:] = False
+        return ok, None
+    if probe._params() != params:
+        ok[:] = False
+        return ok, None
+    newest = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_NEWEST_AT, _NEWEST_AT + 8)]).view(
+        "<i8").ravel().astype(np.int64)
+    same = (fields == fields[0]).all(axis=1) & (newest != INT64_MIN)
+    ok[idx[~same]] = False
+    idx, newest = idx[same], newest[same]
+    good, held = Elements.read(buf, starts[idx] + _NEWEST_AT + 8, starts[idx] + lengths[idx] - 4, newest,
+                               int(params[5]), int(params[1]))
+    ok[idx[~good]] = False
+    idx, newest = idx[good], newest[good]
+    if not idx.size:
+        return ok, None
+    held = held.take(np.flatnonzero(good))
+    k = idx.size
+    return ok, LpColumn(params, np.zeros(k + 1, dtype=np.int64), np.zeros((0, int(params[5]))), [], [], newest,
+                        np.ones(k, dtype=bool), held, np.ones(k, dtype=bool))

@@ -52,7 +52,7 @@ def decode(buf, starts, ends, newest, rows: int, window: int):
 
     >>> _ = __import__("pytest").importorskip("numba")
     >>> from lp_norms import SlidingLpNorm
-    >>> s = SlidingLpNorm(1.0, 100, rows=3).update([5, 9], [1, 2])
+    >>> s = SlidingLpNorm(1.0, 100, rows=3).update([5, 9], [1, 2])._as_buckets()   # buckets (version 1)
     >>> b = np.frombuffer(s.to_bytes(), dtype=np.uint8)
     >>> ok, n, hi, lo, at = decode(b, [58], [b.size - 4], [9], 3, 100)
     >>> ok.tolist(), n.tolist(), hi.tolist() == s._hi.tolist(), lo.tolist() == s._lo.tolist()

@@ -19,8 +19,10 @@ from ehist.validation import (
 )
 from ehist.errors import CorruptSketchError
 from ehist.hashing import as_hashes, check_seed, hash64
-from ehist.serialization import Layout, check_newest, times_before
+from ehist.serialization import Layout, Writer, check_newest, times_before
 from ehist.synopsis import Synopsis
+
+from .elements import Elements, cutoff, no_elements
 
 from .stable import check_p, median_abs_stable, stable_variates
 from .stable_sketch import float_values, rows_for
@@ -31,8 +33,12 @@ __all__ = ["SlidingLpNorm"]
 #: table is drawn in :meth:`SlidingLpNorm.to_bytes`): version, flag and the
 #: ``struct`` format of the parameters (p, window, eps, delta, seed, rows).
 _FLAG_HAS_NEWEST = 1
-LAYOUT = Layout("SlidingLpNorm", version=1, read=(1,), flags=_FLAG_HAS_NEWEST, parameters="dqddQI",
-                what="parameters")
+#: The elements form (version 2): the sketch holds its elements, not buckets.
+FLAG_ELEMENTS = 2
+LAYOUT = Layout("SlidingLpNorm", version=1, read=(1, 2), flags=_FLAG_HAS_NEWEST | FLAG_ELEMENTS,
+                parameters="dqddQI", what="parameters")
+#: The version of the elements form's bytes (buckets keep :data:`LAYOUT`'s).
+ELEMENTS_VERSION = 2
 _BLOCK_CELLS = 1 << 22  # atoms x rows per block of new data
 
 
@@ -71,6 +77,14 @@ class SlidingLpNorm(Synopsis):
     p = 1 this is ``(1 +/- ~2 eps)``; for other p the paper's bound allows
     an underestimate by up to ``C_f**(1/q)`` (about 1.41 at p = 2).
 
+    **The elements form.** While the window holds at most ``rows``
+    elements (one per time and index, values summed: a sparse key), the
+    sketch keeps them rather than buckets of ``rows`` floats each, and
+    :meth:`estimate` is the exact norm (:meth:`sketch` the exact sketch of
+    the window).  Past ``rows`` elements, at an update or a merge, it takes
+    the buckets those elements build (one update of them into a new
+    sketch) and keeps buckets.  :attr:`elements` says which form it holds.
+
     Parameters
     ----------
     p : float in (0, 2]
@@ -91,16 +105,16 @@ class SlidingLpNorm(Synopsis):
     >>> rng = np.random.default_rng(0)
     >>> ts = np.arange(5000)
     >>> idx = rng.integers(0, 100, 5000)
-    >>> s = SlidingLpNorm(p=1.0, window=1000, eps=0.1, delta=0.05, seed=1)
+    >>> s = SlidingLpNorm(p=1.0, window=2000, eps=0.1, delta=0.05, seed=1)
     >>> s.update(ts, idx, np.ones(5000))                # doctest: +ELLIPSIS
-    SlidingLpNorm(p=1, window=1000, eps=0.1, delta=0.05, rows=1043, seed=1, buckets=...)
+    SlidingLpNorm(p=1, window=2000, eps=0.1, delta=0.05, rows=1043, seed=1, buckets=...)
     >>> low, high = s.guarantee()
-    >>> low * 1000 <= s.estimate() <= high * 1000      # L_1 of the last 1000 = 1000
+    >>> low * 1000 <= s.estimate(window=1000) <= high * 1000      # L_1 of the last 1000 = 1000
     True
     """
 
     __slots__ = ("_p", "_window", "_eps", "_delta", "_seed", "_rows", "_k", "_q", "_cf",
-                 "_sk", "_hi", "_lo", "_newest", "_median")
+                 "_sk", "_hi", "_lo", "_newest", "_median", "_elements")
 
     def __init__(self, p: float, window: int, eps: float = 0.05, delta: float = 0.05,
                  seed: int = 0, rows: int | None = None):
@@ -123,6 +137,8 @@ class SlidingLpNorm(Synopsis):
         self._hi = np.zeros(0, dtype=np.int64)
         self._lo = np.zeros(0, dtype=np.int64)
         self._newest: int | None = None
+        # the elements form's (times, index hashes, values), or None once the sketch holds buckets
+        self._elements: tuple | None = no_elements()
 
     # ------------------------------------------------------------------ info
     p = property(lambda self: self._p)
@@ -132,8 +148,34 @@ class SlidingLpNorm(Synopsis):
     rows = property(lambda self: self._rows)
 
     def __len__(self) -> int:
-        """Number of buckets."""
-        return int(self._hi.size)
+        """Number of buckets (of elements, in the elements form)."""
+        return int(self._elements[0].size) if self._elements is not None else int(self._hi.size)
+
+    @property
+    def elements(self) -> int | None:
+        """The elements held in the elements form (None once the sketch
+        holds buckets).
+
+        >>> s = SlidingLpNorm(2.0, 100, eps=0.3, delta=0.3).update([1, 2, 2], ["a", "b", "b"], [3.0, 2.0, 2.0])
+        >>> s.elements, s.estimate()                 # sqrt(3**2 + 4**2), exact
+        (2, 5.0)
+        """
+        return None if self._elements is None else int(self._elements[0].size)
+
+    def _as_buckets(self) -> "SlidingLpNorm":
+        """This sketch holding buckets: itself when it does, else a new
+        sketch holding what its elements build (one update of them into a
+        sketch holding buckets from the start, as of its newest time)."""
+        if self._elements is None:
+            return self
+        out = self.copy()
+        out._elements = None
+        out._newest = None
+        if self._newest is not None:
+            ts, h, v = self._elements
+            # a zero at the newest time: the batch's newest is the sketch's (a zero adds nothing)
+            out.update_hashes(np.append(ts, self._newest), np.append(h, np.uint64(0)), np.append(v, 0.0))
+        return out
 
     def guarantee(self) -> tuple[float, float]:
         """``(low, high)``: with probability ``>= 1 - delta``,
@@ -144,7 +186,7 @@ class SlidingLpNorm(Synopsis):
         return low, 1 + eps
 
     _names = ("p", "windows", "eps", "delta", "seeds", "rows")
-    _state = ("_newest", "_hi", "_lo", "_sk")
+    _state = ("_newest", "_hi", "_lo", "_sk", "_elements")
 
     def _params(self):
         return (self._p, self._window, self._eps, self._delta, self._seed, self._rows)
@@ -154,6 +196,8 @@ class SlidingLpNorm(Synopsis):
                 f"rows={self._rows}", f"seed={self._seed}"]
 
     def _repr_state(self) -> list:
+        if self._elements is not None:
+            return [f"elements={len(self)}", f"newest={self._newest}"]
         return [f"buckets={len(self)}", f"newest={self._newest}"]
 
     @classmethod
@@ -161,7 +205,10 @@ class SlidingLpNorm(Synopsis):
         ts = np.arange(0, 400, 3)
         parts = [cls(1.5, 200, eps=0.3, delta=0.3, seed=2).update(ts[p::2], ts[p::2] % 17, (ts[p::2] % 5) * 1.0)
                  for p in range(2)]
-        return [cls(0.5, 50, eps=0.3, delta=0.3), parts[0], cls.merge_all(parts)]
+        few = [cls(1.5, 200, eps=0.3, delta=0.3, seed=2).update(ts[p:20:2], ts[p:20:2] % 7, (ts[p:20:2] % 4) * 1.5)
+               for p in range(2)]
+        return [cls(0.5, 50, eps=0.3, delta=0.3), parts[0]._as_buckets(), cls.merge_all(parts), few[0],
+                cls.merge_all(few)]
 
     # ----------------------------------------------------------- primitives
     def _fhat(self, sketches: np.ndarray) -> np.ndarray:
@@ -301,6 +348,24 @@ class SlidingLpNorm(Synopsis):
         if ts.size == 0:
             return self
         ts, (hashes, vals), newest = batch_in_window(ts, (hashes, vals), self._newest, self._window)
+        prior = (self._elements, self._newest)  # restored if the buckets' sums overflow
+        if self._elements is not None:
+            old_ts, old_h, old_v = self._elements
+            held = Elements.canonical(np.zeros(old_ts.size + ts.size, dtype=np.int64), np.concatenate([old_ts, ts]),
+                                      np.concatenate([old_h, hashes]), np.concatenate([old_v, vals]),
+                                      np.array([newest]), self._window, 1)
+            with np.errstate(over="ignore"):
+                finite = bool(np.isfinite(np.abs(held.values).sum()))
+            if not finite:
+                raise ValueError("values too large: the window's p-stable sums overflow float64 (keep values and "
+                                 "their sums within about 1e300)")
+            if held.ts.size <= self._rows:
+                self._elements, self._newest = (held.ts, held.hashes, held.values), newest
+                return self
+            # past rows elements: the buckets of every element held, as one batch at the newest time
+            self._elements, self._newest = None, None
+            ts, hashes, vals = (np.append(held.ts, newest), np.append(held.hashes, np.uint64(0)),
+                                np.append(held.values, 0.0))
         cutoff = newest - self._window
         keep = vals > 0
         ts, hashes, vals = ts[keep], hashes[keep], vals[keep]
@@ -321,6 +386,7 @@ class SlidingLpNorm(Synopsis):
         if not finite:  # a state its own bytes could not hold: refuse the batch, unchanged
             for f, v in before.items():
                 setattr(self, f, v)
+            self._elements, self._newest = prior
             raise ValueError("values too large: the window's p-stable sums overflow float64 (keep values and "
                              "their sums within about 1e300)")
         return self
@@ -333,6 +399,14 @@ class SlidingLpNorm(Synopsis):
     def sketch(self, now: int | None = None, window: int | None = None) -> np.ndarray:
         """The composed row sketch of the buckets entirely inside the window."""
         now, window = resolve_query(now, window, self._newest, self._window)
+        if self._elements is not None:  # the window's elements, exactly
+            if now is None:
+                return np.zeros(self._rows)
+            ts, h, v = self._elements
+            inside = ts > cutoff(now, window)
+            uniq, inverse = np.unique(h[inside], return_inverse=True)
+            x = stable_variates(self._p, self._seed, self._rows, uniq)
+            return (x.T[inverse] * v[inside, None]).sum(axis=0) if uniq.size else np.zeros(self._rows)
         if now is None or not self._hi.size:
             return np.zeros(self._rows)
         inside = self._lo > max(now - window, INT64_MIN)
@@ -342,9 +416,38 @@ class SlidingLpNorm(Synopsis):
         """Estimated L_p norm of the window ``(now - window, now]``: the
         median of the window's sketch values over the stable law's.
         ValueError for a ``now`` before :attr:`newest` or a window outside
-        ``[1, N]``."""
+        ``[1, N]``.  In the elements form: the exact norm."""
+        if self._elements is not None:
+            return self.union_estimate([self], now, window)
         y = self.sketch(now, window)
         return float(np.median(np.abs(y))) / self._median
+
+    @classmethod
+    def union_estimate(cls, sketches, now: int | None = None, window: int | None = None) -> float:
+        """The L_p norm of the union of ``sketches`` (same parameters) over
+        the window ending at ``now`` (default: their newest), without
+        merging them: where every sketch that saw an element is in the
+        elements form, the exact norm of their elements (each index's
+        values summed over the sketches in order,
+        :meth:`~lp_norms.elements.Elements.norms`); otherwise the estimate
+        of their sketches added (the sketch is linear).
+
+        >>> a = SlidingLpNorm(2.0, 100).update([1], ["x"], [3.0])
+        >>> b = SlidingLpNorm(2.0, 100).update([2], ["y"], [4.0])
+        >>> SlidingLpNorm.union_estimate([a, b])
+        5.0
+        """
+        sk, now = cls._compatible_at(sketches, now)
+        live = [s for s in sk if s._newest is not None]
+        if any(s._elements is None for s in live):
+            y = sum(s.sketch(now, window) for s in sk)
+            return float(np.median(np.abs(y))) / sk[0]._median
+        for s in sk:
+            at, w = resolve_query(now, window, s._newest, s._window)
+        if not live:
+            return 0.0
+        held = Elements.of([s._elements for s in live])
+        return float(held.norms(sk[0]._p, np.full(len(live), cutoff(at, w), dtype=np.int64), np.array([0]))[0])
 
     def inner_product(self, other: "SlidingLpNorm", now: int | None = None,
                       window: int | None = None) -> float:
@@ -376,10 +479,28 @@ class SlidingLpNorm(Synopsis):
         so the merged estimate leaves out at most one straddling bucket of
         each input's history: the same kind of underestimate as
         :meth:`estimate`, measured in the tests."""
-        out = sketches[0]
-        for other in sketches[1:]:
+        live = [s for s in sketches if s._newest is not None]
+        if len(live) > 1 and all(s._elements is not None for s in live):  # elements that fit stay elements
+            newest = max(s._newest for s in live)
+            held = Elements.canonical(np.zeros(sum(s._elements[0].size for s in live), dtype=np.int64),
+                                      *(np.concatenate(c) for c in zip(*(s._elements for s in live))),
+                                      np.array([newest]), live[0]._window, 1)
+            with np.errstate(over="ignore"):
+                finite = bool(np.isfinite(np.abs(held.values).sum()))
+            if held.ts.size <= live[0]._rows and finite:  # (sums past float64: the buckets' merge decides)
+                out = live[0].copy()
+                out._elements, out._newest = (held.ts, held.hashes, held.values), newest
+                return out
+        if len(live) <= 1 and (live[0] if live else sketches[0])._elements is not None:
+            return (live[0] if live else sketches[0]).copy()  # one sketch's elements: themselves
+        if len(sketches) == 1:
+            return sketches[0].copy()
+        parts = [s._as_buckets() for s in sketches]
+        out = parts[0]
+        for other in parts[1:]:
             out = out._merge_two(other)
-        return out if len(sketches) > 1 else out.copy()
+        out._elements = None
+        return out
 
     def _merge_two(self, other: "SlidingLpNorm") -> "SlidingLpNorm":
         out = self.copy()
@@ -433,7 +554,21 @@ class SlidingLpNorm(Synopsis):
                  .     *  n varints: hi[i] - lo[i]
                  .  8n*r  bucket sketches, float64, newest bucket first
              end-4     4  CRC-32
+
+        A sketch in the elements form (updated, at most ``rows`` elements)
+        is version 2, flags bit 0 and bit 1 (elements): the parameters and
+        newest as above, then varint m, m x 8 index hashes (uint64), m
+        varints (newest - the first element's time, then each time - the
+        previous one) and m x 8 values (float64, > 0), by time, then hash.
         """
+        if self._elements is not None and self._newest is not None:
+            ts, h, v = self._elements
+            w = Writer("SlidingLpNorm", ELEMENTS_VERSION, _FLAG_HAS_NEWEST | FLAG_ELEMENTS)
+            w.struct(LAYOUT.parameters, *self._params()).struct("q", self._newest).varints([ts.size])
+            gaps = np.diff(ts, prepend=ts[:1])
+            if ts.size:
+                gaps[0] = self._newest - ts[0]
+            return w.raw(h.astype("<u8").tobytes()).varints(gaps).raw(v.astype("<f8").tobytes()).finish()
         flags = _FLAG_HAS_NEWEST if self._newest is not None else 0
         w = LAYOUT.writer(flags, self._p, self._window, self._eps, self._delta, self._seed, self._rows)
         if self._newest is None:
@@ -455,10 +590,19 @@ class SlidingLpNorm(Synopsis):
         name = "SlidingLpNorm"
         r, flags, out = LAYOUT.open(data, cls)
         rows = out._rows
+        if (flags == _FLAG_HAS_NEWEST | FLAG_ELEMENTS) != (r.version == ELEMENTS_VERSION) or (
+                flags & FLAG_ELEMENTS and not flags & _FLAG_HAS_NEWEST):
+            raise CorruptSketchError(f"{name}: expected the elements flag with version {ELEMENTS_VERSION} only, "
+                                     f"found flags {flags:#06x} in version {r.version}")
         if not flags & _FLAG_HAS_NEWEST:
             r.expect_end()
             return out
         newest = check_newest(r.struct("q", "newest timestamp")[0], name)
+        if flags & FLAG_ELEMENTS:
+            out._elements, out._newest = _read_elements(r, name, out, int(newest)), int(newest)
+            r.expect_end()
+            return out
+        out._elements = None
         n = r.varint("bucket count")
         if n * (8 * rows + 2) > r.remaining:
             raise CorruptSketchError(
@@ -487,3 +631,29 @@ class SlidingLpNorm(Synopsis):
             r.expect_end()
         out._newest = int(newest)
         return out
+
+
+def _read_elements(r, name: str, s: SlidingLpNorm, newest: int) -> tuple:
+    """The elements form's elements after the newest time, with every
+    check: at most ``rows``, times inside the window and in order, one per
+    time and hash, finite values above 0."""
+    m = r.varint("element count")
+    if m > s.rows:
+        raise CorruptSketchError(f"{name}: expected at most rows = {s.rows} elements, found {m}")
+    h = np.frombuffer(r.raw(8 * m, f"{m} element hashes"), dtype="<u8").astype(np.uint64)
+    gaps = r.varints(m, "element times")
+    v = np.frombuffer(r.raw(8 * m, f"{m} element values"), dtype="<f8").astype(np.float64)
+    if m and (int(gaps[0]) >= s.window or newest - int(gaps[0]) <= INT64_MIN):
+        raise CorruptSketchError(f"{name}: expected the first element inside the window ({s.window}), found it "
+                                 f"{int(gaps[0])} before the newest")
+    later = gaps[1:]
+    if later.size and (int(later.max()) > int(gaps[0]) or sum(later.tolist()) > int(gaps[0])):
+        raise CorruptSketchError(f"{name}: expected element times up to the newest, found later ones")
+    ts = (np.int64(newest) - np.int64(gaps[0]) + np.concatenate([[0], np.cumsum(later.astype(np.int64))])).astype(
+        np.int64) if m else np.zeros(0, dtype=np.int64)
+    if m > 1 and not np.all((later > 0) | (h[1:] > h[:-1])):
+        raise CorruptSketchError(f"{name}: expected one element per time and hash, ordered by time then hash")
+    with np.errstate(over="ignore"):
+        if m and not (np.all(v > 0) and np.isfinite(np.abs(v).sum())):
+            raise CorruptSketchError(f"{name}: expected finite element values above 0")
+    return ts, h, v

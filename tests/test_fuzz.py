@@ -97,7 +97,7 @@ def stored_times(s) -> np.ndarray:
         t = s._table.ravel()
         parts = [t[t != -2**63]]  # -2**63: an unset bit
     elif isinstance(s, SlidingLpNorm):
-        parts = [s._hi, s._lo]
+        parts = [s._hi, s._lo] + ([s._elements[0]] if s._elements is not None else [])
     elif isinstance(s, SlidingCountMin):
         parts = [s._col.hi] + ([s._rows[0]] if s._rows is not None else [])
     elif isinstance(s, SlidingQuantiles):

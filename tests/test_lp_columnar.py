@@ -59,12 +59,12 @@ def starts_of(groups) -> np.ndarray:
 
 
 def summed(sketches, now) -> float:
-    """``LpNorm.union``'s answer of one key, as it was computed one key at
-    a time: the sketches composed as of ``now`` and added in order."""
+    """``LpNorm.union``'s answer of one key, as it is computed one key at
+    a time: the sketches composed as of ``now`` and added in order (their
+    elements' exact norm where all are in the elements form)."""
     if now is None:
         return 0.0
-    y = sum(x.sketch(now=now) for x in sketches)
-    return float(np.median(np.abs(y))) / sketches[0]._median
+    return SlidingLpNorm.union_estimate(sketches, now)
 
 
 @pytest.fixture(params=[True, False], ids=["compiled", "numpy"])
@@ -235,11 +235,12 @@ def test_spec_batch_paths_equal_their_per_sketch_ones(loops):
 
 def test_registry_files_decode_as_from_bytes_decodes_them():
     """The stored examples of the format (the class's ``_examples``: an
-    empty sketch, one of rows, a merge) in one column."""
+    empty sketch, one of buckets, a merge, one in the elements form and
+    a merge that stays in it) in one column."""
     from pathlib import Path
 
     blobs = [p.read_bytes() for p in sorted((Path(__file__).parent / "golden" / "registry").glob("SlidingLpNorm-*.bin"))]
-    assert len(blobs) == 3
+    assert len(blobs) == 5
     sketches = [SlidingLpNorm.from_bytes(b) for b in blobs]
     for blob, sketch in zip(blobs, sketches):
         column = LpColumn.from_bytes([blob, blob])
@@ -360,8 +361,8 @@ def test_compiled_loops_refuse_arrays_that_do_not_fit():
     pytest.importorskip("numba")
     from lp_norms import compiled as lp
 
-    col = LpColumn.from_sketches([SlidingLpNorm(2.0, 100, rows=3).update([1, 5], [1, 2]),
-                                  SlidingLpNorm(2.0, 100, rows=3).update([2], [7])])
+    col = LpColumn.from_sketches([SlidingLpNorm(2.0, 100, rows=3).update([1, 5], [1, 2])._as_buckets(),
+                                  SlidingLpNorm(2.0, 100, rows=3).update([2], [7])._as_buckets()])  # buckets
     args = dict(data=col.data, at=col.at, hi=col.hi, lo=col.lo, offsets=col.offsets, newest=col.newest,
                 has_newest=col.has_newest)
     good = lp.union(*args.values(), [0], 100, 3, 0.2, 2.0, 1.0)

@@ -10,10 +10,14 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ehist import CorruptSketchError, IncompatibleSketchError, LateDataError
 from lp_norms import SlidingLpNorm, StableSketch, median_abs_stable, rows_for
 from lp_norms.stable import stable_variates
+
+from .conftest import examples
 
 PS = [0.5, 1.0, 1.5, 2.0]
 TRIALS = 300
@@ -351,3 +355,51 @@ def test_decoding_an_unusual_p_costs_no_more_than_a_usual_one():
         back = SlidingLpNorm.from_bytes(data)
         back.estimate()
     assert back.to_bytes() == data
+
+
+@settings(max_examples=examples(120), deadline=None)
+@given(st.data())
+def test_elements_form_answers_exactly_and_takes_buckets_past_rows(data):
+    """While the window holds at most ``rows`` elements (one per time and
+    index) the sketch keeps them and its estimate is the exact norm (its
+    sketch the exact sketch of the window); past ``rows`` it holds the
+    buckets one batch of its elements builds in a sketch that holds
+    buckets from the start; a union of sketches in the elements form is
+    exact, merged or not."""
+    p = data.draw(st.sampled_from([0.5, 1.0, 1.5, 2.0]))
+    window = data.draw(st.integers(1, 60))
+    n = data.draw(st.integers(1, 70))
+    ts = np.sort(np.array(data.draw(st.lists(st.integers(0, 150), min_size=n, max_size=n))))
+    idx = np.array(data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n)))
+    vals = np.array(data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=float)
+    make = lambda: SlidingLpNorm(p, window, eps=0.3, delta=0.3, seed=4)  # noqa: E731
+    cut = data.draw(st.integers(0, n))
+    s = make().update(ts[:cut], idx[:cut], vals[:cut]).update(ts[cut:], idx[cut:], vals[cut:])
+
+    def exact(now, w):
+        inside = (ts > now - w) & (ts <= now)
+        f = {}
+        for i, v in zip(idx[inside].tolist(), vals[inside].tolist()):
+            f[i] = f.get(i, 0.0) + v
+        return sum(x ** p for x in f.values()) ** (1 / p)
+
+    live = {(t, i) for t, i, v in zip(ts.tolist(), idx.tolist(), vals.tolist()) if v and t > ts[-1] - window}
+    if s.elements is not None:
+        assert s.elements == len(live) <= s.rows
+        now = int(ts[-1]) + data.draw(st.integers(0, 3))
+        w = data.draw(st.integers(1, window))
+        assert s.estimate(now, w) == pytest.approx(exact(now, w), rel=1e-12, abs=1e-12)
+    whole = make().update(ts, idx, vals)
+    once = make()
+    once._elements = None
+    once.update(ts, idx, vals)
+    assert whole._as_buckets() == once, "the buckets of the elements: those of one batch of them"
+    assert (whole.elements is None) == (len(live) > whole.rows)
+    assert SlidingLpNorm.from_bytes(whole.to_bytes()) == whole
+    half = n // 2
+    parts = [make().update(ts[a:b], idx[a:b], vals[a:b]) for a, b in ((0, half), (half, n)) if b > a]
+    if all(x.elements is not None for x in parts):
+        assert SlidingLpNorm.union_estimate(parts) == pytest.approx(exact(int(ts[-1]), window), rel=1e-12, abs=1e-12)
+        merged = SlidingLpNorm.merge_all(parts)
+        if merged.elements is not None:
+            assert merged.estimate() == pytest.approx(exact(int(ts[-1]), window), rel=1e-12, abs=1e-12)

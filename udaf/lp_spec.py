@@ -18,7 +18,7 @@ import pandas as pd
 
 from ehist.blobs import Blobs
 from ehist.hashing import hash64
-from lp_norms import SlidingLpNorm, median_abs_stable, rows_for
+from lp_norms import SlidingLpNorm, rows_for
 from lp_norms.columnar import LpColumn
 from lp_norms.sliding import LAYOUT
 
@@ -127,8 +127,9 @@ class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_
 
     def union(self, blobs, starts, at=None):
         """Each key's partial sketches summed as of its newest time (the
-        sketch is linear), in byte order so the float sums are the same on
-        every run; every key at once
+        sketch is linear; partials in the elements form: their exact norm,
+        :meth:`SlidingLpNorm.union_estimate`), in byte order so the float
+        sums are the same on every run; every key at once
         (:meth:`~lp_norms.columnar.LpColumn.sum_estimates`)."""
         raw = Blobs.of(blobs)
         if not len(raw) or not raw.present.all() or not one_parameter_set(raw, LAYOUT):
@@ -146,9 +147,7 @@ class LpNorm(Spec, family="sliding_lp", sketch=SlidingLpNorm, one_step="sliding_
             if not stamps:
                 out.append(0.0)
                 continue
-            now = max(stamps) if at is None else at
-            y = sum(x.sketch(now=now) for x in sketches)
-            out.append(float(np.median(np.abs(y))) / median_abs_stable(self.p))
+            out.append(SlidingLpNorm.union_estimate(sketches, max(stamps) if at is None else at))
         return Answers(np.array(out, dtype=np.float64))
 
     def exact(self, t, run, keys, data, window, at=None):
