@@ -41,6 +41,7 @@ import numpy as np
 
 from ehist import compiled
 from ehist.counters import empty, settle
+from ehist.flat_rows import union_groups
 from ehist.errors import CorruptSketchError, SumOverflowError
 from ehist.validation import INT64_MIN
 from ehist.columnar import region_varints, sealed, sealed_blobs, sealed_heads, sealed_spans
@@ -373,21 +374,14 @@ class CountMinColumn(KeyedColumn):
             return CountMinColumn(self.params, united, None if self.rows is None else Rows.empty(len(united)))
         starts = np.asarray(group_starts, dtype=np.int64)
         c, n, groups = self.counters, len(self), starts.size
-        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
         live = c.has_newest
-        n_live = np.bincount(group_of[live], minlength=groups)
-        counter_live = np.bincount(group_of[live & ~self.form], minlength=groups)
-        # a group with one live sketch or none is a copy of it (or of its first)
-        pick = starts.copy()
-        live_at = np.flatnonzero(live)
-        pick[group_of[live_at[::-1]]] = live_at[::-1]  # the first live sketch of each group
-        lone = n_live <= 1
+        group_of, lone, pick, rows_only = union_groups(starts, n, live, self.form)
         g_newest = _group_times(group_of, groups, live, c.newest, None)
         # the rows of groups of rows alone, united
         units = np.bincount(self.rows.owner, weights=self.rows.values.astype(np.float64), minlength=n)
         rough = np.bincount(group_of, weights=units + _row_units(c, self._width), minlength=groups)
         heavy = rough >= 2.0 ** 62  # near int64: merge_all itself decides (and raises past it)
-        candidate = ~lone & (counter_live == 0) & ~heavy
+        candidate = ~lone & rows_only & ~heavy
         members = np.flatnonzero(candidate[group_of])
         part = self.rows.take(members)
         united = Rows.canonical(group_of[members][part.owner], part.ts, part.hashes, part.values, g_newest,

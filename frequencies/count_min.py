@@ -18,6 +18,7 @@ from ehist.columnar import HistogramColumn
 from ehist.counters import (KeyedHistograms, apply_keyed, dense, empty, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
+from ehist.flat_rows import FlatRows
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Layout, Writer, check_newest
 from ehist.synopsis import parameter
@@ -92,16 +93,14 @@ def live_rows(ts: np.ndarray, hashes: np.ndarray, values: np.ndarray, newest: in
     >>> ts.tolist(), h.tolist(), v.tolist()
     ([5], [7], [3])
     """
-    keep = in_window(ts, newest, window) & (values != 0)
-    ts, hashes, values = ts[keep], hashes[keep], values[keep]
-    order = np.lexsort((hashes, ts))
-    ts, hashes, values = ts[order], hashes[order], values[order]
-    if ts.size < 2:
-        return ts, hashes, values.astype(np.int64)
-    first = np.flatnonzero(np.r_[True, (ts[1:] != ts[:-1]) | (hashes[1:] != hashes[:-1])])
-    if first.size == ts.size:
-        return ts, hashes, values.astype(np.int64)
-    return ts[first], hashes[first], np.add.reduceat(values.astype(np.int64), first)
+    rows = _OneSketch.canonical(np.zeros(ts.size, dtype=np.int64), ts, hashes, values, np.array([newest]), window, 1)
+    return rows.ts, rows.hashes, rows.values
+
+
+class _OneSketch(FlatRows):
+    """A sketch's rows (:func:`live_rows`)."""
+
+    __slots__ = ()
 
 
 def rows_frequencies(held: np.ndarray, values: np.ndarray, hashes: np.ndarray) -> np.ndarray:

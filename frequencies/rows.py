@@ -30,13 +30,12 @@ Examples
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
-
 import numpy as np
 
 from ehist import compiled
 from ehist.columnar import region_varints, sealed_blobs, varints_at
 from ehist.serialization import FAMILIES, MAGIC, PREAMBLE_BYTES, varint_stream
+from ehist.flat_rows import FlatRows, cutoffs
 from ehist.segments import gather
 from ehist.validation import INT64_MAX, INT64_MIN
 
@@ -50,88 +49,14 @@ _HEAD = struct.Struct(_cm.LAYOUT.head.format + "q")
 _CRC = 4
 
 
-def cutoffs(at: np.ndarray, window: int) -> np.ndarray:
-    """``at - window`` per time, held at int64's floor (a row counts when
-    its time is above its sketch's cutoff: no valid time is int64's
-    smallest)."""
-    at = np.asarray(at, dtype=np.int64)
-    return np.maximum(at, np.int64(INT64_MIN + window)) - np.int64(window)
-
-
-class Rows(NamedTuple):
+class Rows(FlatRows):
     """The rows of many sketches in the rows form (a sketch in the
     counter form: no row): sketch ``i``'s ``offsets[i]:offsets[i + 1]``,
-    their times (int64), item hashes (uint64) and values (int64, >= 1)."""
+    their times (int64), item hashes (uint64) and values (int64, >= 1);
+    :meth:`~ehist.flat_rows.FlatRows.canonical` is
+    :func:`~frequencies.count_min.live_rows` of every sketch at once."""
 
-    offsets: np.ndarray
-    ts: np.ndarray
-    hashes: np.ndarray
-    values: np.ndarray
-
-    def __len__(self) -> int:
-        return self.offsets.size - 1
-
-    @property
-    def owner(self) -> np.ndarray:
-        """Each row's sketch."""
-        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
-
-    @property
-    def counts(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @classmethod
-    def empty(cls, n: int) -> "Rows":
-        return cls(np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64),
-                   np.zeros(0, dtype=np.int64))
-
-    @classmethod
-    def of(cls, parts: list) -> "Rows":
-        """Rows of ``(ts, hashes, values)`` triples (None: no row), in order."""
-        parts = [p if p is not None else (np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64))
-                 for p in parts]
-        counts = np.array([p[0].size for p in parts], dtype=np.int64)
-        if not parts:
-            return cls.empty(0)
-        return cls(np.concatenate([[0], np.cumsum(counts)]), *(np.concatenate(c) for c in zip(*parts)))
-
-    @classmethod
-    def concat(cls, parts: list) -> "Rows":
-        shift = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
-        return cls(np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, shift)]),
-                   *(np.concatenate([getattr(p, f) for p in parts]) for f in ("ts", "hashes", "values")))
-
-    def sketch(self, i: int) -> tuple:
-        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return self.ts[a:b].copy(), self.hashes[a:b].copy(), self.values[a:b].copy()
-
-    def take(self, indices) -> "Rows":
-        idx = np.asarray(indices, dtype=np.int64)
-        a, b = self.offsets[idx], self.offsets[idx + 1]
-        return Rows(np.concatenate([[0], np.cumsum(b - a)]), gather(self.ts, a, b), gather(self.hashes, a, b),
-                    gather(self.values, a, b))
-
-    # ------------------------------------------------------------ building
-    @classmethod
-    def canonical(cls, owner, ts, hashes, values, newest, window: int, n: int) -> "Rows":
-        """:func:`~frequencies.count_min.live_rows` of every sketch at once:
-        row ``j`` of sketch ``owner[j]`` (of ``n``), kept when inside the
-        window as of the sketch's ``newest`` and of a value other than 0,
-        one per (time, hash) with the values summed, ordered by time, then
-        hash."""
-        owner = np.asarray(owner, dtype=np.int64)
-        cut = cutoffs(newest, window)
-        keep = (ts > cut[owner]) & (values != 0)
-        owner, ts, hashes, values = owner[keep], ts[keep], hashes[keep], values[keep].astype(np.int64)
-        order = _time_order(owner, ts, hashes, cut, window, n)
-        owner, ts, hashes, values = owner[order], ts[order], hashes[order], values[order]
-        if ts.size > 1:
-            first = np.flatnonzero(np.r_[True, (owner[1:] != owner[:-1]) | (ts[1:] != ts[:-1])
-                                         | (hashes[1:] != hashes[:-1])])
-            if first.size < ts.size:
-                owner, ts, hashes, values = owner[first], ts[first], hashes[first], np.add.reduceat(values, first)
-        counts = np.bincount(owner, minlength=n)
-        return cls(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ts, hashes, values)
+    __slots__ = ()
 
     # ------------------------------------------------------------- answers
     def _inside(self, at, window: int) -> np.ndarray:
@@ -315,26 +240,6 @@ class Rows(NamedTuple):
         counts = np.where(ok, m, 0)
         return ok, Rows(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ts[good_rows],
                         hashes[good_rows], v[good_rows])
-
-
-def _time_order(owner, ts, hashes, cut, window: int, n: int) -> np.ndarray:
-    """The order of rows by sketch, time, then hash (every time above its
-    sketch's cutoff ``cut[owner]`` and at most ``window`` past it): one
-    stable sort of ``owner * (window + 1) + (time - cutoff)`` (timsort: the
-    runs of rows already in order, a union's sketches' rows, merge in
-    linear time), rows of one sketch and time then ordered by hash; a
-    three-key lexsort where that key would not fit int64."""
-    if owner.size == 0 or float(n) * (float(window) + 1) >= 2.0 ** 62:
-        return np.lexsort((hashes, ts, owner))
-    key = owner * np.int64(window + 1) + (ts - cut[owner])
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    tied = np.flatnonzero(key[1:] == key[:-1])
-    if tied.size:  # the rows sharing a sketch and time: by hash
-        at = np.unique(np.concatenate([tied, tied + 1]))
-        sub = order[at]
-        order[at] = sub[np.lexsort((hashes[sub], key[at]))]
-    return order
 
 
 def rows_sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: str = "SlidingCountMin",

@@ -49,6 +49,8 @@ from ehist.segments import gather
 from ehist.serialization import MAGIC, PREAMBLE_BYTES, VERSION_AT
 from ehist.validation import INT64_MIN, coerce_times, coerce_timestamps
 
+from ehist.flat_rows import union_groups
+
 from .elements import Elements, cutoffs
 from .sliding import _BLOCK_CELLS, ELEMENTS_VERSION, FLAG_ELEMENTS, LAYOUT, SlidingLpNorm
 from .stable import stable_variates
@@ -365,17 +367,11 @@ class LpColumn:
 
     def _union_with_elements(self, starts) -> "LpColumn":
         n, groups = len(self), starts.size
-        group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts, n)))
         live = self.has_newest
-        n_live = np.bincount(group_of[live], minlength=groups)
-        bucket_live = np.bincount(group_of[live & ~self.form], minlength=groups)
-        pick = starts.copy()
-        live_at = np.flatnonzero(live)
-        pick[group_of[live_at[::-1]]] = live_at[::-1]  # each group's first live sketch
-        lone = n_live <= 1
+        group_of, lone, pick, rows_only = union_groups(starts, n, live, self.form)
         g_newest = np.full(groups, INT64_MIN, dtype=np.int64)
         np.maximum.at(g_newest, group_of[live], self.newest[live])
-        candidate = ~lone & (bucket_live == 0)
+        candidate = ~lone & rows_only
         members = np.flatnonzero(candidate[group_of])
         part = self.elements.take(members)
         united = Elements.canonical(group_of[members][part.owner], part.ts, part.hashes, part.values, g_newest,
@@ -562,6 +558,27 @@ def _check_starts(group_starts, n: int) -> np.ndarray:
     return groups_checked(group_starts, n)
 
 
+def _first_parameters(buf, starts, idx, ok) -> tuple:
+    """``(params, idx, newest)``: the parameters of blob ``idx[0]`` and the
+    blobs of ``idx`` that hold them and a newest time (``ok`` cleared for
+    the others; ``params`` None, every one cleared, where they do not make
+    a sketch: ``from_bytes`` names the bad parameter)."""
+    fields = buf[starts[idx][:, None] + np.arange(PREAMBLE_BYTES, _NEWEST_AT)]
+    params = LAYOUT.head.unpack(b"\0" * PREAMBLE_BYTES + fields[0].tobytes())[4:]
+    try:
+        probe = SlidingLpNorm(*params[:5], rows=params[5])
+    except (ValueError, TypeError, OverflowError):
+        probe = None
+    if probe is None or probe._params() != params:
+        ok[:] = False
+        return None, idx[:0], None
+    newest = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_NEWEST_AT, _NEWEST_AT + 8)]).view(
+        "<i8").ravel().astype(np.int64)
+    same = (fields == fields[0]).all(axis=1) & (newest != INT64_MIN)
+    ok[idx[~same]] = False
+    return params, idx[same], newest[same]
+
+
 def _decode_fast(blobs: Blobs):
     """``(accepted mask, column of the accepted)``: the sketches with a
     newest time whose every check of ``SlidingLpNorm.from_bytes`` passes
@@ -572,21 +589,9 @@ def _decode_fast(blobs: Blobs):
     idx = np.flatnonzero(ok)
     if not idx.size:
         return ok, None
-    fields = buf[starts[idx][:, None] + np.arange(PREAMBLE_BYTES, _NEWEST_AT)]
-    params = LAYOUT.head.unpack(b"\0" * PREAMBLE_BYTES + fields[0].tobytes())[4:]
-    try:
-        probe = SlidingLpNorm(*params[:5], rows=params[5])
-    except (ValueError, TypeError, OverflowError):
-        ok[:] = False  # from_bytes names the bad parameter
+    params, idx, newest = _first_parameters(buf, starts, idx, ok)
+    if params is None:
         return ok, None
-    if probe._params() != params:
-        ok[:] = False
-        return ok, None
-    newest = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_NEWEST_AT, _NEWEST_AT + 8)]).view(
-        "<i8").ravel().astype(np.int64)
-    same = (fields == fields[0]).all(axis=1) & (newest != INT64_MIN)
-    ok[idx[~same]] = False
-    idx, newest = idx[same], newest[same]
     from . import compiled
 
     rows, window = int(params[5]), int(params[1])
@@ -613,21 +618,9 @@ def _decode_elements(blobs: Blobs, fast) -> tuple:
     idx = np.flatnonzero(ok)
     if not idx.size:
         return ok, None
-    fields = buf[starts[idx][:, None] + np.arange(PREAMBLE_BYTES, _NEWEST_AT)]
-    params = LAYOUT.head.unpack(b"\0" * PREAMBLE_BYTES + fields[0].tobytes())[4:]
-    try:
-        probe = SlidingLpNorm(*params[:5], rows=params[5])
-    except (ValueError, TypeError, OverflowError):
-        ok[:] = False
+    params, idx, newest = _first_parameters(buf, starts, idx, ok)
+    if params is None:
         return ok, None
-    if probe._params() != params:
-        ok[:] = False
-        return ok, None
-    newest = np.ascontiguousarray(buf[starts[idx][:, None] + np.arange(_NEWEST_AT, _NEWEST_AT + 8)]).view(
-        "<i8").ravel().astype(np.int64)
-    same = (fields == fields[0]).all(axis=1) & (newest != INT64_MIN)
-    ok[idx[~same]] = False
-    idx, newest = idx[same], newest[same]
     good, held = Elements.read(buf, starts[idx] + _NEWEST_AT + 8, starts[idx] + lengths[idx] - 4, newest,
                                int(params[5]), int(params[1]))
     ok[idx[~good]] = False

@@ -24,23 +24,15 @@ Examples
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from ehist.columnar import region_varints, sealed_blobs, varints_at
+from ehist.columnar import sealed_blobs, varints_at
+from ehist.flat_rows import FlatRows, cutoffs
 from ehist.segments import gather
 from ehist.serialization import varint_stream
 from ehist.validation import INT64_MIN
 
 __all__ = ["Elements", "cutoff", "cutoffs", "no_elements"]
-
-
-def cutoffs(at, window: int) -> np.ndarray:
-    """``at - window`` per time, held at int64's floor (an element counts
-    when its time is above its sketch's cutoff)."""
-    at = np.asarray(at, dtype=np.int64)
-    return np.maximum(at, np.int64(INT64_MIN + window)) - np.int64(window)
 
 
 def cutoff(now: int, window: int) -> int:
@@ -51,79 +43,33 @@ def cutoff(now: int, window: int) -> int:
 
 
 def no_elements() -> tuple:
-    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float64)
+    """One sketch's elements when it has none."""
+    return Elements.none()
 
 
-class Elements(NamedTuple):
+def _first_varints(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple:
+    """``(values, stop bytes, bad)`` of the varint opening each region
+    ``buf[starts[i]:ends[i]]``, from its first ten bytes alone (bad:
+    running past the region's end, or malformed)."""
+    n = starts.size
+    at = starts[:, None] + np.arange(10)
+    inside = at < ends[:, None]
+    window = np.where(inside, buf[np.minimum(at, buf.size - 1)], 0x80)
+    closing = window < 0x80
+    found = closing.any(axis=1)
+    stop = starts + np.where(found, closing.argmax(axis=1), 0)
+    values, malformed = varints_at(buf, np.where(found, starts, 0), np.where(found, stop, 0)) if n else \
+        (np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=bool))
+    return values, stop, ~found | malformed
+
+
+class Elements(FlatRows):
     """The elements of many sketches in the elements form: sketch ``i``'s
     ``offsets[i]:offsets[i + 1]``, their times (int64), index hashes
     (uint64) and values (float64, > 0)."""
 
-    offsets: np.ndarray
-    ts: np.ndarray
-    hashes: np.ndarray
-    values: np.ndarray
-
-    def __len__(self) -> int:
-        return self.offsets.size - 1
-
-    @property
-    def owner(self) -> np.ndarray:
-        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
-
-    @property
-    def counts(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @classmethod
-    def empty(cls, n: int) -> "Elements":
-        return cls(np.zeros(n + 1, dtype=np.int64), *no_elements())
-
-    @classmethod
-    def of(cls, parts: list) -> "Elements":
-        """Elements of ``(ts, hashes, values)`` triples (None: none), in order."""
-        parts = [no_elements() if p is None else p for p in parts]
-        if not parts:
-            return cls.empty(0)
-        counts = np.array([p[0].size for p in parts], dtype=np.int64)
-        return cls(np.concatenate([[0], np.cumsum(counts)]), *(np.concatenate(c) for c in zip(*parts)))
-
-    @classmethod
-    def concat(cls, parts: list) -> "Elements":
-        shift = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
-        return cls(np.concatenate([[0]] + [p.offsets[1:] + s for p, s in zip(parts, shift)]),
-                   *(np.concatenate([getattr(p, f) for p in parts]) for f in ("ts", "hashes", "values")))
-
-    def sketch(self, i: int) -> tuple:
-        a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-        return self.ts[a:b].copy(), self.hashes[a:b].copy(), self.values[a:b].copy()
-
-    def take(self, indices) -> "Elements":
-        idx = np.asarray(indices, dtype=np.int64)
-        a, b = self.offsets[idx], self.offsets[idx + 1]
-        return Elements(np.concatenate([[0], np.cumsum(b - a)]), gather(self.ts, a, b), gather(self.hashes, a, b),
-                        gather(self.values, a, b))
-
-    @classmethod
-    def canonical(cls, owner, ts, hashes, values, newest, window: int, n: int) -> "Elements":
-        """Each sketch's elements form (sketch ``owner[j]`` of ``n``): the
-        elements inside its window as of its ``newest``, of a value above
-        0, one per (time, hash) with the values summed in the order given,
-        ordered by time, then hash."""
-        owner = np.asarray(owner, dtype=np.int64)
-        keep = (ts > cutoffs(newest, window)[owner]) & (values > 0)
-        owner, ts, hashes, values = owner[keep], ts[keep], hashes[keep], values[keep]
-        order = np.lexsort((hashes, ts, owner))  # stable: equal pairs' values summed in the order given
-        owner, ts, hashes, values = owner[order], ts[order], hashes[order], values[order]
-        if ts.size > 1:
-            first = np.flatnonzero(np.r_[True, (owner[1:] != owner[:-1]) | (ts[1:] != ts[:-1])
-                                         | (hashes[1:] != hashes[:-1])])
-            if first.size < ts.size:
-                with np.errstate(over="ignore"):  # sums past float64: the callers refuse or decide them
-                    values = np.add.reduceat(values, first)
-                owner, ts, hashes = owner[first], ts[first], hashes[first]
-        return cls(np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64), ts, hashes,
-                   values.astype(np.float64))
+    __slots__ = ()
+    value_dtype = np.float64
 
     def norms(self, p: float, cut, group_starts) -> np.ndarray:
         """Each group's exact L_p norm (group ``g``: sketches
@@ -192,8 +138,7 @@ class Elements(NamedTuple):
         time and hash, finite values above 0); the elements of the blobs
         ``ok`` rejects are left out (their own reader names what is wrong)."""
         n = starts.size
-        read = region_varints(buf, starts, ends)
-        m, stop, bad = read(np.zeros(n, dtype=np.int64), np.arange(n))
+        m, stop, bad = _first_varints(buf, starts, ends)
         ok = ~bad & (m <= np.uint64(most))
         m = np.where(ok, m, 0).astype(np.int64)
         h_at = np.where(ok, stop + 1, starts)
