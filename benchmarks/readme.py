@@ -178,10 +178,10 @@ def when_to_use(r: dict, stamp: str) -> list[str]:
     # "Sketch tables at many keys" subsections give them
     rows.append(("L_p norms and join sizes of any window, later", "per-item sums per slot, rescanned",
                  "`sketch_table(..., l2=LpNorm(...))`, then `sliding_lp_sketch_estimate`",
-                 "(bench_scale) 2,000 sparse sources, 4 sites: built in 1.3x the rollups' time; 3.2-4.8x the per-destination "
-                 "rollup's query for one site's table, 7-16x to unite or answer the union (the sketches are over 300x "
-                 "the rollup's bytes)", "sparse keys (a bucket holds `rows_for(p, eps, delta)` doubles) and exact "
-                 "answers: estimates within eps with probability 1 - delta"))
+                 "(bench_scale) 100k sparse sources (most at one site), 4 sites: 0.6-1.1x the per-destination rollup's "
+                 "query for one site's table, 0.7-3.5x to answer the union, 1.2-4.1x to unite (over the day / the last "
+                 "hour; sketches of at most `rows` elements keep them, exact)", "busy keys at many keys (a bucket "
+                 "holds `rows_for(p, eps, delta)` doubles): their estimates are within eps with probability 1 - delta"))
     rows.append(("an item's frequency in any window, later", "a per-(key, item, minute) rollup, filtered by item",
                  "`sketch_table(..., f=Frequencies(item, w))`, then `ecm_sketch_frequency(sketch, item, now, w)`",
                  "(bench_scale) 100k sparse sources (most at one site), 4 sites: 1.2x the rollup's filtered query for one "
