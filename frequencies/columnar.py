@@ -10,7 +10,10 @@ eight levels eight times that): milliseconds per key.
 heads and one :class:`~ehist.keyed_counters.KeyedCounters` of every
 counter, and :class:`HeavyHittersColumn` the levels of many heavy-hitter
 sketches as one :class:`CountMinColumn`, so that each step runs once for
-all of them.
+all of them.  Sketches of sparse keys keep their rows (the rows form): both
+columns carry them beside the counters (:class:`~frequencies.rows.Rows`),
+build, read, unite, answer and write them in numpy passes of their own,
+and give a group that mixes both forms the counters its rows build.
 
 Contract (``tests/test_frequencies_columnar.py``, under both engines of
 :mod:`ehist.compiled`): ``from_bytes(blobs).to_bytes() == blobs`` for

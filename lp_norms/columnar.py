@@ -20,6 +20,11 @@ sketch at a time through the class):
   as of one time (``LpNorm.union``), the same floats;
 * :meth:`LpColumn.to_bytes`: ``SlidingLpNorm.to_bytes`` of each.
 
+Sketches of sparse keys keep their elements (the elements form,
+:mod:`lp_norms.elements`): the column carries them beside the buckets and
+does each step for them in numpy passes (exact norms), a group of both
+forms taking the buckets its elements build.
+
 For instance, two sketches of one stream's halves, united:
 
 >>> import numpy as np
