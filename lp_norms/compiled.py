@@ -611,6 +611,117 @@ def _vsize(v):
     return size
 
 
+def read_elements(buf, starts, ends, newest, most: int, window: int):
+    """The elements of L_p sketches in the elements form
+    (:meth:`lp_norms.elements.Elements.read` in one compiled pass): blob
+    ``i``'s at ``buf[starts[i]:ends[i]]`` (after its newest time, before
+    its checksum), with every check of ``SlidingLpNorm.from_bytes``; a
+    blob whose values sum to 1e300 or more is left to it (as the numpy
+    reader leaves it).  Returns ``(ok, counts, ts, hashes, values)``: the
+    accepted blobs, their element counts and their elements one after the
+    other.
+
+    >>> _ = __import__("pytest").importorskip("numba")
+    >>> from lp_norms import SlidingLpNorm
+    >>> s = SlidingLpNorm(2.0, 100, rows=8).update([5, 9], [1, 2], [3.0, 4.0])
+    >>> b = np.frombuffer(s.to_bytes(), dtype=np.uint8)
+    >>> ok, counts, ts, h, v = read_elements(b, [58], [b.size - 4], [9], 8, 100)
+    >>> ok.tolist(), counts.tolist(), ts.tolist(), v.tolist()
+    ([True], [2], [5, 9], [3.0, 4.0])
+    """
+    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    starts, ends, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (starts, ends, newest))
+    if not (starts.shape == ends.shape == newest.shape) or (
+            starts.size and (starts.min() < 0 or ends.max() > buf.size or np.any(ends < starts))):
+        raise ValueError("starts, ends and newest need one entry per blob, every span inside buf")
+    if int(most) < 0 or int(window) < 1:
+        raise ValueError(f"most must be at least 0 and window at least 1, got {most} and {window}")
+    return _elements_kernel()(buf, starts, ends, newest, np.int64(most), np.uint64(window))
+
+
+def _read_elements_all(buf, starts, ends, newest, most, window):
+    n = starts.size
+    cap = 0
+    for i in range(n):
+        cap += (ends[i] - starts[i]) // 17 + 1  # an element takes 8 + 8 bytes and a varint at least
+    ok = np.zeros(n, dtype=np.bool_)
+    counts = np.zeros(n, dtype=np.int64)
+    ts = np.empty(cap, dtype=np.int64)
+    hs = np.empty(cap, dtype=np.uint64)
+    vs = np.empty(cap, dtype=np.float64)
+    at = 0
+    for i in range(n):
+        end = ends[i]
+        m, pos, good = _varint(buf, starts[i], end)
+        if not good or m > np.uint64(most) or np.uint64(end - pos) < m * np.uint64(17):
+            continue
+        k = np.int64(m)
+        h_at = pos
+        pos += 8 * k
+        v_at = end - 8 * k
+        g0 = np.uint64(0)
+        run = np.uint64(0)
+        prev_t = np.int64(0)
+        prev_h = np.uint64(0)
+        total = 0.0
+        for j in range(k):
+            g, pos, good = _varint(buf, pos, v_at)
+            if not good:
+                break
+            if j == 0:
+                if g >= window or g >= np.uint64(newest[i]) + np.uint64(2**63):
+                    good = False
+                    break
+                g0 = g
+            else:
+                if g > g0 - run:
+                    good = False
+                    break
+                run += g
+            h = np.uint64(0)
+            for b in range(8):
+                h |= np.uint64(buf[h_at + 8 * j + b]) << np.uint64(8 * b)
+            t = newest[i] - np.int64(g0) + np.int64(run)
+            if j > 0 and not (t > prev_t or (t == prev_t and h > prev_h)):
+                good = False
+                break
+            bits = np.uint64(0)
+            for b in range(8):
+                bits |= np.uint64(buf[v_at + 8 * j + b]) << np.uint64(8 * b)
+            v = _as_float_c(bits)
+            if not (v > 0.0) or not (v < np.inf):
+                good = False
+                break
+            total += v
+            ts[at + j] = t
+            hs[at + j] = h
+            vs[at + j] = v
+            prev_t, prev_h = t, h
+        if not good or pos != v_at or not (total < 1e300):
+            continue
+        ok[i] = True
+        counts[i] = k
+        at += k
+    return ok, counts, ts[:at].copy(), hs[:at].copy(), vs[:at].copy()
+
+
+def _as_float(bits):
+    return np.array([bits], dtype=np.uint64).view(np.float64)[0]
+
+
+_ELEMENTS = None
+_as_float_c = None
+
+
+def _elements_kernel():
+    global _ELEMENTS, _as_float_c
+    if _ELEMENTS is None:
+        _kernels()  # the compiled read_varint
+        _as_float_c = compiled.jit(_as_float)
+        _ELEMENTS = compiled.kernel(_read_elements_all)
+    return _ELEMENTS
+
+
 _KERNELS: dict = {}
 # the compiled helpers the loops call
 _varint = _wvarint = _fhat_c = _rebuild_c = _vsize_c = _median_abs_c = _mid_c = _sums_c = None

@@ -138,6 +138,13 @@ class Elements(FlatRows):
         time and hash, finite values above 0); the elements of the blobs
         ``ok`` rejects are left out (their own reader names what is wrong)."""
         n = starts.size
+        from ehist import compiled
+
+        if compiled.active():
+            from .compiled import read_elements
+
+            ok, counts, ts, hashes, values = read_elements(buf, starts, ends, newest, most, window)
+            return ok, Elements(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), ts, hashes, values)
         m, stop, bad = _first_varints(buf, starts, ends)
         ok = ~bad & (m <= np.uint64(most))
         m = np.where(ok, m, 0).astype(np.int64)
