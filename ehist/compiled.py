@@ -40,7 +40,7 @@ from . import run_compress
 from .compress import MARGIN
 from .validation import INT64_MIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "gcd", "spans", "compress_groups", "union_groups",
+__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "read_row_times", "row_times", "gcd", "spans", "compress_groups", "union_groups",
            "keyed_union", "union_payloads", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
            "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches", "crc_by_zlib",
            "encode_varints", "gather", "search_segments", "first_at_least"]
@@ -2439,6 +2439,58 @@ def read_varint(buf, pos, end):
             if i - pos > 1 and byte == 0:
                 return np.uint64(0), i, False
             return value, i, True
+
+
+def read_row_times(buf, pos, end, h_at, k, newest, window, ts, hs, at):
+    """``(ok, next position)``: ``k`` rows' times and 8-byte hashes of the
+    rows layout (:mod:`ehist.flat_rows`: ``newest`` less the first varint
+    gap, then each later gap added, each hash at ``buf[h_at + 8 j]``),
+    written to ``ts[at + j]`` and ``hs[at + j]``, with every check of the
+    families' readers: the first row inside ``window`` and above int64's
+    floor, the later gaps summing to at most the first, rows strictly
+    increasing by (time, hash).  Compiled readers call
+    :func:`row_times`'s."""
+    g0 = np.uint64(0)
+    run = np.uint64(0)
+    prev_t = np.int64(0)
+    prev_h = np.uint64(0)
+    for j in range(k):
+        g, pos, good = _rt_varint(buf, pos, end)
+        if not good:
+            return False, pos
+        if j == 0:
+            # inside the window, the time above int64's floor: newest - g0 > INT64_MIN
+            if g >= window or g >= np.uint64(newest) + np.uint64(2**63):
+                return False, pos
+            g0 = g
+        else:
+            if g > g0 - run:  # the later gaps sum to at most the first
+                return False, pos
+            run += g
+        h = np.uint64(0)
+        for b in range(8):
+            h |= np.uint64(buf[h_at + 8 * j + b]) << np.uint64(8 * b)
+        t = newest - np.int64(g0) + np.int64(run)
+        if j > 0 and not (t > prev_t or (t == prev_t and h > prev_h)):
+            return False, pos
+        ts[at + j] = t
+        hs[at + j] = h
+        prev_t, prev_h = t, h
+    return True, pos
+
+
+_rt_varint = None  # the compiled read_varint, which read_row_times calls
+_ROW_TIMES = None
+
+
+def row_times():
+    """:func:`read_row_times` compiled (for the families' compiled readers
+    to call: ``frequencies.compiled``, ``lp_norms.compiled``)."""
+    global _rt_varint, _ROW_TIMES
+    if _ROW_TIMES is None:
+        _rt_varint = jit(read_varint)
+        _ROW_TIMES = jit(read_row_times)
+    return _ROW_TIMES
 
 
 def gcd(a, b):

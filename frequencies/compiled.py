@@ -209,38 +209,8 @@ def _read_rows(buf, starts, ends, newest, valued, width, window):
         if not good or m > np.uint64(width) or np.uint64(end - pos) < m * np.uint64(9):
             continue
         k = np.int64(m)
-        h_at = pos
-        pos += 8 * k
-        g0 = np.uint64(0)
-        run = np.uint64(0)
-        prev_t = np.int64(0)
-        prev_h = np.uint64(0)
-        for j in range(k):
-            g, pos, good = _rvarint(buf, pos, end)
-            if not good:
-                break
-            if j == 0:
-                # inside the window, the time above int64's floor: newest - g0 > INT64_MIN
-                if g >= window or g >= np.uint64(newest[i]) + np.uint64(2**63):
-                    good = False
-                    break
-                g0 = g
-            else:
-                if g > g0 - run:  # the later gaps sum to at most the first
-                    good = False
-                    break
-                run += g
-            h = np.uint64(0)
-            for b in range(8):
-                h |= np.uint64(buf[h_at + 8 * j + b]) << np.uint64(8 * b)
-            t = newest[i] - np.int64(g0) + np.int64(run)
-            if j > 0 and not (t > prev_t or (t == prev_t and h > prev_h)):
-                good = False
-                break
-            ts[at + j] = t
-            hs[at + j] = h
-            vs[at + j] = 1
-            prev_t, prev_h = t, h
+        good, pos = _row_times(buf, pos + 8 * k, end, pos, k, newest[i], window, ts, hs, at)
+        vs[at:at + k] = 1
         if not good:
             continue
         if valued[i]:
@@ -267,12 +237,13 @@ def _read_rows(buf, starts, ends, newest, valued, width, window):
 
 
 _ROWS = None
-_rvarint = None  # the compiled ehist.compiled.read_varint, which _read_rows calls
+_rvarint = _row_times = None  # the compiled ehist.compiled.read_varint and read_row_times, which _read_rows calls
 
 
 def _rows_kernel():
-    global _ROWS, _rvarint
+    global _ROWS, _rvarint, _row_times
     if _ROWS is None:
         _rvarint = compiled.jit(compiled.read_varint)
+        _row_times = compiled.row_times()
         _ROWS = compiled.kernel(_read_rows)
     return _ROWS

@@ -656,35 +656,10 @@ def _read_elements_all(buf, starts, ends, newest, most, window):
         if not good or m > np.uint64(most) or np.uint64(end - pos) < m * np.uint64(17):
             continue
         k = np.int64(m)
-        h_at = pos
-        pos += 8 * k
         v_at = end - 8 * k
-        g0 = np.uint64(0)
-        run = np.uint64(0)
-        prev_t = np.int64(0)
-        prev_h = np.uint64(0)
+        good, pos = _row_times_c(buf, pos + 8 * k, v_at, pos, k, newest[i], window, ts, hs, at)
         total = 0.0
-        for j in range(k):
-            g, pos, good = _varint(buf, pos, v_at)
-            if not good:
-                break
-            if j == 0:
-                if g >= window or g >= np.uint64(newest[i]) + np.uint64(2**63):
-                    good = False
-                    break
-                g0 = g
-            else:
-                if g > g0 - run:
-                    good = False
-                    break
-                run += g
-            h = np.uint64(0)
-            for b in range(8):
-                h |= np.uint64(buf[h_at + 8 * j + b]) << np.uint64(8 * b)
-            t = newest[i] - np.int64(g0) + np.int64(run)
-            if j > 0 and not (t > prev_t or (t == prev_t and h > prev_h)):
-                good = False
-                break
+        for j in range(k if good else 0):
             bits = np.uint64(0)
             for b in range(8):
                 bits |= np.uint64(buf[v_at + 8 * j + b]) << np.uint64(8 * b)
@@ -693,10 +668,7 @@ def _read_elements_all(buf, starts, ends, newest, most, window):
                 good = False
                 break
             total += v
-            ts[at + j] = t
-            hs[at + j] = h
             vs[at + j] = v
-            prev_t, prev_h = t, h
         if not good or pos != v_at or not (total < 1e300):
             continue
         ok[i] = True
@@ -710,14 +682,15 @@ def _as_float(bits):
 
 
 _ELEMENTS = None
-_as_float_c = None
+_as_float_c = _row_times_c = None
 
 
 def _elements_kernel():
-    global _ELEMENTS, _as_float_c
+    global _ELEMENTS, _as_float_c, _row_times_c
     if _ELEMENTS is None:
         _kernels()  # the compiled read_varint
         _as_float_c = compiled.jit(_as_float)
+        _row_times_c = compiled.row_times()
         _ELEMENTS = compiled.kernel(_read_elements_all)
     return _ELEMENTS
 
