@@ -68,6 +68,9 @@ def _specs() -> dict:
             if "value" in fields and "value" in cls.accepts:
                 kwargs["value"] = "v"
             specs[f"{family}__{cls.__name__}".lower()] = cls(**kwargs)
+            if {"p", "eps", "delta"} <= fields:  # L_p: the warm-up's keys keep their elements at the defaults
+                # (at most rows_for(p, eps, delta) of them); a coarse twin holds buckets, so both forms compile
+                specs[f"{family}__{cls.__name__}_buckets".lower()] = cls(**kwargs, eps=0.3, delta=0.3)
     return specs
 
 
