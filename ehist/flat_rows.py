@@ -25,10 +25,11 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from .errors import CorruptSketchError
 from .segments import gather, order_by_three
 from .validation import INT64_MIN
 
-__all__ = ["FlatRows", "cutoffs", "union_groups"]
+__all__ = ["FlatRows", "cutoffs", "row_times", "union_groups"]
 
 
 def cutoffs(at, window: int) -> np.ndarray:
@@ -146,3 +147,31 @@ def union_groups(starts: np.ndarray, n: int, live: np.ndarray, form: np.ndarray)
     pick[group_of[live_at[::-1]]] = live_at[::-1]  # the last assignment wins: each group's first live sketch
     rows_only = np.bincount(group_of[live & ~form], minlength=starts.size) == 0
     return group_of, lone, pick, rows_only
+
+
+def row_times(gaps: np.ndarray, hashes: np.ndarray, newest: int, window: int, name: str, what: str) -> np.ndarray:
+    """One sketch's row times from their stored gaps (``newest`` less the
+    first, then each later gap added), with the checks every family's
+    reader makes (:func:`ehist.compiled.read_row_times` makes them for many
+    at once): the first row inside ``window`` and above int64's floor, the
+    later gaps summing to at most the first, one row per time and hash in
+    order.  CorruptSketchError naming ``what`` (rows, elements) otherwise.
+
+    >>> row_times(np.array([5, 2, 0], np.uint64), np.array([1, 2, 3], np.uint64), 10, 8, "S", "rows").tolist()
+    [5, 7, 7]
+    """
+    m = gaps.size
+    if not m:
+        return np.zeros(0, dtype=np.int64)
+    first = int(gaps[0])
+    if first >= window or newest - first <= INT64_MIN:
+        raise CorruptSketchError(f"{name}: expected the first of the {what} inside the window ({window}), found it "
+                                 f"{first} before the newest")
+    later = gaps[1:]
+    if later.size and (int(later.max()) > first or sum(later.tolist()) > first):
+        raise CorruptSketchError(f"{name}: expected {what} times up to the newest, found later ones")
+    ts = (np.int64(newest) - np.int64(first) + np.concatenate([[0], np.cumsum(later.astype(np.int64))])).astype(
+        np.int64)
+    if m > 1 and not np.all((later > 0) | (hashes[1:] > hashes[:-1])):
+        raise CorruptSketchError(f"{name}: expected one of the {what} per time and hash, ordered by time then hash")
+    return ts

@@ -590,11 +590,12 @@ class CountMinColumn(KeyedColumn):
             if not (ok | in_rows).all():
                 return None
             # sketches in the rows form: the column's answers (their rows decode in a pass as cheap as this one)
-            newest = _head_fields(buf, starts)["newest"].astype(np.int64)
+            fields = _head_fields(buf, starts)
+            newest = fields["newest"].astype(np.int64)
             groups = starts_g.size
             group_of = np.repeat(np.arange(groups, dtype=np.int64), np.diff(np.append(starts_g, n)))
             at = _group_times(group_of, groups, np.ones(n, dtype=bool), newest, now)[group_of]
-            full = int(_head_fields(buf, starts[:1])["window"][0])
+            full = int(fields["window"][0])
             if (at < newest).any() or (window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(
                     window, (int, np.integer)) or not 1 <= int(window) <= full)):
                 return None  # the column raises what is wrong

@@ -18,7 +18,7 @@ from ehist.columnar import HistogramColumn
 from ehist.counters import (KeyedHistograms, apply_keyed, dense, empty, read_keyed, settle,
                             settled_total, write_counters)
 from ehist.errors import CorruptSketchError, SumOverflowError
-from ehist.flat_rows import FlatRows
+from ehist.flat_rows import FlatRows, row_times
 from ehist.hashing import as_hashes, check_seed, hash64, mix64
 from ehist.serialization import Layout, Writer, check_newest
 from ehist.synopsis import parameter
@@ -160,17 +160,7 @@ def read_rows(r, name: str, s: "SlidingCountMin", newest: int, valued: bool) -> 
     h = np.frombuffer(r.raw(8 * m, f"{m} row hashes"), dtype="<u8").astype(np.uint64)
     gaps = r.varints(m, "row times")
     v = r.varints(m, "row values") if valued else np.ones(m, dtype=np.uint64)
-    if m and (int(gaps[0]) >= s.window or newest - int(gaps[0]) <= INT64_MIN):
-        raise CorruptSketchError(f"{name}: expected the first row inside the window ({s.window}), found it "
-                                 f"{int(gaps[0])} before the newest")
-    later = gaps[1:]
-    if later.size and (int(later.max()) > int(gaps[0]) or sum(later.tolist()) > int(gaps[0])):
-        raise CorruptSketchError(f"{name}: expected row times up to the newest, found later ones")
-    ts = np.int64(newest) - np.int64(gaps[0]) + np.concatenate([[0], np.cumsum(later.astype(np.int64))]) if m \
-        else np.zeros(0, dtype=np.int64)
-    ts = ts.astype(np.int64)
-    if m > 1 and not np.all((later > 0) | (h[1:] > h[:-1])):
-        raise CorruptSketchError(f"{name}: expected one row per time and hash, ordered by time then hash")
+    ts = row_times(gaps, h, newest, s.window, name, "rows")
     if m and (int(v.min()) < 1 or int(v.max()) > INT64_MAX or (float(v.sum(dtype=np.float64)) >= 2.0 ** 62
                                                                 and sum(v.tolist()) > INT64_MAX)):
         raise CorruptSketchError(f"{name}: expected row values >= 1 with a total within int64")

@@ -293,18 +293,11 @@ class SlidingHeavyHitters(Synopsis):
             rows = live_rows(np.concatenate([old_ts, ts]), np.concatenate([old_ids, ids]),
                              np.concatenate([old_v, np.ones(ts.size, np.int64) if v is None else v.astype(np.int64)]),
                              newest, self.window)
-            held = object.__new__(type(self))
-            held._lengths, held._bits, held._level_bits, held._levels = (self._lengths, self._bits,
-                                                                         self._level_bits, self._levels)
-            held._rows = rows
-            if rows[0].size <= self.width:
-                for level in self._levels:
-                    level._newest = newest
-                self._rows = rows
-                return self
             for level in self._levels:
                 level._newest = newest
-            self._levels, self._rows = held._as_counters()._levels, None  # past width rows: the levels' counters
+            self._rows = rows
+            if rows[0].size > self.width:  # past width rows: the levels' counters of every row held
+                self._levels, self._rows = self._as_counters()._levels, None
             return self
         for j, level in enumerate(self._levels):
             level._insert(ts, self._prefix_hashes(ids, j), v)

@@ -22,6 +22,8 @@ from ehist.hashing import as_hashes, check_seed, hash64
 from ehist.serialization import Layout, Writer, check_newest, times_before
 from ehist.synopsis import Synopsis
 
+from ehist.flat_rows import row_times
+
 from .elements import Elements, cutoff, no_elements
 
 from .stable import check_p, median_abs_stable, stable_variates
@@ -643,16 +645,7 @@ def _read_elements(r, name: str, s: SlidingLpNorm, newest: int) -> tuple:
     h = np.frombuffer(r.raw(8 * m, f"{m} element hashes"), dtype="<u8").astype(np.uint64)
     gaps = r.varints(m, "element times")
     v = np.frombuffer(r.raw(8 * m, f"{m} element values"), dtype="<f8").astype(np.float64)
-    if m and (int(gaps[0]) >= s.window or newest - int(gaps[0]) <= INT64_MIN):
-        raise CorruptSketchError(f"{name}: expected the first element inside the window ({s.window}), found it "
-                                 f"{int(gaps[0])} before the newest")
-    later = gaps[1:]
-    if later.size and (int(later.max()) > int(gaps[0]) or sum(later.tolist()) > int(gaps[0])):
-        raise CorruptSketchError(f"{name}: expected element times up to the newest, found later ones")
-    ts = (np.int64(newest) - np.int64(gaps[0]) + np.concatenate([[0], np.cumsum(later.astype(np.int64))])).astype(
-        np.int64) if m else np.zeros(0, dtype=np.int64)
-    if m > 1 and not np.all((later > 0) | (h[1:] > h[:-1])):
-        raise CorruptSketchError(f"{name}: expected one element per time and hash, ordered by time then hash")
+    ts = row_times(gaps, h, newest, s.window, name, "elements")
     with np.errstate(over="ignore"):
         if m and not (np.all(v > 0) and np.isfinite(np.abs(v).sum())):
             raise CorruptSketchError(f"{name}: expected finite element values above 0")
