@@ -210,7 +210,7 @@ def test_core_packages_import_without_spark():
 # new family is covered by defining it (and fails here until it gives
 # examples and, above, a stream to compare with).
 from ehist.errors import IncompatibleSketchError  # noqa: E402
-from ehist.synopsis import SYNOPSES as REGISTERED  # noqa: E402
+from ehist.synopsis import SYNOPSES as REGISTERED, _same  # noqa: E402
 
 
 def _ours() -> list:
@@ -298,5 +298,28 @@ def test_registered_examples_keep_their_golden_bytes(cls, i):
         path.parent.mkdir(exist_ok=True)
         path.write_bytes(example.to_bytes())
     stored = path.read_bytes()
-    assert example.to_bytes() == stored
-    assert cls.from_bytes(stored) == example
+    assert cls.from_bytes(stored).to_bytes() == stored  # the format reads and writes these bytes
+    if example.to_bytes() != stored:  # only floats computed here may differ (see _alike_but_floats)
+        assert _alike_but_floats(cls.from_bytes(stored), example), f"{cls.__name__} example {i} drifted"
+    else:
+        assert cls.from_bytes(stored) == example
+
+
+def _alike_but_floats(a, b) -> bool:
+    """Whether two synopses hold the same state but for the last bits of
+    float arrays: the L_p sketches' p-stable variates go through numpy's
+    sin, cos, log and powers, whose SIMD builds differ by an ulp between
+    CPUs (AVX-512 and AVX2 machines), so a golden example written on one
+    holds floats an ulp away from another's.  Everything else (parameters,
+    times, counts, the layout) must match exactly."""
+    if a._params() != b._params():
+        return False
+    for attr in a._state:
+        x, y = getattr(a, attr), getattr(b, attr)
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f":
+            if not (isinstance(y, np.ndarray) and x.shape == y.shape
+                    and np.allclose(x, y, rtol=1e-12, atol=0.0, equal_nan=True)):
+                return False
+        elif not _same(x, y):
+            return False
+    return True
