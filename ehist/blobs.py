@@ -21,13 +21,20 @@ arrays.
 
 from __future__ import annotations
 
+import struct
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
 
-from .serialization import FAMILY_AT, MAGIC
+from . import compiled
+from .serialization import FAMILY_AT, FLAGS_AT, MAGIC
 
-__all__ = ["Blobs"]
+_CRC = struct.Struct("<I")
+_NEWEST = struct.Struct("<q")
+_U64 = np.uint64
+
+__all__ = ["Blobs", "sealed_blobs", "split", "segment_gcds", "ZLIB_CRC_FROM"]
 
 
 class Blobs(Sequence):
@@ -163,3 +170,61 @@ class Blobs(Sequence):
         for i, b in enumerate(self):
             keys[i] = first.setdefault(b"" if b is None else b[offset:offset + size], len(first))
         return [np.flatnonzero(keys == k) for k in range(len(first))]
+
+
+#: Where the compiled loops check checksums by their table loop
+#: (:func:`ehist.compiled.crc_by_zlib` False: zlib's library not found),
+#: blobs of this many bytes or more are checked by zlib, one call each:
+#: zlib's CRC-32 runs at ~2 GB/s here against the table loop's ~0.7 GB/s,
+#: and a call costs about a microsecond (measured: 300 L_p sketches of 420
+#: KB, 0.064 s against 0.15-0.2 s; 400 heavy-hitter sketches of 118 KB,
+#: 0.013-0.021 s against 0.035-0.038 s).
+ZLIB_CRC_FROM = 4096
+
+
+def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, byte_starts, byte_ends) -> list:
+    """Whole blobs of many synopses of one family and parameters (the
+    writer's side of :func:`sealed_heads`): ``head`` (preamble and
+    parameters) with blob ``i``'s ``flags[i]``, its little-endian
+    ``newest[i]`` where ``has_newest[i]``, its payload
+    ``payload[byte_starts[i]:byte_ends[i]]`` (uint8) and the CRC-32 of all
+    of it (:mod:`ehist.serialization`'s framing); one compiled pass when
+    the compiled loops run (by their table loop, large blobs: zlib's CRC-32
+    each, see :data:`ZLIB_CRC_FROM`)."""
+    count = np.size(byte_starts)
+    large = count and int(np.sum(np.asarray(byte_ends) - np.asarray(byte_starts))) >= ZLIB_CRC_FROM * count
+    if compiled.active() and (not large or compiled.crc_by_zlib()):
+        return split(*compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT))
+    payload = np.ascontiguousarray(payload, dtype=np.uint8).tobytes()
+    flags = np.asarray(flags).tolist()
+    heads = {f: head[:FLAGS_AT] + struct.pack("<H", f) + head[FLAGS_AT + 2:] for f in set(flags)}
+    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, _NEWEST.pack
+    out = []
+    for f, stamp, has_n, a, b in zip(flags, np.asarray(newest).tolist(), np.asarray(has_newest).tolist(),
+                                     np.asarray(byte_starts).tolist(), np.asarray(byte_ends).tolist()):
+        body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
+        out.append(body + pack_crc(crc32(body)))
+    return out
+
+
+def split(buf: np.ndarray, offsets) -> list:
+    """``buf[offsets[i]:offsets[i + 1]]`` of every ``i``, as bytes (one copy
+    of the buffer, sliced).
+
+    >>> split(np.arange(65, 70, dtype=np.uint8), np.array([0, 2, 2, 5]))
+    [b'AB', b'', b'CDE']
+    """
+    whole = np.ascontiguousarray(buf, dtype=np.uint8).tobytes()
+    bounds = np.asarray(offsets).tolist()
+    return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
+    """gcd of the ``x`` of each owner (0 for none); ``owner`` sorted (a
+    column's tick: the gcd of each sketch's time deltas, the family
+    packages' codecs too)."""
+    out = np.zeros(size, dtype=_U64)
+    if x.size:
+        first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        out[owner[first]] = np.gcd.reduceat(x, first)
+    return out

@@ -51,8 +51,9 @@ import numpy as np
 
 from . import compiled
 from . import eh_layout as L
-from .blobs import Blobs
-from .segments import gather, order_by
+from .blobs import ZLIB_CRC_FROM, Blobs, sealed_blobs, segment_gcds, split  # noqa: F401 - the families import them here
+from .eh_rows import HistogramRows, rows_blobs
+from .segments import gather, order_by, ranges
 from .validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
 from .errors import IncompatibleSketchError, QueryTimeError, SumOverflowError
@@ -120,7 +121,9 @@ class HistogramColumn:
     @classmethod
     def from_histograms(cls, histograms, window: int | None = None, eps: float | None = None) -> "HistogramColumn":
         """A column of existing histograms, which must share ``window`` and
-        ``eps`` (give them for an empty list)."""
+        ``eps`` (give them for an empty list).  A column holds buckets: a
+        histogram in the rows form enters as the buckets its rows build
+        (:mod:`ehist.eh_rows` holds rows)."""
         hs = list(histograms)
         if hs:
             window = hs[0].window if window is None else window
@@ -133,6 +136,7 @@ class HistogramColumn:
             if (h.window, h.eps) != (window, eps):
                 raise IncompatibleSketchError(
                     f"a column holds histograms of one window and eps: ({window}, {eps}) and ({h.window}, {h.eps})")
+        hs = [h._as_buckets() for h in hs]
         sizes = np.array([len(h) for h in hs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -141,6 +145,16 @@ class HistogramColumn:
 
         return cls(window, eps, offsets, flat("_exps", np.int8), flat("_hi", np.int64), flat("_lo", np.int64),
                    [h.newest or 0 for h in hs], [h.newest is not None for h in hs], [h.merged for h in hs])
+
+    @classmethod
+    def from_rows(cls, rows: HistogramRows, window: int, eps: float, newest) -> "HistogramColumn":
+        """The buckets each histogram's rows build in one batch, ending at
+        ``newest[i]``: what a histogram in the rows form takes past ``k``
+        rows or in a union with a histogram of buckets
+        (``ExponentialHistogram._as_buckets``)."""
+        col = cls.build(rows.ts, rows.offsets[:-1], rows.values, window=window, eps=eps)
+        return cls(col.window, col.eps, col.offsets, col.exps, col.hi, col.lo, np.asarray(newest, dtype=np.int64),
+                   np.ones(len(rows), dtype=bool), col.merged)
 
     @classmethod
     def build(cls, timestamps, starts, values=None, *, window: int, eps: float = 0.01) -> "HistogramColumn":
@@ -530,6 +544,9 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None
     answering a stored table.  Blobs that pass the vectorized checks take
     that path; a batch with any other goes through :meth:`from_bytes`.
 
+    Histograms in the rows form (:mod:`ehist.eh_rows`) answer exactly:
+    :func:`_bounds_with_rows`.
+
     Returns
     -------
     (lower, upper): int64 arrays, one entry per blob (or group).
@@ -537,6 +554,9 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None
     blobs = Blobs.of(blobs)
     if groups is not None:
         groups = check_starts(groups, len(blobs))
+    rows = rows_form(blobs)
+    if rows.any():
+        return _bounds_with_rows(blobs, rows, now, window, groups, where)
     if compiled.active() and len(blobs) and blobs.present.all():
         ok, buf, starts, lengths = sealed_heads(blobs, L.FAMILY, L.HEAD_BYTES + 1 + _CRC.size,
                                                 L.FLAG_SHARED | L.FLAG_TICK | L.FLAG_MERGED)
@@ -567,6 +587,69 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None
     return (lower, upper) if groups is None else _group_sums(lower, upper, owner, groups)
 
 
+def rows_form(blobs: Blobs) -> np.ndarray:
+    """Which of the (present) blobs say they are histograms in the rows
+    form (format version 3; their reader checks the rest)."""
+    blobs = Blobs.of(blobs)
+    out = np.zeros(len(blobs), dtype=bool)
+    if len(blobs):
+        long = np.flatnonzero(blobs.present & (blobs.lengths > L.VERSION_AT))
+        out[long] = blobs.buf[blobs.starts[long] + L.VERSION_AT] == L.ROWS_VERSION
+    return out
+
+
+def read_rows_blobs(blobs: Blobs):
+    """``(rows, newest, window, eps)`` of histograms all in the rows form,
+    of one window and eps: :meth:`ehist.eh_rows.HistogramRows.read`, or
+    where that refuses a blob, ``ExponentialHistogram.from_bytes`` of each
+    (its CorruptSketchError; IncompatibleSketchError for mixed windows or
+    eps)."""
+    buf, starts, lengths = blobs.buf, blobs.starts, blobs.lengths
+    if rows_blobs(buf, starts, lengths).all():
+        w, e, _ = L.head_fields(buf, starts)
+        try:
+            window, eps = check_window(int(w[0])), check_eps(float(e[0]))
+        except ValueError:
+            window = None
+        if window is not None and bool((w == w[0]).all() and (e == e[0]).all()):
+            ok, rows, newest = HistogramRows.read(buf, starts, lengths, window, eps)
+            if ok.all():
+                return rows, newest, window, eps
+    hs = [ExponentialHistogram.from_bytes(b) for b in blobs.tolist()]  # raises for the first bad blob
+    for h in hs[1:]:
+        if (h.window, h.eps) != (hs[0].window, hs[0].eps):
+            raise IncompatibleSketchError(f"a column holds histograms of one window and eps: ({hs[0].window}, "
+                                          f"{hs[0].eps}) and ({h.window}, {h.eps})")
+    rows = HistogramRows.of([(h.rows[0], np.zeros(len(h), dtype=_U64), h.rows[1]) for h in hs])
+    return rows, np.array([h.newest for h in hs], dtype=np.int64), hs[0].window, hs[0].eps
+
+
+def _bounds_with_rows(blobs: Blobs, rows: np.ndarray, now, window, groups, where: str):
+    """:func:`bounds_from_bytes` of blobs some of which (``rows``) hold
+    the rows form: those exact, the others' buckets bounded as ever."""
+    n = len(blobs)
+    r_idx, b_idx = np.flatnonzero(rows), np.flatnonzero(~rows)
+    kept, r_newest, w0, e0 = read_rows_blobs(blobs.take(r_idx))
+    newest = np.zeros(n, dtype=np.int64)
+    has = np.ones(n, dtype=bool)
+    newest[r_idx] = r_newest
+    column = None
+    if b_idx.size:
+        column = HistogramColumn.from_bytes(blobs.take(b_idx))
+        if (column.window, column.eps) != (w0, e0):
+            raise IncompatibleSketchError(f"a column holds histograms of one window and eps: ({column.window}, "
+                                          f"{column.eps}) and ({w0}, {e0})")
+        newest[b_idx], has[b_idx] = column.newest, column.has_newest
+    at, owner = (now, None) if groups is None else _group_times(groups, newest, has, now)
+    cut = _cutoffs(w0, newest, has, at, window, where)
+    lower = np.zeros(n, dtype=np.int64)
+    upper = np.zeros(n, dtype=np.int64)
+    if column is not None:
+        lower[b_idx], upper[b_idx] = column._bucket_bounds(cut[b_idx])
+    lower[r_idx] = upper[r_idx] = kept.sums_after(cut[r_idx])
+    return (lower, upper) if groups is None else _group_sums(lower, upper, owner, groups)
+
+
 def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float = 0.01, now=None,
                     chunk: int = 1024, exact: bool = False):
     """``HistogramColumn.build(...).to_bytes()``, ``chunk`` runs at a time
@@ -574,9 +657,11 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     run's length: chunks keep the flat arrays in cache), with each
     histogram's bounds as of ``now`` (None: its newest; or one per run).
 
-    With ``exact``, a histogram is written in its exact form
-    (:func:`exact_forms`) where that is shorter: a key's few rows of sums,
-    or a burst of rows at one time, as they are, answered without error.
+    With ``exact``, a run whose window holds 1 to ``k`` rows is written
+    in the rows form (:meth:`ExponentialHistogram.of_rows`: a key's few
+    rows as they are, answered without error), and another in its exact
+    form (:func:`exact_forms`) where that is shorter (a burst of rows at
+    one time).
 
     Returns
     -------
@@ -585,8 +670,63 @@ def histogram_bytes(timestamps, starts, values=None, *, window: int, eps: float 
     ts = coerce_timestamps(timestamps)
     v = None if values is None else np.asarray(values)
     starts = check_starts(starts, ts.size)
+    if exact:
+        got = _with_rows(ts, starts, v, window, eps, now, chunk)
+        if got is not None:
+            return got
+    return _bucket_bytes(ts, starts, v, window, eps, now, chunk, exact)
+
+
+def _with_rows(ts, starts, v, window, eps, now, chunk: int):
+    """:func:`histogram_bytes` with ``exact`` where some run keeps its rows
+    (the others through :func:`_bucket_bytes`), or None where none does
+    or the general path must decide (its errors and messages)."""
+    from .eh_rows import HistogramRows
+
+    window, eps = check_window(window), check_eps(eps)
+    v = coerce_values(v, ts.size)
+    runs = starts.size
+    ends = np.append(starts[1:], ts.size)
+    has = ends > starts
+    if not runs or not ts.size or int(ts.min()) == INT64_MIN:
+        return None
+    vals = np.ones(ts.size, dtype=np.int64) if v is None else v.astype(np.int64)
+    owner = np.repeat(np.arange(runs, dtype=np.int64), ends - starts)
+    if float(np.bincount(owner, weights=vals.astype(np.float64), minlength=runs).max()) >= 2.0 ** 62:
+        return None  # sums near int64's end: the general path checks them
+    newest = np.zeros(runs, dtype=np.int64)
+    newest[has] = np.maximum.reduceat(ts, starts[has])
+    at = newest if now is None else np.broadcast_to(coerce_times(now, "now"), (runs,)).astype(np.int64)
+    if np.any(has & (at < newest)):
+        return None
+    rows = HistogramRows.of_runs(ts, starts, vals, window, newest)
+    pick = np.flatnonzero((rows.counts >= 1) & (rows.counts <= k_of_eps(eps)))
+    if pick.size == 0:
+        return None
+    kept = rows.take(pick)
+    blobs = [None] * runs
+    lower = np.zeros(runs, dtype=np.int64)
+    for i, blob in zip(pick.tolist(), kept.to_bytes(window, eps, newest[pick])):
+        blobs[i] = blob
+    lower[pick] = kept.bounds(at[pick], window)
+    upper = lower.copy()
+    rest = np.setdiff1d(np.arange(runs), pick)
+    if rest.size:
+        picked = ranges(starts[rest], ends[rest])
+        r_starts = np.concatenate([[0], np.cumsum(ends[rest] - starts[rest])[:-1]]).astype(np.int64)
+        got = _bucket_bytes(ts[picked], r_starts, None if v is None else v[picked], window, eps,
+                            None if now is None else at[rest], chunk, True)
+        for i, blob in zip(rest.tolist(), got[0]):
+            blobs[i] = blob
+        lower[rest], upper[rest] = got[1], got[2]
+    return blobs, lower, upper
+
+
+def _bucket_bytes(ts, starts, v, window, eps, now, chunk: int, exact: bool):
+    """:func:`histogram_bytes` of buckets (canonical, or exact forms where
+    shorter with ``exact``)."""
     if compiled.active():  # every run built, chosen and encoded in one compiled pass
-        got = _compiled_bytes(ts, starts, values, window, eps, now, exact)
+        got = _compiled_bytes(ts, starts, v, window, eps, now, exact)
         if got is not None:
             return got
     bounds = np.append(starts, ts.size)
@@ -1232,31 +1372,6 @@ def _decode_payloads(buf, starts, lengths, head: int, tail: int, version_2, flag
                         merged[good])
 
 
-def sealed_blobs(head: bytes, flags, newest, has_newest, payload: np.ndarray, byte_starts, byte_ends) -> list:
-    """Whole blobs of many synopses of one family and parameters (the
-    writer's side of :func:`sealed_heads`): ``head`` (preamble and
-    parameters) with blob ``i``'s ``flags[i]``, its little-endian
-    ``newest[i]`` where ``has_newest[i]``, its payload
-    ``payload[byte_starts[i]:byte_ends[i]]`` (uint8) and the CRC-32 of all
-    of it (:mod:`ehist.serialization`'s framing); one compiled pass when
-    the compiled loops run (by their table loop, large blobs: zlib's CRC-32
-    each, see :data:`ZLIB_CRC_FROM`)."""
-    count = np.size(byte_starts)
-    large = count and int(np.sum(np.asarray(byte_ends) - np.asarray(byte_starts))) >= ZLIB_CRC_FROM * count
-    if compiled.active() and (not large or compiled.crc_by_zlib()):
-        return split(*compiled.seal(head, flags, newest, has_newest, payload, byte_starts, byte_ends, FLAGS_AT))
-    payload = np.ascontiguousarray(payload, dtype=np.uint8).tobytes()
-    flags = np.asarray(flags).tolist()
-    heads = {f: head[:FLAGS_AT] + struct.pack("<H", f) + head[FLAGS_AT + 2:] for f in set(flags)}
-    crc32, pack_crc, pack_newest = zlib.crc32, _CRC.pack, L.NEWEST.pack
-    out = []
-    for f, stamp, has_n, a, b in zip(flags, np.asarray(newest).tolist(), np.asarray(has_newest).tolist(),
-                                     np.asarray(byte_starts).tolist(), np.asarray(byte_ends).tolist()):
-        body = heads[f] + (pack_newest(stamp) if has_n else b"") + payload[a:b]
-        out.append(body + pack_crc(crc32(body)))
-    return out
-
-
 def sealed_spans(head: bytes, flags, newest, has_newest, payload: np.ndarray, byte_starts,
                  byte_ends) -> tuple[np.ndarray, np.ndarray]:
     """:func:`sealed_blobs` one after the other, for a writer that puts
@@ -1276,18 +1391,6 @@ def sealed_spans(head: bytes, flags, newest, has_newest, payload: np.ndarray, by
             np.concatenate([[0], np.cumsum([len(b) for b in blobs])]).astype(np.int64))
 
 
-def split(buf: np.ndarray, offsets) -> list:
-    """``buf[offsets[i]:offsets[i + 1]]`` of every ``i``, as bytes (one copy
-    of the buffer, sliced).
-
-    >>> split(np.arange(65, 70, dtype=np.uint8), np.array([0, 2, 2, 5]))
-    [b'AB', b'', b'CDE']
-    """
-    whole = np.ascontiguousarray(buf, dtype=np.uint8).tobytes()
-    bounds = np.asarray(offsets).tolist()
-    return [whole[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-
-
 def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_flags: int = 1):
     """(accepted mask, bytes as uint8, starts, lengths): the ``blobs`` (a
     list of bytes or a :class:`~ehist.blobs.Blobs`)
@@ -1301,16 +1404,6 @@ def sealed_heads(blobs: list, family: int, min_length: int, v2_flags: int, base_
     col = Blobs.of(blobs)
     return (sealed(col.buf, col.starts, col.lengths, family, min_length, v2_flags, base_flags), col.buf, col.starts,
             col.lengths)
-
-
-#: Where the compiled loops check checksums by their table loop
-#: (:func:`ehist.compiled.crc_by_zlib` False: zlib's library not found),
-#: blobs of this many bytes or more are checked by zlib, one call each:
-#: zlib's CRC-32 runs at ~2 GB/s here against the table loop's ~0.7 GB/s,
-#: and a call costs about a microsecond (measured: 300 L_p sketches of 420
-#: KB, 0.064 s against 0.15-0.2 s; 400 heavy-hitter sketches of 118 KB,
-#: 0.013-0.021 s against 0.035-0.038 s).
-ZLIB_CRC_FROM = 4096
 
 
 def sealed(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, family: int, min_length: int, v2_flags: int,
@@ -1396,17 +1489,6 @@ def _check_canonical(exps, offsets, owner, n_i, l, merged, bad) -> None:
     if same.any():
         differ = exps[same[owner]] != want[same[want_owner]]
         bad[owner[same[owner]][differ]] = True
-
-
-def segment_gcds(x: np.ndarray, owner: np.ndarray, size: int) -> np.ndarray:
-    """gcd of the ``x`` of each owner (0 for none); ``owner`` sorted (a
-    column's tick: the gcd of each sketch's time deltas, the family
-    packages' codecs too)."""
-    out = np.zeros(size, dtype=_U64)
-    if x.size:
-        first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        out[owner[first]] = np.gcd.reduceat(x, first)
-    return out
 
 
 def _unscale(deltas, widths, tick, owner, kept, checked, bad):

@@ -42,7 +42,7 @@ from .compress import MARGIN, compress
 from .errors import SumOverflowError
 from .segments import ranges as _ranges
 
-__all__ = ["union_column", "union_bytes"]
+__all__ = ["union_column", "union_bytes", "union_blobs"]
 
 
 def union_column(column, group_starts):
@@ -450,3 +450,96 @@ def _profiles(size, item_hi, item_lo, group, bits):
     position[order] = cuts_before[first_at]
     return (sk[is_cut], (mass_lo + count_hi - count_lo).astype(np.int64), width.astype(np.int64),
             position[:nb], position[nb:2 * nb])
+
+
+def union_blobs(blobs, group_starts) -> list:
+    """Each group's :meth:`ExponentialHistogram.merge_all`, as bytes, of
+    histograms given as bytes (each group's in merge order), byte for byte.
+
+    Groups whose histograms all keep their rows (:mod:`ehist.eh_rows`;
+    histograms never updated aside) unite their rows: kept while at most
+    ``k``, else the buckets they build.  In the other groups a histogram
+    in the rows form enters as its buckets, and every group of buckets is
+    united by :func:`union_bytes` (or :func:`union_column`).
+
+    >>> from ehist import ExponentialHistogram
+    >>> parts = [ExponentialHistogram.of_rows(100, 0.1, [p, p + 3], [700, 5]) for p in range(3)]
+    >>> got = union_blobs([h.to_bytes() for h in parts], [0])
+    >>> got == [ExponentialHistogram.merge_all(parts).to_bytes()], ExponentialHistogram.from_bytes(got[0]).rows[1]
+    (True, array([700, 700, 700,   5,   5,   5]))
+    """
+    from . import eh_layout as L
+    from .blobs import Blobs
+    from .columnar import HistogramColumn, read_rows_blobs, rows_form
+
+    blobs = Blobs.of(blobs)
+    group_starts = np.asarray(group_starts, dtype=np.int64)
+    n = len(blobs)
+    rows = rows_form(blobs) if n and blobs.present.all() else np.zeros(n, dtype=bool)
+    if not rows.any():
+        return _union_of_buckets(blobs, group_starts)
+    group_of = np.repeat(np.arange(group_starts.size, dtype=np.int64), np.diff(np.append(group_starts, n)))
+    head = np.flatnonzero(~rows & (blobs.lengths > L.FLAGS_AT))
+    empty = np.zeros(n, dtype=bool)  # histograms never updated (no newest): every union leaves them out
+    empty[head] = (blobs.buf[blobs.starts[head] + L.FLAGS_AT] & L.FLAG_HAS_NEWEST) == 0
+    r_idx = np.flatnonzero(rows)
+    kept, newest, window, eps = read_rows_blobs(blobs.take(r_idx))
+    rows_only = (np.bincount(group_of[~rows & ~empty], minlength=group_starts.size) == 0) \
+        & (np.bincount(group_of[rows], minlength=group_starts.size) > 0)
+    out = [None] * group_starts.size
+    mine = rows_only[group_of[r_idx]]
+    if mine.any():  # the unions of rows
+        sub = kept.take(np.flatnonzero(mine))
+        g = group_of[r_idx[mine]]
+        firsts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+        g_newest = np.maximum.reduceat(newest[mine], firsts)
+        if float(np.bincount(g, weights=sub.totals()).max()) >= 2.0 ** 62:  # near int64: the class decides
+            for grp in np.unique(g).tolist():
+                out[grp] = _merge_one(blobs, group_starts, grp)
+        else:
+            united = sub.united(firsts, g_newest, window)
+            groups = g[firsts]
+            big = united.counts > k_of_eps(eps)
+            small_at = np.flatnonzero(~big)
+            for grp, blob in zip(groups[small_at].tolist(), united.take(small_at).to_bytes(window, eps,
+                                                                                            g_newest[small_at])):
+                out[grp] = blob
+            big_at = np.flatnonzero(big)
+            if big_at.size:
+                built = HistogramColumn.from_rows(united.take(big_at), window, eps, g_newest[big_at]).to_bytes()
+                for grp, blob in zip(groups[big_at].tolist(), built):
+                    out[grp] = blob
+    rest = np.flatnonzero(~rows_only)
+    if rest.size:  # the others: rows as their buckets, then the unions of buckets
+        members = _ranges(group_starts[rest], np.append(group_starts, n)[rest + 1])
+        parts = blobs.take(members).tolist()
+        dense = np.flatnonzero(rows[members])
+        if dense.size:
+            at = np.searchsorted(r_idx, members[dense])
+            for j, blob in zip(dense.tolist(), HistogramColumn.from_rows(kept.take(at), window, eps,
+                                                                         newest[at]).to_bytes()):
+                parts[j] = blob
+        sizes = np.diff(np.append(group_starts, n))[rest]
+        for grp, blob in zip(rest.tolist(), _union_of_buckets(Blobs.of(parts),
+                                                              np.concatenate([[0], np.cumsum(sizes)[:-1]]))):
+            out[grp] = blob
+    return out
+
+
+def _union_of_buckets(blobs, group_starts) -> list:
+    """:func:`union_blobs` of histograms of buckets."""
+    from .columnar import HistogramColumn
+
+    united = union_bytes(blobs, group_starts)  # group by group, no column built; else the column's path
+    if united is not None:
+        return united
+    return union_column(HistogramColumn.from_bytes(blobs), group_starts).to_bytes()
+
+
+def _merge_one(blobs, group_starts, g: int) -> bytes:
+    """Group ``g``'s union by the class (SumOverflowError past int64)."""
+    from .exponential_histogram import ExponentialHistogram
+
+    ends = np.append(group_starts[1:], len(blobs))
+    return ExponentialHistogram.merge_all([ExponentialHistogram.from_bytes(blobs[i])
+                                           for i in range(int(group_starts[g]), int(ends[g]))]).to_bytes()

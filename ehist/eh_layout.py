@@ -45,6 +45,31 @@ seconds (in microseconds) have deltas that are multiples of 1,000:
 the tick stores them divided by their gcd, written exactly when it
 is 2 or more.  Version 1 (still read) is the same layout without
 the tick and the bitmap.
+
+The rows form (format version 3): a histogram whose window holds at most
+``k = ceil(1 / eps)`` rows (one per timestamp, values summed) may keep
+the rows themselves (:meth:`ExponentialHistogram.of_rows`; sketch tables
+write a key's few rows so): a few bytes a row where a sum's canonical
+buckets take hundreds, and every answer exact::
+
+    offset  size    field
+    ------  ------  ---------------------------------------------
+         0       6  preamble: magic, family 1, version 3,
+                    flags: bit 0 has_newest (always set),
+                    bit 3 tick, bit 4 values
+         6       8  window (int64)
+        14       8  eps (float64)
+        22       8  newest (int64)
+         .   varint m, the row count (at most k)
+         .   varint tick >= 2: the gcd of the gaps   [if tick]
+         m x varint  time gaps, oldest row first: newest - t[0],
+                    then t[j] - t[j - 1] (each above 0)
+         m x varint  values, each >= 1 (all 1 without the
+                    values flag: none written)        [if values]
+       end-4     4  CRC-32 of everything before
+
+Readers of versions 1 and 2 refuse version 3 by its version: upgrade
+readers before writers.
 """
 
 from __future__ import annotations
@@ -55,18 +80,22 @@ import numpy as np
 
 from .serialization import FAMILIES, FLAGS_AT, PREAMBLE_BYTES, VERSION_AT, Layout
 
-__all__ = ["FAMILY", "FORMAT_VERSION", "READ_VERSIONS", "FLAG_HAS_NEWEST", "FLAG_MERGED", "FLAG_SHARED",
-           "FLAG_TICK", "KNOWN_FLAGS", "PARAMETERS", "HEAD", "NEWEST", "HEAD_BYTES", "FLAGS_AT", "VERSION_AT",
+__all__ = ["FAMILY", "FORMAT_VERSION", "ROWS_VERSION", "READ_VERSIONS", "FLAG_HAS_NEWEST", "FLAG_MERGED",
+           "FLAG_SHARED", "FLAG_TICK", "FLAG_VALUES", "KNOWN_FLAGS", "PARAMETERS", "HEAD", "NEWEST", "HEAD_BYTES",
+           "FLAGS_AT", "VERSION_AT",
            "BITS", "MAX_EXPONENT", "LAYOUT", "flags_of", "version_of", "head_fields"]
 
 FAMILY = FAMILIES["ExponentialHistogram"]
 FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
+#: The rows form's format version (written for a histogram keeping its rows).
+ROWS_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 FLAG_HAS_NEWEST = 1
 FLAG_MERGED = 2
 FLAG_SHARED = 4  # version 2: a bitmap marks buckets sharing the previous one's timestamp
 FLAG_TICK = 8  # version 2: deltas and widths are in units of a tick (their gcd)
-KNOWN_FLAGS = FLAG_HAS_NEWEST | FLAG_MERGED | FLAG_SHARED | FLAG_TICK
+FLAG_VALUES = 16  # version 3: values other than 1 are written
+KNOWN_FLAGS = FLAG_HAS_NEWEST | FLAG_MERGED | FLAG_SHARED | FLAG_TICK | FLAG_VALUES
 #: ``struct`` format of the parameters after the preamble: window, eps.
 PARAMETERS = "qd"
 #: The declaration every codec of the family reads (ehist.serialization.Layout).

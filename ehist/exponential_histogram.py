@@ -27,7 +27,8 @@ from .validation import (
 )
 from .canonical import canonical_exponents
 from .errors import CorruptSketchError, QueryTimeError, SumOverflowError
-from .serialization import check_newest, check_tick, scale_down
+from .flat_rows import row_times
+from .serialization import Writer, check_newest, check_tick, scale_down
 from .synopsis import Synopsis, parameter
 
 from .eh_layout import BITS as _BITS
@@ -35,6 +36,8 @@ from .eh_layout import FLAG_HAS_NEWEST as _FLAG_HAS_NEWEST
 from .eh_layout import FLAG_MERGED as _FLAG_MERGED
 from .eh_layout import FLAG_SHARED as _FLAG_SHARED
 from .eh_layout import FLAG_TICK as _FLAG_TICK
+from .eh_layout import FLAG_VALUES as _FLAG_VALUES
+from .eh_layout import ROWS_VERSION as _ROWS_VERSION
 from .eh_layout import MAX_EXPONENT as _MAX_EXPONENT
 from .eh_layout import LAYOUT as _LAYOUT
 
@@ -63,6 +66,11 @@ class ExponentialHistogram(Synopsis):
         Relative error, in ``(0, 1)``.  ``k = ceil(1/eps)`` and
         ``l = ceil(k/2)``: the histogram keeps ``l`` or ``l + 1`` buckets of
         every size ``2**i`` but the largest.
+    keep_rows : bool, default False
+        Start in the rows form (below): the first update that leaves 1 to
+        ``k`` rows in the window keeps them.  The family's Spark specs make
+        their histograms so.  (An empty histogram's bytes do not say it:
+        one read back starts with buckets.)
 
     Notes
     -----
@@ -80,6 +88,18 @@ class ExponentialHistogram(Synopsis):
     Both guarantees survive :meth:`merge`, in any number and order
     (see :mod:`ehist.compress`); a merged histogram trades the canonical
     bucket count for that.
+
+    **The rows form.** A histogram made with ``keep_rows`` or by
+    :meth:`of_rows` (sketch tables, aggregates and the streaming state make
+    theirs so: :func:`ehist.columnar.histogram_bytes`) keeps the window's
+    rows themselves, one ``(timestamp, value)`` per
+    timestamp, while they are at most ``k``: a key's 25 flows of a day
+    take ~100 bytes where a sum's canonical buckets take ~900, and every
+    answer is exact (``lower == upper``).  Updates and merges keep it while
+    the rows fit (a merge of histograms all in the rows form is their
+    rows); past ``k`` rows, or merged with a histogram of buckets, a
+    histogram takes the buckets one batch of its rows builds and keeps
+    buckets.  :attr:`rows` says which form a histogram holds.
 
     Examples
     --------
@@ -129,9 +149,11 @@ class ExponentialHistogram(Synopsis):
         "_newest",
         "_total",
         "_cache",
+        "_rows",
+        "_keep_rows",
     )
 
-    def __init__(self, window: int, eps: float = 0.01):
+    def __init__(self, window: int, eps: float = 0.01, keep_rows: bool = False):
         self._window = check_window(window)
         self._eps = check_eps(eps)
         self._k = k_of_eps(self._eps)
@@ -143,6 +165,8 @@ class ExponentialHistogram(Synopsis):
         self._newest: int | None = None
         self._total = 0
         self._cache = None
+        self._rows: tuple | None = None
+        self._keep_rows = bool(keep_rows)  # not state: what the first update does
 
     # ------------------------------------------------------------------ info
     eps = parameter("_eps", "The relative error bound.")
@@ -152,7 +176,8 @@ class ExponentialHistogram(Synopsis):
     @property
     def total(self) -> int:
         """Sum of the bucket sizes (units summarized, possibly including some
-        expired units of the oldest bucket)."""
+        expired units of the oldest bucket); of the rows' values in the
+        rows form."""
         return self._total
 
     @property
@@ -161,19 +186,96 @@ class ExponentialHistogram(Synopsis):
         per-bucket time intervals, greedy compression)."""
         return self._merged
 
+    @property
+    def rows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Copies of ``(timestamps, values)`` of the window's rows, oldest
+        first, one per timestamp with its values summed, where the
+        histogram keeps them (the rows form); None where it keeps buckets.
+
+        >>> h = ExponentialHistogram.of_rows(100, 0.1, [5, 9, 9], [700, 20, 3])
+        >>> [x.tolist() for x in h.rows], h.bounds(now=20, window=12)   # exact: the 23 at time 9
+        ([[5, 9], [700, 23]], (23, 23))
+        >>> ExponentialHistogram(100, 0.1).update([5]).rows is None
+        True
+        """
+        return None if self._rows is None else (self._rows[0].copy(), self._rows[1].copy())
+
     def __len__(self) -> int:
-        """Number of buckets."""
-        return int(self._exps.size)
+        """Number of buckets (of rows, in the rows form)."""
+        return int(self._exps.size if self._rows is None else self._rows[0].size)
 
     def buckets(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Copies of ``(sizes, newest_ts, oldest_ts_bound)``, newest bucket first.
+        """Copies of ``(sizes, newest_ts, oldest_ts_bound)``, newest bucket first
+        (in the rows form, of the buckets its rows build).
 
         Every unit of bucket ``i`` has a timestamp in
         ``[oldest_ts_bound[i], newest_ts[i]]`` and one unit sits at
         ``newest_ts[i]``.
         """
+        if self._rows is not None:
+            return self._as_buckets().buckets()
         sizes = np.left_shift(np.int64(1), self._exps.astype(np.int64))
         return sizes, self._hi.copy(), self._lo.copy()
+
+    @classmethod
+    def of_rows(cls, window: int, eps: float, timestamps, values=None) -> "ExponentialHistogram":
+        """The histogram of these elements in the rows form (the class
+        docstring) where its window holds 1 to ``k`` rows; else the
+        buckets :meth:`update` builds of them in one batch.  Same checks
+        and errors as :meth:`update`.
+
+        >>> h = ExponentialHistogram.of_rows(60, 0.5, [1, 2, 3])        # k = 2
+        >>> h.rows is None, h == ExponentialHistogram(60, 0.5).update([1, 2, 3])
+        (True, True)
+        """
+        return cls(window, eps, keep_rows=True).update(timestamps, values)
+
+    def _first_rows(self, ts: np.ndarray, v, newest: int) -> "ExponentialHistogram":
+        """The first update of a histogram made with ``keep_rows``: the rows
+        form where 1 to ``k`` rows are left, else what :meth:`update` of a
+        histogram of buckets gives."""
+        checked_total(v, ts.shape[0], 0)
+        ones = np.ones(ts.size, dtype=np.int64) if v is None else v.astype(np.int64)
+        self._rows = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        self._set_rows(ts, ones, newest)
+        if self._rows is not None and self._rows[0].size == 0:  # no row: buckets (none), as every other
+            self._take_buckets()
+        return self
+
+    def _as_buckets(self) -> "ExponentialHistogram":
+        """A histogram in the rows form as the buckets its rows build in
+        one batch (itself where it keeps buckets)."""
+        if self._rows is None:
+            return self
+        h = ExponentialHistogram(self._window, self._eps)
+        t, v = self._rows
+        if t.size:
+            h.update(t, v)
+        h._newest = self._newest
+        return h
+
+    def _take_buckets(self) -> None:
+        """In place: :meth:`_as_buckets`."""
+        h = self._as_buckets()
+        self._exps, self._hi, self._lo, self._total, self._merged = h._exps, h._hi, h._lo, h._total, False
+        self._rows, self._cache = None, None
+
+    def _set_rows(self, t: np.ndarray, v: np.ndarray, newest: int) -> None:
+        """In place: the rows ``(t, v)`` (sorted by time, inside the window
+        as of ``newest``, total within int64), one per time with values
+        summed and zeros dropped, kept while at most ``k``, else their
+        buckets."""
+        if t.size > 1:
+            first = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
+            if first.size < t.size:
+                t, v = t[first], np.add.reduceat(v, first)
+        keep = v > 0
+        t, v = t[keep], v[keep]
+        self._newest, self._cache, self._merged = newest, None, False
+        self._exps, self._hi, self._lo = self._exps[:0], self._hi[:0], self._lo[:0]
+        self._rows, self._total = (t, v), int(v.sum())
+        if t.size > self._k:
+            self._take_buckets()
 
     @staticmethod
     def bucket_bound(eps: float, n_elements: int, max_value: int = 1) -> float:
@@ -197,7 +299,7 @@ class ExponentialHistogram(Synopsis):
         return (l + 1) * (math.log2(2 * n_elements * max_value / k + 1) + 1) + 1
 
     _names = ("windows", "eps")
-    _state = ("_newest", "_merged", "_exps", "_hi", "_lo")
+    _state = ("_newest", "_merged", "_exps", "_hi", "_lo", "_rows")
     _noun = "histograms"
 
     def _params(self) -> tuple:
@@ -207,6 +309,8 @@ class ExponentialHistogram(Synopsis):
         return [f"window={self._window}", f"eps={self._eps:g}"]
 
     def _repr_state(self) -> list:
+        if self._rows is not None:
+            return [f"rows={len(self)}", f"total={self._total}", f"newest={self._newest}"]
         return [f"buckets={len(self)}", f"total={self._total}", f"newest={self._newest}"] + (
             ["merged"] if self._merged else [])
 
@@ -214,8 +318,10 @@ class ExponentialHistogram(Synopsis):
     def _examples(cls) -> list:
         ts = np.arange(0, 3000, 7)
         parts = [cls(500, 0.1).update(ts[p::3], (ts[p::3] % 11)) for p in range(3)]
+        rows = [cls.of_rows(500, 0.05, ts[p:20:2], (ts[p:20:2] % 11) * 100 + 1) for p in range(2)]
         return [cls(500, 0.1), cls(500, 0.05).update(ts), parts[0], cls.merge_all(parts),
-                cls(2**62, 0.5).update(np.array([-2**63 + 1, 2**62]))]
+                cls(2**62, 0.5).update(np.array([-2**63 + 1, 2**62])), rows[0], cls.merge_all(rows),
+                cls.of_rows(2**62, 0.5, np.array([-2**63 + 1, 2**62]))]
 
     def copy(self) -> "ExponentialHistogram":
         """An independent copy (its query cache not carried over)."""
@@ -265,6 +371,16 @@ class ExponentialHistogram(Synopsis):
             return self
         # the new elements inside the window: a suffix of the sorted batch
         ts, (v,), newest = batch_in_window(ts, (v,), self._newest, self._window)
+        if self._keep_rows and self._newest is None and self._rows is None:  # the first update: rows
+            return self._first_rows(ts, v, newest)
+        if self._rows is not None:
+            t, old = self._rows
+            alive = t > newest - self._window
+            base = int(old[alive].sum())
+            checked_total(v, ts.shape[0], base)
+            ones = np.ones(ts.size, dtype=np.int64) if v is None else v.astype(np.int64)
+            self._set_rows(np.concatenate([t[alive], ts]), np.concatenate([old[alive], ones]), newest)
+            return self
         # old buckets still alive (hi is non-increasing: a prefix survives)
         n_keep = self._alive_prefix(newest - self._window)
         old_total = self._total - int(
@@ -366,6 +482,11 @@ class ExponentialHistogram(Synopsis):
 
     def _bounds_at(self, cutoffs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) int64 arrays for units with timestamp > cutoff."""
+        if self._rows is not None:  # exact: the values of the rows after the cutoff
+            t, v = self._rows
+            inside = np.concatenate([[0], np.cumsum(v[::-1])]).astype(np.int64)
+            got = inside[t.size - np.searchsorted(t, cutoffs, side="right")]
+            return got, got.copy()
         n = self._exps.size
         if n == 0:
             z = np.zeros(cutoffs.shape, dtype=np.int64)
@@ -502,6 +623,12 @@ class ExponentialHistogram(Synopsis):
         others = [o for o in others if o._newest is not None]
         if not others:
             return
+        if all(h._rows is not None for h in others) and (self._rows is not None or self._newest is None):
+            self._absorb_rows(others)
+            return
+        if self._rows is not None:
+            self._take_buckets()
+        others = [o._as_buckets() for o in others]
         newest = max(o._newest for o in others)
         if self._newest is not None:
             newest = max(newest, self._newest)
@@ -535,12 +662,29 @@ class ExponentialHistogram(Synopsis):
         self._total = total
         self._merged = True
 
+    def _absorb_rows(self, others) -> None:
+        """:meth:`_absorb` where every histogram with a newest time keeps
+        its rows: the union of the rows inside the window as of the newest,
+        kept while at most ``k`` (else their buckets)."""
+        hs = ([self] if self._newest is not None else []) + list(others)
+        newest = max(h._newest for h in hs)
+        t = np.concatenate([h._rows[0] for h in hs])
+        v = np.concatenate([h._rows[1] for h in hs])
+        keep = t > newest - self._window
+        t, v = t[keep], v[keep]
+        if float(v.sum(dtype=np.float64)) >= 2.0 ** 62 and sum(v.tolist()) > INT64_MAX:
+            raise SumOverflowError(f"merged total would overflow int64 ({sum(v.tolist())} > 2**63 - 1)")
+        order = np.argsort(t, kind="stable")
+        self._set_rows(t[order], v[order], newest)
+
     # --------------------------------------------------------- serialization
     def to_bytes(self) -> bytes:
         """Compact, versioned, little-endian serialization; the layout is
         drawn and declared in :mod:`ehist.eh_layout` (family id 1, format
-        version 2; version 1 still read).
+        version 2, the rows form version 3; version 1 still read).
         """
+        if self._rows is not None:
+            return self._rows_bytes()
         flags = 0
         if self._newest is not None:
             flags |= _FLAG_HAS_NEWEST
@@ -581,6 +725,52 @@ class ExponentialHistogram(Synopsis):
             w.raw(_pack_bits(shared))
         return w.varints(stored).finish()
 
+    def _rows_bytes(self) -> bytes:
+        """:meth:`to_bytes` of the rows form (format version 3)."""
+        t, v = self._rows
+        gaps = np.diff(t, prepend=t[:1]).view(np.uint64)
+        if t.size:
+            gaps[0] = np.uint64(self._newest - int(t[0]))
+        tick, gaps = scale_down(gaps)
+        ones = bool((v == 1).all())
+        flags = _FLAG_HAS_NEWEST | (_FLAG_TICK if tick > 1 else 0) | (0 if ones else _FLAG_VALUES)
+        w = Writer("ExponentialHistogram", _ROWS_VERSION, flags).struct(_LAYOUT.parameters, self._window, self._eps)
+        w.struct("q", self._newest).varints([t.size])
+        if tick > 1:
+            w.varints([tick])
+        w.varints(gaps)
+        return (w if ones else w.varints(v)).finish()
+
+    @classmethod
+    def _read_rows(cls, r, flags: int, h: "ExponentialHistogram") -> "ExponentialHistogram":
+        """The rows form after its head (format version 3), every check made."""
+        name = "ExponentialHistogram"
+        if flags & (_FLAG_MERGED | _FLAG_SHARED) or not flags & _FLAG_HAS_NEWEST:
+            raise CorruptSketchError(f"{name}: expected the rows form's flags (has newest; tick, values), found "
+                                     f"{flags}")
+        (newest,) = r.struct("q", "newest timestamp")
+        check_newest(newest, name)
+        m = r.varint("row count")
+        if m > h._k:
+            raise CorruptSketchError(f"{name}: expected at most k = {h._k} rows, found {m}")
+        tick = r.varint("timestamp tick") if flags & _FLAG_TICK else 1
+        if flags & _FLAG_TICK and tick < 2:
+            raise CorruptSketchError(f"{name}: expected a timestamp tick of at least 2, found {tick}")
+        gaps = r.varints(m, "row times")
+        valued = bool(flags & _FLAG_VALUES)
+        v = r.varints(m, "row values") if valued else np.ones(m, dtype=np.uint64)
+        r.expect_end()
+        check_tick(gaps, tick, name, "gap", "gaps")
+        if m and int(gaps.max()) > _U64_MAX // tick:
+            raise CorruptSketchError(f"{name}: expected gaps below 2**64, found {int(gaps.max())} ticks of {tick}")
+        if m and (int(v.min()) < 1 or sum(v.tolist()) > INT64_MAX):
+            raise CorruptSketchError(f"{name}: expected row values >= 1 with a total within int64")
+        if valued and bool((v == 1).all()):
+            raise CorruptSketchError(f"{name}: expected a value other than 1 with the values flag")
+        t = row_times(gaps * np.uint64(tick), np.zeros(m, dtype=np.uint64), newest, h._window, name, "rows")
+        h._rows, h._newest, h._total = (t, v.astype(np.int64)), int(newest), int(v.sum()) if m else 0
+        return h
+
     @classmethod
     def from_bytes(cls, data) -> "ExponentialHistogram":
         """Decode :meth:`to_bytes` output.
@@ -593,6 +783,10 @@ class ExponentialHistogram(Synopsis):
         """
         name = "ExponentialHistogram"
         r, flags, h = _LAYOUT.open(data, cls)
+        if r.version == _ROWS_VERSION:
+            return cls._read_rows(r, flags, h)
+        if flags & _FLAG_VALUES:
+            raise CorruptSketchError(f"{name}: expected no values flag in format version {r.version}")
         shared_flag, tick_flag = bool(flags & _FLAG_SHARED), bool(flags & _FLAG_TICK)
         if (shared_flag or tick_flag) and r.version < 2:
             raise CorruptSketchError(f"{name}: expected no shared-timestamps or tick flag in format "

@@ -144,7 +144,10 @@ def test_exact_forms_are_shorter_exact_and_read_back(data, window, eps, now_afte
     col = HistogramColumn.build(ts, starts, vs, window=window, eps=eps)
     both = exact_forms(col, ts, starts, vs)
     blobs, canonical = both.to_bytes(), col.to_bytes()
-    assert histogram_bytes(ts, starts, vs, window=window, eps=eps, exact=True)[0] == blobs
+    written = histogram_bytes(ts, starts, vs, window=window, eps=eps, exact=True)[0]
+    for i, (a, b) in enumerate(zip(starts.tolist(), np.append(starts[1:], ts.size).tolist())):
+        rows = ExponentialHistogram.of_rows(window, eps, ts[a:b], vs[a:b])  # where it fits (test_rows_form_*)
+        assert written[i] == (blobs[i] if rows.rows is None else rows.to_bytes())
     ends = np.append(starts[1:], ts.size)
     w = min(query, window)
     for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
@@ -225,7 +228,8 @@ def test_registry_examples_and_int64_edges_encode_byte_for_byte(name):
             ExponentialHistogram(2**62, 0.5)]
     groups = {}
     for h in ExponentialHistogram._examples() + edge:
-        groups.setdefault((h.window, h.eps), []).append(h)
+        if h.rows is None:  # a column holds buckets (the rows form: test_rows_form_*)
+            groups.setdefault((h.window, h.eps), []).append(h)
     for hs in groups.values():
         with engine(name):
             blobs = HistogramColumn.from_histograms(hs).to_bytes()
@@ -763,3 +767,120 @@ def test_compiled_callers_compile_a_callee_once_per_kind_of_argument():
     assert outer(5) == 5 + 4 - 2 + 5 + 2**62
     kinds = [tuple(str(t) for t in sig) for sig in inner.signatures]
     assert kinds == [("int64", "int64", "bool")]
+
+
+# ------------------------------------------------------------ the rows form
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(100), deadline=None)
+@given(data=runs(values=values_any, max_runs=5), window=st.integers(1, 3000), eps=eps_values,
+       now_after=st.integers(0, 600), query=st.integers(1, 3000), few=st.integers(1, 30))
+def test_rows_form_is_exact_and_written_as_the_class_writes_it(name, data, window, eps, now_after, query, few):
+    """``histogram_bytes(exact=True)`` writes a run whose window holds 1 to
+    ``k`` rows in the rows form, byte for byte ``ExponentialHistogram.of_rows``;
+    it reads back equal, answers every window exactly (the bounds of
+    ``bounds_from_bytes`` too), and takes the buckets one batch of its rows
+    builds past ``k`` rows (updates included)."""
+    ts, vs, starts = data
+    ends = np.append(starts[1:], ts.size)
+    keep = np.concatenate([np.arange(a, min(a + few, b)) for a, b in zip(starts, ends)]
+                          + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+    lengths = np.minimum(ends - starts, few)
+    ts, vs, starts = ts[keep], vs[keep], np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ends = np.append(starts[1:], ts.size)
+    w = min(query, window)
+    with engine(name):
+        blobs, lower, upper = histogram_bytes(ts, starts, vs, window=window, eps=eps, exact=True)
+        now = int(ts.max()) + now_after if ts.size else now_after
+        got = bounds_from_bytes(blobs, now, w)
+    for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist())):
+        h = ExponentialHistogram.of_rows(window, eps, ts[a:b], vs[a:b])
+        read = ExponentialHistogram.from_bytes(blobs[i])
+        if h.rows is None:
+            assert read.rows is None
+            continue
+        assert blobs[i] == h.to_bytes() and read == h and read.to_bytes() == blobs[i]
+        exact = exact_sums(ts[a:b], vs[a:b], [now], w)[0]
+        assert h.bounds(now, w) == (exact, exact) == (int(got[0][i]), int(got[1][i]))
+        assert lower[i] == upper[i] == exact_sums(ts[a:b], vs[a:b], [int(ts[a:b].max())], window)[0]
+        more = np.arange(1, h.k + 2) + int(ts[a:b].max())  # past k rows: the buckets of one batch
+        if int(more[-1]) - window < int(h.rows[0][0]):  # every row still inside
+            live = np.concatenate([h.rows[0], more]), np.concatenate([h.rows[1], np.ones(more.size, np.int64)])
+            batch = ExponentialHistogram(window, eps).update(*live)
+            assert h.copy().update(more) == batch and h.copy().update(more).rows is None
+
+
+@pytest.mark.parametrize("name", ENGINES)
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data(), window=st.integers(1, 500), eps=eps_values)
+def test_unions_with_rows_are_the_per_group_merge(name, data, window, eps):
+    """Groups of histograms in both forms (and never updated) united by
+    ``union_blobs``: byte for byte ``merge_all`` of each group, which keeps
+    the rows where every part does and they fit, exactly."""
+    from ehist.columnar_union import union_blobs
+
+    groups, blobs, starts = [], [], []
+    for _ in range(data.draw(st.integers(1, 4))):
+        starts.append(len(blobs))
+        parts = []
+        for _ in range(data.draw(st.integers(1, 4))):
+            t = np.sort(np.array(data.draw(st.lists(st.integers(0, 600), max_size=25)), dtype=np.int64))
+            v = np.array(data.draw(st.lists(st.integers(0, 5000), min_size=t.size, max_size=t.size)), dtype=np.int64)
+            kind = data.draw(st.sampled_from(["rows", "rows", "buckets", "empty"]))
+            h = (ExponentialHistogram(window, eps) if kind == "empty" or not t.size else
+                 ExponentialHistogram.of_rows(window, eps, t, v) if kind == "rows" else
+                 ExponentialHistogram(window, eps).update(t, v))
+            parts.append(h)
+            blobs.append(h.to_bytes())
+        groups.append(parts)
+    with engine(name):
+        got = union_blobs(blobs, starts)
+    for g, parts in enumerate(groups):
+        united = ExponentialHistogram.merge_all(parts)
+        assert got[g] == united.to_bytes()
+        if all(p.rows is not None for p in parts if p.newest is not None) and any(p.rows is not None for p in parts):
+            stamps = [p.newest for p in parts if p.newest is not None]
+            rows = [(p.rows[0], p.rows[1]) for p in parts if p.rows is not None]
+            t = np.concatenate([r[0] for r in rows])
+            v = np.concatenate([r[1] for r in rows])
+            fits = np.unique(t[t > max(stamps) - window]).size <= united.k
+            assert (united.rows is not None) == fits
+            if fits:
+                assert united.bounds() == (int(v[t > max(stamps) - window].sum()),) * 2
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_rows_form_bytes_altered_are_read_or_refused_as_the_class_does(name):
+    """Every byte of rows form histograms altered (checksum made good):
+    the columnar reader accepts exactly what ``from_bytes`` reads, with its
+    rows, and refuses the rest (the bounds then raise from_bytes' error)."""
+    from ehist.eh_rows import HistogramRows, rows_blobs
+
+    cases = [ExponentialHistogram.of_rows(500, 0.1, [3, 9, 9, 40], [700, 3, 2, 1]),
+             ExponentialHistogram.of_rows(5000, 0.1, [1000, 3000, 4000]),
+             ExponentialHistogram.of_rows(50, 0.5, [7], [2**40])]
+    for h in cases:
+        good = h.to_bytes()
+        for pos in range(len(good) - 4):
+            for byte in (0, 1, 2, 0x7F, 0x80, 0xFF, good[pos] ^ 1):
+                bad = bytearray(good)
+                bad[pos] = byte
+                bad[-4:] = zlib.crc32(bytes(bad[:-4])).to_bytes(4, "little")
+                bad = bytes(bad)
+                try:
+                    want = ExponentialHistogram.from_bytes(bad)
+                except ValueError:
+                    want = None
+                col = Blobs.of([bad])
+                with engine(name):
+                    sealed = rows_blobs(col.buf, col.starts, col.lengths)
+                    ok, rows, _ = HistogramRows.read(col.buf, col.starts, col.lengths, h.window, h.eps)
+                if not sealed[0] or (want is not None and (want.window, want.eps) != (h.window, h.eps)):
+                    continue
+                if ok[0]:
+                    assert want is not None and want.rows is not None
+                    t, _, v = rows.sketch(0)
+                    assert t.tolist() == want.rows[0].tolist() and v.tolist() == want.rows[1].tolist()
+                else:
+                    assert want is None, (pos, byte)
+                    with engine(name), pytest.raises(CorruptSketchError):
+                        bounds_from_bytes([good, bad])

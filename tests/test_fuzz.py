@@ -177,8 +177,15 @@ def columnar_outcome(cls, blob):
     """The same decode through the family's columnar decoder, where it has
     one (the twin that issue 19 asks to check alike)."""
     if cls is ExponentialHistogram:
-        from ehist.columnar import HistogramColumn
+        from ehist.blobs import Blobs
+        from ehist.columnar import HistogramColumn, read_rows_blobs, rows_form
 
+        if rows_form(Blobs.of([blob]))[0]:  # the rows form's reader (a column holds buckets)
+            def rows(b):
+                kept, newest, window, eps = read_rows_blobs(Blobs.of([b]))
+                return kept.histogram(0, window, eps, int(newest[0]))
+
+            return outcome(rows, blob)
         return outcome(lambda b: HistogramColumn.from_bytes([b])[0], blob)
     if cls is SlidingHyperLogLog:
         from distinct.columnar import sketches_from_bytes

@@ -155,7 +155,7 @@ def test_every_single_bit_flip_is_detected():
         (lambda b: b"XX" + b[2:], "expected magic b'EH', found b'XX'"),
         (lambda b: b[:2] + bytes([4]) + b[3:], r"expected family id 1 \(ExponentialHistogram\), found 4 \(SlidingFM\)"),
         (lambda b: b[:2] + bytes([77]) + b[3:], "found 77 \\(unknown family 77\\)"),
-        (lambda b: b[:3] + bytes([9]) + b[4:], "expected format version in \\[1, 2\\], found 9"),
+        (lambda b: b[:3] + bytes([9]) + b[4:], "expected format version in \\[1, 2, 3\\], found 9"),
         (lambda b: b[:-1] + bytes([b[-1] ^ 0xFF]), "expected checksum"),
         (lambda b: b + b"\x00", "expected checksum"),
     ],

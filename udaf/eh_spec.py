@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ehist import ExponentialHistogram
-from ehist.columnar import HistogramColumn, bounds_from_bytes, histogram_bytes
-from ehist.columnar_union import union_bytes, union_column
+from ehist.columnar import bounds_from_bytes, histogram_bytes
+from ehist.columnar_union import union_blobs
 from ehist import eh_layout as L
 from ehist.blobs import Blobs
 from ehist.serialization import PREAMBLE_BYTES
@@ -39,6 +39,11 @@ class _Histogram(Spec, family="eh", sketch=ExponentialHistogram):
 
     def _values(self, data: Data):
         return data.arrays.get("value")
+
+    def make(self, window: int):
+        """An empty histogram that keeps a key's 1 to ``k`` rows (the rows
+        form, as :meth:`partials` writes them: every entry point alike)."""
+        return ExponentialHistogram(window, self.eps, keep_rows=True)
 
     def update(self, sketch, t, data):
         with as_key_sum_overflow():  # the column functions' and the streaming state's
@@ -109,20 +114,16 @@ class _Histogram(Spec, family="eh", sketch=ExponentialHistogram):
     @classmethod
     def merge_groups(cls, blobs, starts):
         """Every group's :meth:`merge` in one pass: each group's bytes in
-        order, all decoded at once, united in lockstep
-        (:func:`~ehist.columnar_union.union_column`), byte for byte the
+        order, all decoded at once, united together
+        (:func:`~ehist.columnar_union.union_blobs`), byte for byte the
         per-group merge.  Groups mixing windows or eps: the per-group merge,
         which refuses them."""
         raw = Blobs.of(blobs)
         if not raw or len(_by_parameters(raw)) > 1:
             return super().merge_groups(raw, starts)
         ordered = cls.merge_order(raw, starts)
-        united = union_bytes(ordered, starts)  # group by group, no column built; else the column's path
-        if united is not None:
-            return united
-        column = HistogramColumn.from_bytes(ordered)
-        with as_key_sum_overflow():
-            return union_column(column, starts).to_bytes()
+        with as_key_sum_overflow():  # rows unite as rows, buckets group by group (no column built where it can)
+            return union_blobs(ordered, starts)
 
     def union(self, blobs, starts, at=None):
         """A key's bounds are the sums of its partials' bounds as of the

@@ -296,10 +296,12 @@ def _build(classes, args, one_step=False):
         order = np.argsort(t, kind="stable")
         kept = order[data.present[order]]
         rank = np.cumsum(data.present) - 1
-        sketch = spec.update(spec.make(Window(spec.window).resolve(unit, ts_name)), t[kept],
-                             data.take(rank[kept]))
+        # the group's partial, as sketch_table and aggregate build it (the rows form where it fits...)
+        blobs, _ = spec.partials(t[kept], np.zeros(1, dtype=np.int64), data.take(rank[kept]),
+                                 Window(spec.window).resolve(unit, ts_name))
         if not one_step:
-            return sketch.to_bytes()
+            return blobs[0]
+        sketch = spec.sketch_type.from_bytes(blobs[0])
         if sketch.newest is None:
             return 0.0
         now = values.get("now")
