@@ -53,6 +53,7 @@ from . import compiled
 from . import eh_layout as L
 from .blobs import ZLIB_CRC_FROM, Blobs, sealed_blobs, segment_gcds, split  # noqa: F401 - the families import them here
 from .eh_rows import HistogramRows, rows_blobs
+from .flat_rows import cutoffs as _row_cutoffs
 from .segments import gather, order_by, ranges
 from .validation import (INT64_MAX, INT64_MIN, check_eps, check_window, coerce_times, coerce_timestamps, coerce_values,
                           k_of_eps)
@@ -681,8 +682,6 @@ def _with_rows(ts, starts, v, window, eps, now, chunk: int):
     """:func:`histogram_bytes` with ``exact`` where some run keeps its rows
     (the others through :func:`_bucket_bytes`), or None where none does
     or the general path must decide (its errors and messages)."""
-    from .eh_rows import HistogramRows
-
     window, eps = check_window(window), check_eps(eps)
     v = coerce_values(v, ts.size)
     runs = starts.size
@@ -699,11 +698,18 @@ def _with_rows(ts, starts, v, window, eps, now, chunk: int):
     at = newest if now is None else np.broadcast_to(coerce_times(now, "now"), (runs,)).astype(np.int64)
     if np.any(has & (at < newest)):
         return None
-    rows = HistogramRows.of_runs(ts, starts, vals, window, newest)
-    pick = np.flatnonzero((rows.counts >= 1) & (rows.counts <= k_of_eps(eps)))
+    k = k_of_eps(eps)
+    maybe = _few_rows(ts, owner, vals, newest, window, k, runs)
+    if maybe.size == 0:
+        return None
+    rows = HistogramRows.of_runs(*(ts, starts, vals) if maybe.size == runs else (
+        ts[ranges(starts[maybe], ends[maybe])], np.concatenate([[0], np.cumsum((ends - starts)[maybe])[:-1]]),
+        vals[ranges(starts[maybe], ends[maybe])]), window, newest[maybe])
+    fits = (rows.counts >= 1) & (rows.counts <= k)
+    pick = maybe[fits]
     if pick.size == 0:
         return None
-    kept = rows.take(pick)
+    kept = rows.take(np.flatnonzero(fits))
     blobs = [None] * runs
     lower = np.zeros(runs, dtype=np.int64)
     for i, blob in zip(pick.tolist(), kept.to_bytes(window, eps, newest[pick])):
@@ -720,6 +726,20 @@ def _with_rows(ts, starts, v, window, eps, now, chunk: int):
             blobs[i] = blob
         lower[rest], upper[rest] = got[1], got[2]
     return blobs, lower, upper
+
+
+def _few_rows(ts, owner, vals, newest, window: int, k: int, runs: int) -> np.ndarray:
+    """The runs that may keep 1 to ``k`` rows: where each run is sorted by
+    time, those whose distinct times of positive values inside the window
+    (their rows, exactly) are that many; else every run."""
+    same = owner[1:] == owner[:-1]
+    if ts.size > 1 and not bool(np.all((ts[1:] >= ts[:-1]) | ~same)):
+        return np.arange(runs)
+    live = np.flatnonzero((ts > _row_cutoffs(newest, window)[owner]) & (vals > 0))
+    o, t = owner[live], ts[live]
+    first = np.r_[True, (o[1:] != o[:-1]) | (t[1:] != t[:-1])] if o.size else np.zeros(0, dtype=bool)
+    counts = np.bincount(o[first], minlength=runs)
+    return np.flatnonzero((counts >= 1) & (counts <= k))
 
 
 def _bucket_bytes(ts, starts, v, window, eps, now, chunk: int, exact: bool):

@@ -458,7 +458,8 @@ def union_blobs(blobs, group_starts) -> list:
 
     Groups whose histograms all keep their rows (:mod:`ehist.eh_rows`;
     histograms never updated aside) unite their rows: kept while at most
-    ``k``, else the buckets they build.  In the other groups a histogram
+    ``k``, else the buckets they build; one such histogram alone keeps its
+    bytes (the reader took them: they are what it writes).  In the other groups a histogram
     in the rows form enters as its buckets, and every group of buckets is
     united by :func:`union_bytes` (or :func:`union_column`).
 
@@ -487,7 +488,11 @@ def union_blobs(blobs, group_starts) -> list:
     rows_only = (np.bincount(group_of[~rows & ~empty], minlength=group_starts.size) == 0) \
         & (np.bincount(group_of[rows], minlength=group_starts.size) > 0)
     out = [None] * group_starts.size
-    mine = rows_only[group_of[r_idx]]
+    lone = rows_only & (np.bincount(group_of[rows], minlength=group_starts.size) == 1)
+    alone = lone[group_of[r_idx]]  # a group's one histogram of rows (read and checked above): its bytes
+    for grp, blob in zip(group_of[r_idx[alone]].tolist(), blobs.take(r_idx[alone]).tolist()):
+        out[grp] = blob
+    mine = rows_only[group_of[r_idx]] & ~alone
     if mine.any():  # the unions of rows
         sub = kept.take(np.flatnonzero(mine))
         g = group_of[r_idx[mine]]
