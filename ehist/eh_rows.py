@@ -231,8 +231,10 @@ def _read_all(buf, starts, ends, flags, newest, k, window):
     no row)."""
     n = starts.size
     cap = 0
-    for i in range(n):
-        cap += ends[i] - starts[i]  # a row takes a byte at least
+    for i in range(n):  # the rows each blob declares (at most k, a byte each at least): the output's room
+        m, pos, good = _varint(buf, starts[i], ends[i])
+        if good and m <= np.uint64(k) and np.uint64(ends[i] - pos) >= m:
+            cap += np.int64(m)
     ok = np.zeros(n, dtype=np.bool_)
     counts = np.zeros(n, dtype=np.int64)
     ts = np.empty(cap, dtype=np.int64)
@@ -256,12 +258,14 @@ def _read_all(buf, starts, ends, flags, newest, k, window):
         g_all = np.uint64(0)
         g0 = np.uint64(0)
         run = np.uint64(0)
+        limit = u64_max // tick
         for j in range(c):
             g, pos, good = _varint(buf, pos, end)
-            if not good or g > u64_max // tick:
+            if not good or g > limit:
                 good = False
                 break
-            g_all = _gcd(g_all, g)
+            if g_all != np.uint64(1):  # a running gcd of 1 stays 1
+                g_all = _gcd(g_all, g)
             g = g * tick
             if j == 0:
                 if g >= window or g >= np.uint64(newest[i]) + np.uint64(2**63):
