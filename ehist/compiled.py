@@ -40,7 +40,7 @@ from . import run_compress
 from .compress import MARGIN
 from .validation import INT64_MIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "read_row_times", "row_times", "gcd", "spans", "compress_groups", "union_groups",
+__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "read_row_times", "row_times", "read_row_values", "row_values", "gcd", "spans", "compress_groups", "union_groups",
            "keyed_union", "union_payloads", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
            "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches", "crc_by_zlib",
            "encode_varints", "gather", "search_segments", "first_at_least"]
@@ -2479,8 +2479,26 @@ def read_row_times(buf, pos, end, h_at, k, newest, window, ts, hs, at):
     return True, pos
 
 
-_rt_varint = None  # the compiled read_varint, which read_row_times calls
+def read_row_values(buf, pos, end, k, vs, at):
+    """``(ok, next position)``: ``k`` row values of the rows layout (the
+    rows form's values flag set: varints, each >= 1, their total within
+    int64, not all 1), written to ``vs[at + j]``.  Compiled readers call
+    :func:`row_values`'s (``ehist.eh_rows``, ``frequencies.compiled``)."""
+    total = np.uint64(0)
+    ones = True
+    for j in range(k):
+        v, pos, good = _rt_varint(buf, pos, end)
+        if not good or v < np.uint64(1) or v > np.uint64(0x7FFFFFFFFFFFFFFF) - total:
+            return False, pos
+        total += v
+        ones = ones and v == np.uint64(1)
+        vs[at + j] = np.int64(v)
+    return not ones, pos
+
+
+_rt_varint = None  # the compiled read_varint, which read_row_times and read_row_values call
 _ROW_TIMES = None
+_ROW_VALUES = None
 
 
 def row_times():
@@ -2488,9 +2506,21 @@ def row_times():
     to call: ``frequencies.compiled``, ``lp_norms.compiled``)."""
     global _rt_varint, _ROW_TIMES
     if _ROW_TIMES is None:
-        _rt_varint = jit(read_varint)
+        if _rt_varint is None:
+            _rt_varint = jit(read_varint)
         _ROW_TIMES = jit(read_row_times)
     return _ROW_TIMES
+
+
+def row_values():
+    """:func:`read_row_values` compiled (for the families' compiled
+    readers to call)."""
+    global _rt_varint, _ROW_VALUES
+    if _ROW_VALUES is None:
+        if _rt_varint is None:
+            _rt_varint = jit(read_varint)
+        _ROW_VALUES = jit(read_row_values)
+    return _ROW_VALUES
 
 
 def gcd(a, b):

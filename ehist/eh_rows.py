@@ -241,7 +241,6 @@ def _read_all(buf, starts, ends, flags, newest, k, window):
     vs = np.empty(cap, dtype=np.int64)
     at = 0
     u64_max = np.uint64(0xFFFFFFFFFFFFFFFF)
-    int64_max = np.uint64(0x7FFFFFFFFFFFFFFF)
     for i in range(n):
         end = ends[i]
         if flags[i] == 0:  # another window or eps
@@ -283,17 +282,8 @@ def _read_all(buf, starts, ends, flags, newest, k, window):
         if (tick > np.uint64(1) and g_all != np.uint64(1)) or (tick == np.uint64(1) and g_all >= np.uint64(2)):
             continue
         if flags[i] & 16:
-            total = np.uint64(0)
-            ones = True
-            for j in range(c):
-                v, pos, good = _varint(buf, pos, end)
-                if not good or v < np.uint64(1) or v > int64_max - total:
-                    good = False
-                    break
-                total += v
-                ones = ones and v == np.uint64(1)
-                vs[at + j] = np.int64(v)
-            if not good or ones:
+            good, pos = _values(buf, pos, end, c, vs, at)
+            if not good:
                 continue
         else:
             for j in range(c):
@@ -307,13 +297,14 @@ def _read_all(buf, starts, ends, flags, newest, k, window):
 
 
 _KERNEL = None
-_varint = _gcd = None  # the compiled ehist.compiled.read_varint and gcd, which _read_all calls
+_varint = _gcd = _values = None  # the compiled read_varint, gcd and read_row_values, which _read_all calls
 
 
 def _kernel():
-    global _KERNEL, _varint, _gcd
+    global _KERNEL, _varint, _gcd, _values
     if _KERNEL is None:
         _varint, _gcd = compiled.jit(compiled.read_varint), compiled.jit(compiled.gcd)
+        _values = compiled.row_values()
         _KERNEL = compiled.kernel(_read_all)
     return _KERNEL
 

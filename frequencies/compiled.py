@@ -170,7 +170,6 @@ def _kernel():
 
 
 # ---------------------------------------------------------------- the rows form
-_INT64_MAX = np.uint64(2**63 - 1)
 
 
 def read_rows(buf, starts, ends, newest, valued, width: int, window: int):
@@ -214,19 +213,8 @@ def _read_rows(buf, starts, ends, newest, valued, width, window):
         if not good:
             continue
         if valued[i]:
-            if k == 0:
-                continue
-            total = np.uint64(0)
-            ones = True
-            for j in range(k):
-                v, pos, good = _rvarint(buf, pos, end)
-                if not good or v < np.uint64(1) or v > _INT64_MAX - total:
-                    good = False
-                    break
-                total += v
-                ones = ones and v == np.uint64(1)
-                vs[at + j] = np.int64(v)
-            if not good or ones:
+            good, pos = _row_values(buf, pos, end, k, vs, at)  # k == 0: no value, refused
+            if not good:
                 continue
         if pos != end:
             continue
@@ -237,13 +225,14 @@ def _read_rows(buf, starts, ends, newest, valued, width, window):
 
 
 _ROWS = None
-_rvarint = _row_times = None  # the compiled ehist.compiled.read_varint and read_row_times, which _read_rows calls
+_rvarint = _row_times = _row_values = None  # the compiled read_varint, read_row_times and read_row_values
 
 
 def _rows_kernel():
-    global _ROWS, _rvarint, _row_times
+    global _ROWS, _rvarint, _row_times, _row_values
     if _ROWS is None:
         _rvarint = compiled.jit(compiled.read_varint)
         _row_times = compiled.row_times()
+        _row_values = compiled.row_values()
         _ROWS = compiled.kernel(_read_rows)
     return _ROWS
