@@ -152,7 +152,13 @@ class HistogramColumn:
         """The buckets each histogram's rows build in one batch, ending at
         ``newest[i]``: what a histogram in the rows form takes past ``k``
         rows or in a union with a histogram of buckets
-        (``ExponentialHistogram._as_buckets``)."""
+        (``ExponentialHistogram._as_buckets``).
+
+        >>> rows = HistogramRows.of_runs(np.array([1, 2, 3]), np.array([0]), np.array([5, 6, 7]), 100)
+        >>> HistogramColumn.from_rows(rows, 100, 0.5, [9])[0] == ExponentialHistogram.of_rows(
+        ...     100, 0.5, [1, 2, 3, 9], [5, 6, 7, 0])      # 3 rows > k = 2: buckets, newest 9
+        True
+        """
         col = cls.build(rows.ts, rows.offsets[:-1], rows.values, window=window, eps=eps)
         return cls(col.window, col.eps, col.offsets, col.exps, col.hi, col.lo, np.asarray(newest, dtype=np.int64),
                    np.ones(len(rows), dtype=bool), col.merged)
@@ -590,7 +596,12 @@ def bounds_from_bytes(blobs, now=None, window: int | None = None, *, groups=None
 
 def rows_form(blobs: Blobs) -> np.ndarray:
     """Which of the (present) blobs say they are histograms in the rows
-    form (format version 3; their reader checks the rest)."""
+    form (format version 3; their reader checks the rest).
+
+    >>> rows_form([ExponentialHistogram.of_rows(10, 0.1, [1]).to_bytes(),
+    ...            ExponentialHistogram(10, 0.1).update([1]).to_bytes(), None]).tolist()
+    [True, False, False]
+    """
     blobs = Blobs.of(blobs)
     out = np.zeros(len(blobs), dtype=bool)
     if len(blobs):

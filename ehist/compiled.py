@@ -2497,30 +2497,30 @@ def read_row_values(buf, pos, end, k, vs, at):
 
 
 _rt_varint = None  # the compiled read_varint, which read_row_times and read_row_values call
-_ROW_TIMES = None
-_ROW_VALUES = None
+_ROW_READERS: dict = {}
+
+
+def _row_reader(fn):
+    """``fn`` (a loop of the rows layout) compiled once, with the varint
+    reader it calls."""
+    global _rt_varint
+    if fn.__name__ not in _ROW_READERS:
+        if _rt_varint is None:
+            _rt_varint = jit(read_varint)
+        _ROW_READERS[fn.__name__] = jit(fn)
+    return _ROW_READERS[fn.__name__]
 
 
 def row_times():
     """:func:`read_row_times` compiled (for the families' compiled readers
     to call: ``frequencies.compiled``, ``lp_norms.compiled``)."""
-    global _rt_varint, _ROW_TIMES
-    if _ROW_TIMES is None:
-        if _rt_varint is None:
-            _rt_varint = jit(read_varint)
-        _ROW_TIMES = jit(read_row_times)
-    return _ROW_TIMES
+    return _row_reader(read_row_times)
 
 
 def row_values():
     """:func:`read_row_values` compiled (for the families' compiled
-    readers to call)."""
-    global _rt_varint, _ROW_VALUES
-    if _ROW_VALUES is None:
-        if _rt_varint is None:
-            _rt_varint = jit(read_varint)
-        _ROW_VALUES = jit(read_row_values)
-    return _ROW_VALUES
+    readers to call: ``ehist.eh_rows``, ``frequencies.compiled``)."""
+    return _row_reader(read_row_values)
 
 
 def gcd(a, b):
