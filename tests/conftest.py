@@ -81,7 +81,10 @@ def spark():
     keys across partitions, so every merge path runs); the JIT's first tier
     only and the serial collector, which spend less CPU than C2 and G1 do
     in a run this short (the README's ``-n 2`` runs two such JVMs on two
-    cores; with C2, tests/test_native.py took 40% more CPU).
+    cores; with C2, tests/test_native.py took 40% more CPU).  Its Python
+    workers fork from ``udaf.daemon``, loaded once (the suite's refused
+    inputs end a worker each: 581 s against 663 s with Spark's own daemon;
+    ``EHIST_TEST_DAEMON=pyspark.daemon`` runs without it).
     """
     pytest.importorskip("pyspark")
     pytest.importorskip("pandas")
@@ -100,8 +103,8 @@ def spark():
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
+        .config("spark.python.daemon.module", os.environ.get("EHIST_TEST_DAEMON", "udaf.daemon"))
+    ).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _JVM["proc"] = getattr(session.sparkContext._gateway, "proc", None)
     yield session

@@ -26,7 +26,7 @@ FLOORS = {
     1: {"family", "spec"},
     2: {"hashed_items"},  # and every *_spec module
     3: {"keys", "native", "two_phase", "union", "exact_answers", "per_row", "streaming"},
-    4: {"functions", "__init__", "warm"},
+    4: {"functions", "__init__", "warm", "daemon"},
 }
 #: Modules below the drivers: no pyspark import at module level.
 NO_SPARK_BELOW = 3

@@ -479,6 +479,25 @@ def test_sketch_table_equals_grouped_sketches(spark):
         assert r.s_lower <= int(g.b.sum()) <= r.s_upper
 
 
+def test_the_test_sessions_workers_fork_from_udaf_daemon(spark):
+    """The session's Python workers are forks of ``udaf.daemon`` (the
+    fixture sets ``spark.python.daemon.module``): a task that imports
+    nothing finds the Spark layer's drivers and the family modules loaded."""
+    def loaded(batches):
+        import sys
+
+        import pyarrow as pa
+
+        names = ["udaf.two_phase", "udaf.union", "udaf.eh_spec", "udaf.hll_spec", "ehist.columnar"]
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"name": names, "loaded": [n in sys.modules for n in names]})
+
+    rows = spark.range(1, numPartitions=1).mapInArrow(loaded, "name string, loaded boolean").collect()
+    assert {r.name: r.loaded for r in rows} == dict.fromkeys(
+        ["udaf.two_phase", "udaf.union", "udaf.eh_spec", "udaf.hll_spec", "ehist.columnar"], True)
+
+
 def test_a_default_session_lets_adaptive_execution_size_the_python_passes(spark):
     """Left at Spark's default of 200 shuffle partitions with adaptive
     execution on, the Python passes shuffle by key alone so that adaptive
