@@ -257,6 +257,7 @@ def test_mistakes_get_one_message(events):
     assert all(42 in {h["item"] for h in r["top"]} for r in out)
 
 
+@pytest.mark.slow  # ~15 s; every family's streaming state against its core: tests/test_parity.py
 def test_streaming_state_answers_heavy_hitters_and_quantiles(spark, tmp_path):
     """One stream through the state for the newest families (a stream costs
     about 10 s)."""
