@@ -194,6 +194,9 @@ def spans(buf, starts, ends, **per_blob) -> tuple:
     """
     buf = np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else \
         np.ascontiguousarray(buf, dtype=np.uint8)
+    if buf.flags.writeable:  # read-only, as Arrow's buffers and bytes are: one compiled signature for both
+        buf = buf.view()
+        buf.flags.writeable = False
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     if starts.ndim != 1 or ends.shape != starts.shape:
