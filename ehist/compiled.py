@@ -40,7 +40,7 @@ from . import run_compress
 from .compress import MARGIN
 from .validation import INT64_MIN
 
-__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "read_row_times", "row_times", "read_row_values", "row_values", "gcd", "spans", "compress_groups", "union_groups",
+__all__ = ["AVAILABLE", "USE", "active", "jit", "kernel", "read_varint", "read_row_times", "row_times", "read_row_values", "row_values", "gcd", "read_only", "spans", "compress_groups", "union_groups",
            "keyed_union", "union_payloads", "encode_histograms", "keyed_payloads", "seal", "write_varint", "read_keyed",
            "read_keyed_bounds", "build_histograms", "bucket_bounds", "decode_histograms", "crc_matches", "crc_by_zlib",
            "encode_varints", "gather", "search_segments", "first_at_least"]
@@ -181,6 +181,24 @@ def _compile_lock(name: str = ""):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def read_only(buf) -> np.ndarray:
+    """``buf`` (bytes or an array) as contiguous uint8, read-only: the
+    form every compiled reader takes its buffer in.  numba compiles a loop
+    once per signature, and a read-only array (bytes, Arrow's buffers) and
+    a writable one are two: a view of a writable array that cannot be
+    written keeps the readers at one.
+
+    >>> read_only(np.zeros(3, dtype=np.uint8)).flags.writeable
+    False
+    """
+    buf = np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else \
+        np.ascontiguousarray(buf, dtype=np.uint8)
+    if buf.flags.writeable:
+        buf = buf.view()
+        buf.flags.writeable = False
+    return buf
+
+
 def spans(buf, starts, ends, **per_blob) -> tuple:
     """``buf`` as uint8 and ``starts``, ``ends`` as int64, checked before a
     compiled loop reads ``buf[starts[i]:ends[i]]`` (compiled code does not
@@ -192,11 +210,7 @@ def spans(buf, starts, ends, **per_blob) -> tuple:
     ...
     ValueError: spans must lie in the buffer of 3 bytes with starts <= ends, got starts [0, 5], ends [3, 6]
     """
-    buf = np.frombuffer(buf, dtype=np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else \
-        np.ascontiguousarray(buf, dtype=np.uint8)
-    if buf.flags.writeable:  # read-only, as Arrow's buffers and bytes are: one compiled signature for both
-        buf = buf.view()
-        buf.flags.writeable = False
+    buf = read_only(buf)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     if starts.ndim != 1 or ends.shape != starts.shape:

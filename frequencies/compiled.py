@@ -180,7 +180,7 @@ def read_rows(buf, starts, ends, newest, valued, width: int, window: int):
     Returns ``(ok, counts, ts, hashes, values)``: the blobs every check
     accepts, their row counts, and their rows one after the other (a
     rejected blob: no row; its own reader names what is wrong)."""
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    buf = compiled.read_only(buf)
     starts, ends, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (starts, ends, newest))
     valued = np.ascontiguousarray(valued, dtype=np.bool_)
     if not (starts.shape == ends.shape == newest.shape == valued.shape) or (

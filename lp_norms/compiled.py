@@ -157,7 +157,7 @@ def _sources(data, at, offsets, rows: int) -> tuple:
     """``(data, at, offsets, rows)`` checked before a loop reads the sums
     of sketch ``s`` at ``data[at[s]:at[s] + 8 * rows * buckets]`` (compiled
     code does not check its indices)."""
-    data = np.ascontiguousarray(data, dtype=np.uint8)
+    data = compiled.read_only(data)
     at, offsets = _ints(at, offsets)
     if not 1 <= rows <= 1 << 20:
         raise ValueError(f"rows must be in [1, {1 << 20}], got {rows}")
@@ -629,7 +629,7 @@ def read_elements(buf, starts, ends, newest, most: int, window: int):
     >>> ok.tolist(), counts.tolist(), ts.tolist(), v.tolist()
     ([True], [2], [5, 9], [3.0, 4.0])
     """
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    buf = compiled.read_only(buf)
     starts, ends, newest = (np.ascontiguousarray(a, dtype=np.int64) for a in (starts, ends, newest))
     if not (starts.shape == ends.shape == newest.shape) or (
             starts.size and (starts.min() < 0 or ends.max() > buf.size or np.any(ends < starts))):
