@@ -594,6 +594,34 @@ def test_builds_refuse_bad_input():
         CountMinColumn.build(ts, [0], np.arange(3, dtype=np.uint64), np.array([1, -1, 2]), (100, 0.1, 0.1, 0.1, 0))
 
 
+@settings(max_examples=examples(30), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), width_eps=st.sampled_from([0.5, 0.1, 0.01]))
+def test_row_units_are_each_sketchs_row_zero_units(seed, width_eps):
+    """``_row_units`` (what tells a union near int64) sums each sketch's
+    row-0 buckets from one stretch of the column: the units a loop over
+    every counter finds, sketches without counters (never updated, or
+    everything expired) among them."""
+    from frequencies.columnar import _row_units
+
+    rng = np.random.default_rng(seed)
+    sketches = []
+    for _ in range(int(rng.integers(1, 6))):
+        s = SlidingCountMin(1000, width_eps, 0.1)
+        n = int(rng.choice([0, 5, 400]))  # none, the rows form, counters (past width rows)
+        if n:
+            s.update(np.sort(rng.integers(0, 3000, n)), rng.integers(0, 50, n), rng.integers(1, 9, n))
+        sketches.append(s)
+    col = CountMinColumn.from_sketches(sketches)
+    c, width = col.counters, col._width
+    want = np.zeros(len(c))
+    for s in range(len(c)):
+        for i in range(int(c.offsets[s]), int(c.offsets[s + 1])):
+            if c.keys[i] < width:
+                a, z = int(c.col.offsets[i]), int(c.col.offsets[i + 1])
+                want[s] += sum(2.0 ** int(e) for e in c.col.exps[a:z])
+    assert _row_units(c, width).tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("weight", [2**59, 2**60, 2**61])
 def test_unions_near_int64_are_merge_all_or_its_error(weight):
     """Groups whose rough total reaches 2**62 are united by the sketch
