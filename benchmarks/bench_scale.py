@@ -29,6 +29,9 @@ ehist path as a ratio to the native one in the same round:
   ``sliding_hll_sketch_estimate`` (the united table is a sketch table again,
   to store or unite further), and the same with ``groupBy(src).agg(
   eh_union_agg(n), sliding_hll_union_agg(d))`` (the column functions);
+  the answers take their time, window and other parameters as Python
+  values, as the docs write them, so Spark chains each answer's UDF after
+  the union's: one Python pass unites and answers;
 * *answer the union without building it*: ``*_sketch_estimate`` of each
   source's ``collect_list`` of sketches;
 * *answer one site's table*: the estimates per row, against the rollup's
@@ -227,15 +230,17 @@ def _paths(roll, sketches, columns: list, window: str, hourly=None, items=None) 
     from udaf import functions as U
     from udaf import union_table
 
-    now, start = F.lit(NOW), F.lit(NOW - pd.Timedelta(window).to_pytimedelta())
+    start = F.lit(NOW - pd.Timedelta(window).to_pytimedelta())
 
     def answers(df):
+        # the parameters as Python values, as the docs write them: Spark chains each answer's UDF after the
+        # union's (union_table, *_union_agg), one Python pass for both
         est = {"n": U.eh_sketch_estimate, "b": U.eh_sketch_estimate, "d": U.sliding_hll_sketch_estimate,
                "q": lambda c, *a: U.sliding_quantile_sketch_quantile(c, 0.99, *a),
-               "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, F.lit(PHI), *a),
+               "h": lambda c, *a: U.sliding_hh_sketch_heavy_hitters(c, PHI, *a),
                "l": U.sliding_lp_sketch_estimate,
-               "f": lambda c, *a: U.ecm_sketch_frequency(c, F.lit(ITEM), *a)}
-        return df.select("src", *[est[c](c, now, window).alias(c) for c in columns])
+               "f": lambda c, *a: U.ecm_sketch_frequency(c, ITEM, *a)}
+        return df.select("src", *[est[c](c, NOW, window).alias(c) for c in columns])
 
     if columns in (["l"], ["f"]):  # L2 norms and frequencies: the rollup per source and destination
         roll = items

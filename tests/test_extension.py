@@ -426,7 +426,7 @@ def test_the_driver_hands_its_family_modules_to_the_tasks():
     from udaf import family
     from udaf.union import UniteLists
 
-    assert __name__ in family.extension_modules() and __name__ in UniteLists(["k"], ["m"]).modules
+    assert __name__ in family.extension_modules() and __name__ in UniteLists().modules
     try:
         family.load_families(["no_such_family_module"])
         with pytest.raises(InvalidInputError, match="family module no_such_family_module could not be imported"):

@@ -586,3 +586,46 @@ def test_union_table_groups_keys_as_spark_does(spark, sites):
         got = {repr(r[key]): bytes(r.c) for r in union_table(odd, key, "c").collect()}
         want = {repr(r[key]): bytes(r.c) for r in odd.groupBy(key).agg(U.eh_union_agg("c").alias("c")).collect()}
         assert got == want and len(got) == odd.select(key).distinct().count()
+
+
+def test_answers_of_python_parameters_chain_after_the_union(spark, sites):
+    """A scalar function's parameters given as Python values travel with
+    its UDF: every family's answers are those of the same parameters as
+    literal columns (an integer time here, a datetime and a date below),
+    the column is named as Spark names the literal call, and with the
+    sketch its only column Spark chains it after ``union_table``'s or
+    ``*_union_agg``'s UDF: one Python pass unites and answers."""
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    from udaf import Count, sketch_table, union_table
+    from udaf import functions as U
+
+    table, _ = sites
+    now, window = 60_000, 10_000  # after every row
+    calls = [(U.eh_sketch_estimate, "c", (now, window)), (U.eh_sketch_bounds, "s", (now, window)),
+             (U.sliding_hll_sketch_estimate, "d", (now, window)), (U.sliding_fm_sketch_estimate, "fm", (now,)),
+             (U.sliding_lp_sketch_estimate, "l2", (now, window)), (U.ecm_sketch_frequency, "f", (7, now, window)),
+             (U.sliding_quantile_sketch_quantile, "q", (0.5, now, window)),
+             (U.sliding_hh_sketch_heavy_hitters, "hh", (0.2, None, window))]
+    def passes(df):  # the Python passes of the query's plan
+        return df._jdf.queryExecution().executedPlan().toString().count("ArrowEvalPython")
+
+    united = union_table(table, "src")
+    bound = united.select("src", *[fn(c, *args).alias(c) for fn, c, args in calls])
+    literal = united.select("src", *[fn(c, *map(F.lit, args)).alias(c) for fn, c, args in calls])
+    assert passes(bound) == passes(literal) - 1  # the plans before they run (AQE prints two after)
+    assert sorted(map(repr, bound.collect())) == sorted(map(repr, literal.collect()))  # NaN: equal
+    unite = table.groupBy("src").agg(U.eh_union_agg("c").alias("c"))
+    agg = unite.select(U.eh_sketch_estimate("c", now, window))
+    assert agg.columns == ["eh_sketch_estimate(c, 60000, 10000)"]
+    assert passes(agg) == passes(unite.select(U.eh_sketch_estimate("c", F.lit(now), window))) - 1
+    # times as Python datetimes and dates: as F.lit gives them to the UDF
+    start = dt.datetime(2026, 1, 1)
+    rows = spark.createDataFrame([(i % 3, start + dt.timedelta(minutes=7 * i)) for i in range(400)], ["k", "ts"])
+    days = sketch_table(rows.withColumn("d", F.to_date("ts")), ["k"], "d", n=Count("3 days"))
+    hours = sketch_table(rows, ["k"], "ts", n=Count("1 day"))
+    for sk, at, w in ((hours, start + dt.timedelta(hours=48), "2 hours"), (days, dt.date(2026, 1, 2), "1 day")):
+        got = sk.select("k", U.eh_sketch_estimate("n", at, w).alias("a"), U.eh_sketch_estimate("n", F.lit(at), w))
+        assert all(r[1] == r[2] and r[1] > 0 for r in got.collect()), got.collect()

@@ -123,17 +123,24 @@ class _Function:
         return inspect.Signature([inspect.Parameter(a, kind, default=inspect.Parameter.empty if d is _REQUIRED else d)
                                   for a, d, _ in self.args], return_annotation=Column)
 
-    def udf(self, names=None):
+    def udf(self, names=None, passed=None, bound=None):
         """An Arrow UDF over the arguments given (every one a column:
-        data or a literal); ``names``: column names for messages."""
+        data or a literal); ``names``: column names for messages;
+        ``passed``: the arguments the columns are, in order (default: the
+        first ones of the signature); ``bound``: the others, as Arrow
+        scalars each batch repeats (:func:`_literal_scalar`)."""
         from pyspark.sql.functions import arrow_udf
         import pyarrow as pa
 
-        body, arg_names = self.body, [a for a, _, _ in self.args]
+        body, arg_names = self.body, list(passed) if passed is not None else [a for a, _, _ in self.args]
         shown = names or {}
+        bound = dict(bound or {})
 
         def run(*arrays):
-            return body(dict(zip(arg_names, arrays)), shown)
+            given = dict(zip(arg_names, arrays))
+            for arg, scalar in bound.items():
+                given[arg] = pa.repeat(scalar, len(arrays[0]))
+            return body(given, shown)
 
         # real objects, not strings: PySpark reads the hints to pick the UDF kind
         run.__annotations__ = {"arrays": pa.Array, "return": {"binary": bytes, "double": float}[self.return_type]
@@ -142,21 +149,39 @@ class _Function:
         return arrow_udf(run, self.return_type)
 
     def __call__(self, *args, **kwargs) -> Column:
+        """The call as a Column.  A scalar function's parameters given as
+        Python values (a window, a time, a quantile, an item) travel with
+        the UDF, not as literal columns: a call whose only column is its
+        sketch is then one Spark can chain after the UDF that made the
+        sketch (``eh_union_agg``, ``union_table``), uniting and answering
+        in one Python pass.  Such a call is named as Spark names one with
+        literal columns (``eh_sketch_estimate(n, 2026-01-02 00:00:43, 1 hour)``)."""
         given = self.bind(args, kwargs)
         self.check(given)
-        names, columns = {}, []
+        names, columns, passed, bound, parts = {}, [], [], {}, []
         for arg, _, is_column in self.args:
             if arg not in given:
                 continue
             value = given[arg]
+            scalar = None if self.grouped or isinstance(value, Column) or (is_column and isinstance(value, str)) \
+                else _literal_scalar(value)
+            if scalar is not None:
+                bound[arg] = scalar
+                parts.append(_shown_literal(value))
+                continue
             if is_column and isinstance(value, (str, Column)):
                 names[arg] = value if isinstance(value, str) else str(value)
                 columns.append(_col(value, arg))
+                parts.append(_shown_column(value))
             elif is_column and arg != "now":
                 raise TypeError(f"{self.name}: {arg} must be a column name or a Column, got {type(value).__name__}")
             else:
                 columns.append(value if isinstance(value, Column) else F.lit(value))
-        return self.udf(names)(*columns)
+                parts.append(_shown_column(columns[-1]))
+            passed.append(arg)
+        if not bound:
+            return self.udf(names)(*columns)
+        return self.udf(names, passed, bound)(*columns).alias(f"{self.name}({', '.join(parts)})")
 
     def bind(self, args, kwargs) -> dict:
         """Python arguments by name, trailing ones left out while unset
@@ -200,6 +225,73 @@ class _Function:
 
 
 _REQUIRED = object()
+
+
+def _literal_scalar(value):
+    """The Arrow scalar a Python parameter reaches a scalar UDF as when
+    given as ``F.lit(value)`` (Spark's literal type; times as Spark
+    converts them: a naive datetime in the driver's time zone, or as it
+    is where the session prefers TIMESTAMP_NTZ), or None for values left
+    to ``F.lit`` (other types, integers past int64).
+
+    >>> import datetime as dt
+    >>> [_literal_scalar(v).type for v in (None, True, 5, 0.5, "1 hour", dt.date(2026, 1, 2))]
+    [DataType(null), DataType(bool), DataType(int64), DataType(double), DataType(string), DataType(date32[day])]
+    >>> _literal_scalar(dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)).value, _literal_scalar(2**64)
+    (1767312000000000, None)
+    """
+    import datetime as dt
+
+    import pyarrow as pa
+    from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
+
+    if value is None:
+        return pa.scalar(None, pa.null())
+    if isinstance(value, bool):
+        return pa.scalar(value, pa.bool_())
+    if isinstance(value, int):
+        return pa.scalar(value, pa.int64()) if -2**63 <= value < 2**63 else None
+    if isinstance(value, float):
+        return pa.scalar(value, pa.float64())
+    if isinstance(value, str):
+        return pa.scalar(value, pa.string())
+    if isinstance(value, dt.datetime):
+        from pyspark.sql.utils import is_timestamp_ntz_preferred
+
+        if value.tzinfo is None and is_timestamp_ntz_preferred():
+            return pa.scalar(TimestampNTZType().toInternal(value), pa.timestamp("us"))
+        return pa.scalar(TimestampType().toInternal(value), pa.timestamp("us", tz="UTC"))
+    if isinstance(value, dt.date):
+        return pa.scalar(DateType().toInternal(value), pa.date32())
+    return None
+
+
+def _shown_literal(value) -> str:
+    """A literal as Spark shows it in a call's column name: ``1 hour``,
+    ``NULL``, ``true``, ``2026-01-02 00:00:43``.
+
+    >>> import datetime as dt
+    >>> _shown_literal("1 hour"), _shown_literal(None), _shown_literal(dt.datetime(2026, 1, 2, 0, 0, 43))
+    ('1 hour', 'NULL', '2026-01-02 00:00:43')
+    """
+    import datetime as dt
+
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat(sep=" ")
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+def _shown_column(c) -> str:
+    """A column argument as its call's name shows it: its name, or the
+    expression pyspark prints (``Column<'collect_list(b)'>``)."""
+    if isinstance(c, str):
+        return c
+    text = str(c)
+    return text[8:-2] if text.startswith("Column<'") and text.endswith("'>") else text
 
 
 def _col(c, what: str) -> Column:

@@ -100,27 +100,19 @@ def merged(cls, blobs: list, starts: np.ndarray) -> list:
 
 
 class UniteLists:
-    """``mapInArrow`` function over rows of keys and ``collect_list`` of
-    sketch columns (``array<binary>``, one row per key from Spark's
-    aggregate): the keys, and each column's union per row (:func:`merged`:
-    the family's :meth:`~udaf.spec.Spec.merge_groups` over every row of the
-    batch at once; null for a row without a sketch).  The modules of
+    """Each row's union of a list of sketches (``array<binary>``: the
+    ``collect_list`` of one column per key, from Spark's aggregate), every
+    row of an Arrow batch at once (:func:`merged`: the family's
+    :meth:`~udaf.spec.Spec.merge_groups`; null for a row without a
+    sketch): the body of :func:`union_table`'s UDFs.  The modules of
     families registered on the driver from outside the package travel with
     it (:func:`~udaf.family.extension_modules`): the task imports them
     before it reads bytes of a family no spec of the job names."""
 
-    def __init__(self, keys, columns):
-        self.keys, self.columns = keys, columns
+    def __init__(self):
         self.modules = extension_modules()
 
-    def __call__(self, batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            yield pa.RecordBatch.from_pydict({**{k: batch.column(k) for k in self.keys},
-                                              **{c: self._unite(batch.column(c), c) for c in self.columns}})
-
-    def _unite(self, lists, column):
+    def __call__(self, lists, column: str):
         import pyarrow as pa
 
         blobs, starts = list_blobs_of(lists)
@@ -136,9 +128,12 @@ def union_table(df, by, *columns):
     table (:func:`udaf.sketch_table`, ``*_sketch_agg``) that share ``by``
     are united as ``<family>_union_agg`` unites them, byte for byte, but
     every key of an Arrow batch at once after Spark's shuffle by key
-    (``collect_list``, then one ``mapInArrow`` pass), not a Python call
-    per key; the result is a sketch table again (read it with
-    ``*_sketch_estimate``, unite it further).
+    (``collect_list``, then one Arrow UDF pass), not a Python call per
+    key; the result is a sketch table again (read it with
+    ``*_sketch_estimate``, unite it further).  An answer whose only
+    column is the united sketch (its time, window and other parameters
+    given as Python values) runs in that same pass: Spark chains the two
+    UDFs.
 
     Parameters
     ----------
@@ -189,5 +184,21 @@ def union_table(df, by, *columns):
     # Spark shuffles the rows by key and groups each key's sketches (nulls
     # left out); one Python pass then unites every key of a batch at once.
     lists = df.groupBy(*[F.col(k) for k in keys]).agg(*[F.collect_list(c).alias(c) for c in columns])
-    fields = [df.schema[k] for k in keys] + [T.StructField(c, T.BinaryType()) for c in columns]
-    return lists.mapInArrow(UniteLists(keys, list(columns)), T.StructType(fields))
+    # one Arrow UDF per column over the lists (not mapInArrow): Spark chains
+    # a scalar UDF of one column after it (an answer whose parameters are
+    # Python values), uniting and answering in one Python pass
+    unite = UniteLists()
+    return lists.select(*[lists[i] for i in range(len(keys))],
+                        *[_column_union(unite, c)(lists[len(keys) + j]).alias(c) for j, c in enumerate(columns)])
+
+
+def _column_union(unite: UniteLists, column: str):
+    """The Arrow UDF uniting each row's list of ``column``'s sketches."""
+    import pyarrow as pa
+    from pyspark.sql.functions import arrow_udf
+
+    def union_table(lists):
+        return unite(lists, column)
+
+    union_table.__annotations__ = {"lists": pa.Array, "return": pa.Array}  # objects: PySpark reads them
+    return arrow_udf(union_table, "binary")
