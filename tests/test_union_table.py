@@ -590,29 +590,30 @@ def test_union_table_groups_keys_as_spark_does(spark, sites):
 
 def test_answers_of_python_parameters_chain_after_the_union(spark, sites):
     """A scalar function's parameters given as Python values travel with
-    its UDF: every family's answers are those of the same parameters as
-    literal columns (an integer time here, a datetime and a date below),
-    the column is named as Spark names the literal call, and with the
-    sketch its only column Spark chains it after ``union_table``'s or
-    ``*_union_agg``'s UDF: one Python pass unites and answers."""
+    its UDF: the answers are those of the same parameters as literal
+    columns (integer times, windows, a float, an item, a null; a datetime
+    and a date below), the column is named as Spark names the literal
+    call, and with the sketch its only column Spark chains it after
+    ``union_table``'s or ``*_union_agg``'s UDF: one Python pass unites and
+    answers."""
     import datetime as dt
 
     from pyspark.sql import functions as F
 
-    from udaf import Count, sketch_table, union_table
+    from udaf import union_table
     from udaf import functions as U
 
     table, _ = sites
     now, window = 60_000, 10_000  # after every row
+    # a call of each kind of parameter bound (times, windows, a float, an item, a null) over five families
     calls = [(U.eh_sketch_estimate, "c", (now, window)), (U.eh_sketch_bounds, "s", (now, window)),
-             (U.sliding_hll_sketch_estimate, "d", (now, window)), (U.sliding_fm_sketch_estimate, "fm", (now,)),
-             (U.sliding_lp_sketch_estimate, "l2", (now, window)), (U.ecm_sketch_frequency, "f", (7, now, window)),
-             (U.sliding_quantile_sketch_quantile, "q", (0.5, now, window)),
-             (U.sliding_hh_sketch_heavy_hitters, "hh", (0.2, None, window))]
+             (U.sliding_hll_sketch_estimate, "d", (now,)), (U.ecm_sketch_frequency, "f", (7, now, window)),
+             (U.sliding_quantile_sketch_quantile, "q", (0.5, None, window))]
+
     def passes(df):  # the Python passes of the query's plan
         return df._jdf.queryExecution().executedPlan().toString().count("ArrowEvalPython")
 
-    united = union_table(table, "src")
+    united = union_table(table, "src", *[c for _, c, _ in calls])
     bound = united.select("src", *[fn(c, *args).alias(c) for fn, c, args in calls])
     literal = united.select("src", *[fn(c, *map(F.lit, args)).alias(c) for fn, c, args in calls])
     assert passes(bound) == passes(literal) - 1  # the plans before they run (AQE prints two after)
@@ -621,11 +622,14 @@ def test_answers_of_python_parameters_chain_after_the_union(spark, sites):
     agg = unite.select(U.eh_sketch_estimate("c", now, window))
     assert agg.columns == ["eh_sketch_estimate(c, 60000, 10000)"]
     assert passes(agg) == passes(unite.select(U.eh_sketch_estimate("c", F.lit(now), window))) - 1
-    # times as Python datetimes and dates: as F.lit gives them to the UDF
-    start = dt.datetime(2026, 1, 1)
-    rows = spark.createDataFrame([(i % 3, start + dt.timedelta(minutes=7 * i)) for i in range(400)], ["k", "ts"])
-    days = sketch_table(rows.withColumn("d", F.to_date("ts")), ["k"], "d", n=Count("3 days"))
-    hours = sketch_table(rows, ["k"], "ts", n=Count("1 day"))
-    for sk, at, w in ((hours, start + dt.timedelta(hours=48), "2 hours"), (days, dt.date(2026, 1, 2), "1 day")):
-        got = sk.select("k", U.eh_sketch_estimate("n", at, w).alias("a"), U.eh_sketch_estimate("n", F.lit(at), w))
-        assert all(r[1] == r[2] and r[1] > 0 for r in got.collect()), got.collect()
+    # times as Python datetimes and dates: as F.lit gives them to the UDF (sketches of microseconds and days)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    us = np.sort(np.random.default_rng(3).integers(0, 2 * 86_400, 300)) * 10**6 + int(start.timestamp()) * 10**6
+    micros = ExponentialHistogram(86_400 * 10**6, 0.01).update(us).to_bytes()
+    days = ExponentialHistogram(3, 0.01).update(us // (86_400 * 10**6)).to_bytes()
+    sk = spark.createDataFrame([(micros, days)], "h binary, d binary")
+    at, day = dt.datetime(2026, 1, 3), dt.date(2026, 1, 2)  # naive: the driver's time zone, as F.lit reads it
+    at = at.replace(tzinfo=dt.timezone.utc).astimezone().replace(tzinfo=None)  # the same instant as UTC midnight
+    got = sk.select(U.eh_sketch_estimate("h", at, "2 hours"), U.eh_sketch_estimate("h", F.lit(at), "2 hours"),
+                    U.eh_sketch_estimate("d", day, "1 day"), U.eh_sketch_estimate("d", F.lit(day), "1 day")).collect()
+    assert all(r[0] == r[1] > 0 and r[2] == r[3] > 0 for r in got), got
