@@ -605,9 +605,8 @@ def test_answers_of_python_parameters_chain_after_the_union(spark, sites):
 
     table, _ = sites
     now, window = 60_000, 10_000  # after every row
-    # a call of each kind of parameter bound (times, windows, a float, an item, a null) over five families
-    calls = [(U.eh_sketch_estimate, "c", (now, window)), (U.eh_sketch_bounds, "s", (now, window)),
-             (U.sliding_hll_sketch_estimate, "d", (now,)), (U.ecm_sketch_frequency, "f", (7, now, window)),
+    # a call of each kind of parameter bound: times, windows, an item, a float, a null
+    calls = [(U.eh_sketch_bounds, "s", (now, window)), (U.ecm_sketch_frequency, "f", (7, now, window)),
              (U.sliding_quantile_sketch_quantile, "q", (0.5, None, window))]
 
     def passes(df):  # the Python passes of the query's plan
