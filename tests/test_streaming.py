@@ -265,16 +265,12 @@ def test_append_mode_gives_the_update_rows(sspark, tmp_path):
     assert all(r["late_events"] == 0 for r in append)
 
 
-def test_ttl_evicts_idle_keys(sspark, tmp_path):
-    """Processing-time TTL: a key idle for longer than the TTL starts afresh.
-
-    With a TTL the query runs in processing-time mode, where Spark runs a
-    micro-batch every trigger even without input (to expire state): the
-    query runs on a processing-time trigger and the test polls its output
-    (processAllAvailable() would not return)."""
+def _ttl_stream(sspark, tmp_path, got: list):
+    """A query of keys a and b (ten events each) with a 15-second TTL, its
+    rows appended to ``got``, on a processing-time trigger; returns the
+    query and ``wait_for(n)``, which polls ``got`` for ``n`` rows."""
     src = str(tmp_path / "in")
     write_batch(src, [{"k": k, "ts": t, "b": 1, "dst": 1} for k in "ab" for t in range(10)])
-    got = []
     out = sliding_window_state(sspark.readStream.schema(SCHEMA).json(src), "k", "ts", ttl="15 seconds",
                                bounds=True, count=Count(10_000))
     q = out.writeStream.outputMode("update").foreachBatch(lambda df, _: got.extend(r.asDict() for r in df.collect())) \
@@ -286,6 +282,29 @@ def test_ttl_evicts_idle_keys(sspark, tmp_path):
             time.sleep(0.1)
         assert len(got) >= n, q.exception()
 
+    return src, q, wait_for
+
+
+def test_a_query_with_a_ttl_answers(sspark, tmp_path):
+    """With a TTL the query runs in processing-time mode, where Spark runs a
+    micro-batch every trigger even without input (to expire state): the
+    query runs on a processing-time trigger and the test polls its output
+    (processAllAvailable() would not return).  The eviction itself:
+    test_ttl_evicts_idle_keys (--slow: it waits past the TTL)."""
+    got = []
+    _, q, wait_for = _ttl_stream(sspark, tmp_path, got)
+    try:
+        wait_for(2)
+    finally:
+        q.stop()
+    assert sorted((r["k"], r["count_upper"]) for r in got) == [("a", 10), ("b", 10)]
+
+
+@pytest.mark.slow  # 25 s, 17 of them waiting past the TTL; the query's plumbing: test_a_query_with_a_ttl_answers
+def test_ttl_evicts_idle_keys(sspark, tmp_path):
+    """Processing-time TTL: a key idle for longer than the TTL starts afresh."""
+    got = []
+    src, q, wait_for = _ttl_stream(sspark, tmp_path, got)
     try:
         wait_for(2)
         write_batch(src, [{"k": "a", "ts": 10, "b": 1, "dst": 1}])  # "a" within the TTL
