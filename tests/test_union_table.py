@@ -621,6 +621,13 @@ def test_answers_of_python_parameters_chain_after_the_union(spark, sites):
     agg = unite.select(U.eh_sketch_estimate("c", now, window))
     assert agg.columns == ["eh_sketch_estimate(c, 60000, 10000)"]
     assert passes(agg) == passes(unite.select(U.eh_sketch_estimate("c", F.lit(now), window))) - 1
+    # on the driver: a sketch is a column, a required item is not None
+    with pytest.raises(TypeError, match="sketch must be a column name or a Column, got int"):
+        U.eh_sketch_estimate(5, now)
+    with pytest.raises(TypeError, match="item must be a column name, a Column or a value, got None"):
+        U.ecm_sketch_frequency("f", None)
+    with pytest.raises(TypeError, match=r"item must be a column name or a Column or a value \(bool"):
+        U.ecm_sketch_frequency("f", [7])
     # times as Python datetimes and dates: as F.lit gives them to the UDF (sketches of microseconds and days)
     start = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
     us = np.sort(np.random.default_rng(3).integers(0, 2 * 86_400, 300)) * 10**6 + int(start.timestamp()) * 10**6

@@ -163,8 +163,8 @@ class _Function:
             if arg not in given:
                 continue
             value = given[arg]
-            scalar = None if self.grouped or isinstance(value, Column) or (is_column and isinstance(value, str)) \
-                else _literal_scalar(value)
+            scalar = None if self.grouped or arg == "sketch" or isinstance(value, Column) or (
+                is_column and isinstance(value, str)) else _literal_scalar(value)
             if scalar is not None:
                 bound[arg] = scalar
                 parts.append(_shown_literal(value))
@@ -174,7 +174,9 @@ class _Function:
                 columns.append(_col(value, arg))
                 parts.append(_shown_column(value))
             elif is_column and arg != "now":
-                raise TypeError(f"{self.name}: {arg} must be a column name or a Column, got {type(value).__name__}")
+                values = "" if self.grouped or arg == "sketch" else " or a value (bool, int, float, datetime, date)"
+                raise TypeError(f"{self.name}: {arg} must be a column name or a Column{values}, "
+                                f"got {type(value).__name__}")
             else:
                 columns.append(value if isinstance(value, Column) else F.lit(value))
                 parts.append(_shown_column(columns[-1]))
@@ -209,6 +211,9 @@ class _Function:
         for a, d, _ in self.args:
             if d is _REQUIRED and a not in given:
                 raise TypeError(f"{self.signature()} is missing its argument {a!r}")
+            if d is _REQUIRED and given[a] is None and not self.grouped:  # not a trailing argument left unset
+                kinds = "a column name or a Column" if a == "sketch" else "a column name, a Column or a value"
+                raise TypeError(f"{self.name}: {a} must be {kinds}, got None")
         # every argument up to the last one set is passed (defaults filled in)
         last = max((i for i, a in enumerate(names) if given.get(a) is not None), default=-1)
         out = {}
